@@ -1,0 +1,69 @@
+# lawlab: `make run` runs the main job on the embedded default, `make test`
+# runs the default test tier. Both first run `make install`, which only does
+# what is still missing (every step below is a file target or a cheap check).
+
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+PY := $(BIN)/python
+TASKS_DIR ?= var/tasks
+PROTOS := $(shell find protos -name '*.proto')
+GEN_STAMP := libs/lawlab/common/v1/common_pb2.py
+APT_PACKAGES := bubblewrap
+
+.PHONY: install apt deps proto tasks run test test-all lint clean distclean
+
+install: apt deps proto tasks
+
+# System packages: installed only when a binary is missing.
+apt:
+	@missing=""; command -v bwrap >/dev/null || missing="$$missing bubblewrap"; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing apt packages:$$missing"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
+	fi
+
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+
+$(VENV)/.deps-stamp: requirements.lock pyproject.toml | $(PY)
+	$(PY) -m pip install -q --disable-pip-version-check -r requirements.lock
+	$(PY) -m pip install -q --disable-pip-version-check --no-deps --no-build-isolation -e .
+	touch $@
+
+deps: $(VENV)/.deps-stamp
+
+# Generated stubs land inside the lawlab package (lawlab.<service>.v1), so
+# imports need no path tricks. They are not committed.
+$(GEN_STAMP): $(PROTOS) $(VENV)/.deps-stamp
+	$(PY) -m grpc_tools.protoc -Iprotos --python_out=libs --pyi_out=libs --grpc_python_out=libs $(PROTOS:protos/%=%)
+	@# protoc writes under libs/lawlab/...; make each folder a regular package
+	@for d in $$(cd protos && find lawlab -mindepth 1 -type d); do touch libs/$$d/__init__.py; done
+	touch $@
+
+proto: $(GEN_STAMP)
+
+$(TASKS_DIR)/.stamp: $(GEN_STAMP) $(shell find libs/lawlab/taskbuild -name '*.py')
+	$(BIN)/lawlab tasks build --out $(TASKS_DIR)
+	touch $@
+
+tasks: $(TASKS_DIR)/.stamp
+
+run: install
+	$(BIN)/lawlab run --tasks $(TASKS_DIR)
+
+test: install
+	$(BIN)/pytest -q
+
+test-all: install
+	$(BIN)/pytest -q -m ''
+
+lint: install
+	$(BIN)/ruff check libs services tests
+
+clean:
+	rm -rf var/run build .pytest_cache
+
+distclean: clean
+	rm -rf $(VENV) var $(GEN_STAMP)

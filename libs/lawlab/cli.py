@@ -1,0 +1,249 @@
+"""The ``lawlab`` command: the operator's entry point."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import signal
+import sys
+import time
+from pathlib import Path
+
+from lawlab import config
+
+
+def _table(rows: list[list[str]], header: list[str]) -> str:
+    widths = [max(len(str(x)) for x in col) for col in zip(header, *rows)]
+    line = "  ".join(h.ljust(w) for h, w in zip(header, widths))
+    sep = "  ".join("-" * w for w in widths)
+    body = ["  ".join(str(x).ljust(w) for x, w in zip(r, widths)) for r in rows]
+    return "\n".join([line, sep, *body])
+
+
+def _fmt(value: object) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:.3f}"
+    return str(value)
+
+
+# ---- tasks ---------------------------------------------------------------------
+
+def cmd_tasks_build(args: argparse.Namespace) -> int:
+    from lawlab import log
+    from lawlab.taskbuild.build import build_all
+
+    log.setup("taskbuild", "WARNING")
+    out = Path(args.out)
+    print(f"building the task library into {out} ...", flush=True)
+    start = time.perf_counter()
+    summary = build_all(out, args.only or None)
+    rows = [[s["task_id"], s["type"], s["rows"], s["best_reference"], s["hidden_edit"],
+             f"{s['world_r2']:.3f}"] for s in summary]
+    print(_table(rows, ["task", "type", "rows", "best reference", "hidden edit", "world R2"]))
+    print(f"built {len(summary)} tasks in {time.perf_counter() - start:.0f} s")
+    return 0
+
+
+def cmd_tasks_list(args: argparse.Namespace) -> int:
+    from lawlab.tasks import TaskLibrary
+
+    library = TaskLibrary(Path(args.tasks_dir))
+    rows = [[t.task_id, t.meta.type_label, t.meta.discipline, t.meta.metric, len(t.train),
+             len(t.group_ids) or "-", ", ".join(t.meta.input_names)] for t in library]
+    print(_table(rows, ["task", "type", "discipline", "metric", "train rows", "groups", "inputs"]))
+    return 0
+
+
+# ---- services --------------------------------------------------------------------
+
+def cmd_serve(args: argparse.Namespace, rest: list[str]) -> int:
+    from lawlab.rpc.main import service_main
+
+    service_main(args.service, rest)
+    return 0
+
+
+def cmd_up(args: argparse.Namespace) -> int:
+    from lawlab.launcher import Cluster
+
+    cluster = Cluster(Path(args.tasks_dir).resolve(), Path(args.data_dir).resolve())
+    stop = {"now": False}
+
+    def handler(signum: int, frame: object) -> None:
+        stop["now"] = True
+
+    signal.signal(signal.SIGTERM, handler)
+    signal.signal(signal.SIGINT, handler)
+    try:
+        cluster.start(default_ports=not args.ephemeral)
+        rows = [[n, r.address, f"127.0.0.1:{r.metrics_port}", r.process.pid]
+                for n, r in cluster.services.items()]
+        print(_table(rows, ["service", "grpc", "metrics", "pid"]))
+        print(f"logs in {cluster.log_dir}; Ctrl-C or SIGTERM stops all services", flush=True)
+        while not stop["now"]:
+            for name, r in cluster.services.items():
+                if r.process.poll() is not None:
+                    print(f"{name} exited with {r.process.returncode}; stopping", file=sys.stderr)
+                    stop["now"] = True
+            time.sleep(0.2)
+    finally:
+        codes = cluster.stop()
+        print("stopped: " + ", ".join(f"{n}={c}" for n, c in codes.items()))
+    return 0
+
+
+# ---- trials ------------------------------------------------------------------------
+
+async def _run_trial(address: str, task: str, setting: str, agent: str, model: str, seed: int):
+    from lawlab import convert
+    from lawlab.agent.v1 import agent_pb2, agent_pb2_grpc
+    from lawlab.rpc.client import TRIAL_CALL, aio_channel
+
+    async with aio_channel(address) as channel:
+        stub = agent_pb2_grpc.AgentServiceStub(channel)
+        return await stub.RunTrial(agent_pb2.RunTrialRequest(
+            task_id=task, setting=convert.setting_from_name(setting), agent=agent, model=model,
+            seed=seed), timeout=TRIAL_CALL)
+
+
+def _trial_rows(trials: list) -> list[list[str]]:
+    from lawlab import convert
+    from lawlab.agent.v1 import agent_pb2
+
+    rows = []
+    for t in trials:
+        s = t.scores
+        rows.append([
+            t.task_id, convert.setting_name(t.setting),
+            agent_pb2.TrialStatus.Name(t.status).removeprefix("TRIAL_STATUS_").lower(),
+            t.turns,
+            _fmt(s.s_n if s.HasField("s_n") else None),
+            _fmt(s.s_v if s.HasField("s_v") else None),
+            _fmt(s.s_s if s.HasField("s_s") else None),
+            f"{t.wall_seconds:.1f}s",
+        ])
+    return rows
+
+
+TRIAL_HEADER = ["task", "setting", "status", "turns", "S_N", "S_V", "S_S", "wall"]
+
+
+def cmd_trial_run(args: argparse.Namespace) -> int:
+    trial = asyncio.run(_run_trial(args.agent_addr, args.task, args.setting, args.agent,
+                                   args.model, args.seed))
+    if args.json:
+        from google.protobuf.json_format import MessageToDict
+
+        print(json.dumps(MessageToDict(trial), indent=2))
+    else:
+        print(_table(_trial_rows([trial]), TRIAL_HEADER))
+        print(f"trajectory: {trial.trajectory_path}")
+        if trial.error:
+            print(f"error: {trial.error}")
+    return 0 if not trial.error else 1
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    """The main job on the embedded default: all services, one Real and one Parallel trial."""
+    from lawlab.launcher import Cluster
+
+    # each run keeps its own state and trajectories: nothing from an earlier run is lost
+    data_dir = Path(args.data_dir).resolve() / time.strftime("run-%Y%m%d-%H%M%S")
+    cluster = Cluster(Path(args.tasks_dir).resolve(), data_dir, log_dir=data_dir / "logs")
+    print("starting simulator, sandbox, agent, judge and scorer on loopback ...", flush=True)
+    trials = []
+    try:
+        cluster.start(default_ports=args.default_ports)
+        for name, r in cluster.services.items():
+            print(f"  {name:<10} grpc {r.address}  metrics 127.0.0.1:{r.metrics_port}")
+        plan = [(args.real_task, "real"), (args.parallel_task, "parallel")]
+        for i, (task, setting) in enumerate(plan, 1):
+            print(f"[{i}/{len(plan)}] {setting} trial on {task} with the {args.agent} agent ...",
+                  flush=True)
+            trial = asyncio.run(_run_trial(cluster.address("agent"), task, setting, args.agent,
+                                           "", args.seed))
+            trials.append(trial)
+            if trial.error:
+                print(f"  error: {trial.error}")
+    finally:
+        codes = cluster.stop()
+    print()
+    print(_table(_trial_rows(trials), TRIAL_HEADER))
+    print()
+    for t in trials:
+        print(f"trajectory ({t.task_id}, {'real' if t.setting == 1 else 'parallel'}): "
+              f"{t.trajectory_path}")
+        if t.score_notes:
+            print(f"  {t.score_notes}")
+    print(f"service logs: {cluster.log_dir}")
+    clean = all(c == 0 for c in codes.values())
+    print("services stopped cleanly" if clean else f"service exit codes: {codes}")
+    failed = [t for t in trials if t.error]
+    return 0 if clean and not failed and len(trials) == 2 else 1
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="lawlab", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    def with_dirs(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--tasks-dir", "--tasks", default=str(config.tasks_dir()),
+                       help="the task library (env LAWLAB_TASKS_DIR; default var/tasks)")
+        p.add_argument("--data-dir", default=str(config.data_dir()),
+                       help="durable state and trajectories (env LAWLAB_DATA_DIR; default var/run)")
+
+    p = sub.add_parser("serve", help="start one service")
+    p.add_argument("service", choices=config.SERVICES)
+
+    p = sub.add_parser("up", help="start all five services in the foreground")
+    with_dirs(p)
+    p.add_argument("--ephemeral", action="store_true", help="free ports instead of the defaults")
+
+    p = sub.add_parser("run", help="the main job: all services, one Real and one Parallel trial")
+    with_dirs(p)
+    p.add_argument("--agent", default="template")
+    p.add_argument("--real-task", default="dnase_elisa")
+    p.add_argument("--parallel-task", default="mercury_vapour_pressure")
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--default-ports", action="store_true",
+                   help="bind the documented default ports instead of free ones")
+
+    tasks = sub.add_parser("tasks", help="the task library").add_subparsers(dest="verb", required=True)
+    p = tasks.add_parser("list")
+    with_dirs(p)
+    p = tasks.add_parser("build")
+    p.add_argument("--out", default=str(config.tasks_dir()))
+    p.add_argument("--only", nargs="*")
+
+    trial = sub.add_parser("trial", help="trials").add_subparsers(dest="verb", required=True)
+    p = trial.add_parser("run", help="run one trial through a running agent service")
+    p.add_argument("--task", required=True)
+    p.add_argument("--setting", choices=["real", "parallel"], required=True)
+    p.add_argument("--agent", default="template")
+    p.add_argument("--model", default="")
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--agent-addr", default=config.service_address("agent"))
+    p.add_argument("--json", action="store_true")
+
+    args, rest = parser.parse_known_args(argv)
+    if args.command == "serve":
+        return cmd_serve(args, rest)
+    if rest:
+        parser.error(f"unrecognised arguments: {' '.join(rest)}")
+    if args.command == "up":
+        return cmd_up(args)
+    if args.command == "run":
+        return cmd_run(args)
+    if args.command == "tasks":
+        return {"list": cmd_tasks_list, "build": cmd_tasks_build}[args.verb](args)
+    if args.command == "trial":
+        return cmd_trial_run(args)
+    parser.error("unknown command")
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

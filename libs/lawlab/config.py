@@ -1,0 +1,66 @@
+"""Service names, default ports and where state lives, overridable by environment."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+SERVICES = ("simulator", "sandbox", "agent", "judge", "scorer")
+
+# Default gRPC ports 50051..50055 and Prometheus metrics ports 9101..9105, in
+# the order of SERVICES.
+DEFAULT_GRPC_PORTS = {name: 50051 + i for i, name in enumerate(SERVICES)}
+DEFAULT_METRICS_PORTS = {name: 9101 + i for i, name in enumerate(SERVICES)}
+
+GRPC_SERVICE_NAMES = {
+    "simulator": "lawlab.simulator.v1.SimulatorService",
+    "sandbox": "lawlab.sandbox.v1.SandboxService",
+    "agent": "lawlab.agent.v1.AgentService",
+    "judge": "lawlab.judge.v1.JudgeService",
+    "scorer": "lawlab.scorer.v1.ScorerService",
+}
+
+
+def _env(name: str) -> str | None:
+    value = os.environ.get(name)
+    return value if value else None
+
+
+def grpc_port(service: str) -> int:
+    """Listening port of a service: LAWLAB_<SERVICE>_PORT or the default."""
+    value = _env(f"LAWLAB_{service.upper()}_PORT")
+    return int(value) if value else DEFAULT_GRPC_PORTS[service]
+
+
+def metrics_port(service: str) -> int:
+    value = _env(f"LAWLAB_{service.upper()}_METRICS_PORT")
+    return int(value) if value else DEFAULT_METRICS_PORTS[service]
+
+
+def service_address(service: str) -> str:
+    """Where clients reach a service: LAWLAB_<SERVICE>_ADDR or loopback default."""
+    return _env(f"LAWLAB_{service.upper()}_ADDR") or f"127.0.0.1:{grpc_port(service)}"
+
+
+def tasks_dir() -> Path:
+    """The task library (answer keys included): only simulator, scorer, judge read it."""
+    return Path(_env("LAWLAB_TASKS_DIR") or "var/tasks").resolve()
+
+
+def data_dir() -> Path:
+    """Durable state of the embedded default: SQLite files, trajectories."""
+    return Path(_env("LAWLAB_DATA_DIR") or "var/run").resolve()
+
+
+@dataclass(frozen=True)
+class Addresses:
+    simulator: str
+    sandbox: str
+    agent: str
+    judge: str
+    scorer: str
+
+    @classmethod
+    def from_env(cls) -> "Addresses":
+        return cls(**{name: service_address(name) for name in SERVICES})

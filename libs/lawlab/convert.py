@@ -1,0 +1,95 @@
+"""Conversions between protobuf messages and plain domain types (pandas, dataclasses)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+
+from lawlab.common.v1 import common_pb2
+from lawlab.errors import InvalidArgument
+from lawlab.tasks import GROUP_COL, TaskMeta, Variable
+
+
+def frame_to_table(df: pd.DataFrame, columns: Sequence[str] | None = None) -> common_pb2.Table:
+    cols = [c for c in (columns or df.columns) if c != GROUP_COL]
+    table = common_pb2.Table(
+        columns=[common_pb2.NamedColumn(name=c, values=df[c].to_numpy(float).tolist()) for c in cols]
+    )
+    if GROUP_COL in df.columns:
+        table.group_ids.extend(df[GROUP_COL].astype(str).tolist())
+    return table
+
+
+def table_to_frame(table: common_pb2.Table, field: str = "table") -> pd.DataFrame:
+    data: dict[str, np.ndarray] = {}
+    n = None
+    for i, col in enumerate(table.columns):
+        if not col.name:
+            raise InvalidArgument(f"{field}.columns[{i}].name", "column name is empty")
+        if col.name in data:
+            raise InvalidArgument(f"{field}.columns[{i}].name", f"duplicate column {col.name!r}")
+        values = np.asarray(col.values, dtype=float)
+        if n is not None and len(values) != n:
+            raise InvalidArgument(f"{field}.columns[{i}]",
+                                  f"column {col.name!r} has {len(values)} values, expected {n}")
+        n = len(values)
+        data[col.name] = values
+    df = pd.DataFrame(data)
+    if len(table.group_ids):
+        if n is not None and len(table.group_ids) != n:
+            raise InvalidArgument(f"{field}.group_ids",
+                                  f"{len(table.group_ids)} group ids for {n} rows")
+        df[GROUP_COL] = list(table.group_ids)
+    return df
+
+
+def variable_to_proto(v: Variable) -> common_pb2.Variable:
+    return common_pb2.Variable(name=v.name, symbol=v.symbol, unit=v.unit,
+                               description=v.description, min=v.min, max=v.max)
+
+
+def variable_from_proto(v: common_pb2.Variable) -> Variable:
+    return Variable(v.name, v.unit, v.description, v.symbol, v.min, v.max)
+
+
+def meta_to_proto(meta: TaskMeta, group_ids: Sequence[str]) -> common_pb2.TaskMetadata:
+    c = meta.caps
+    return common_pb2.TaskMetadata(
+        task_id=meta.task_id,
+        title=meta.title,
+        discipline=meta.discipline,
+        context=meta.context,
+        target=variable_to_proto(meta.target),
+        inputs=[variable_to_proto(v) for v in meta.inputs],
+        type=(common_pb2.TASK_TYPE_MULTI_GROUP if meta.multi_group
+              else common_pb2.TASK_TYPE_SINGLE_GROUP),
+        group_ids=list(group_ids),
+        group_description=meta.group_description,
+        metric=meta.metric,
+        caps=common_pb2.Caps(
+            max_law_constants=c.max_law_constants,
+            max_local_params=c.max_local_params,
+            fit_timeout_seconds=c.fit_timeout_seconds,
+            max_experiment_calls=c.max_experiment_calls,
+            max_points_per_call=c.max_points_per_call,
+            min_samples_per_point=c.min_samples_per_point,
+            max_samples_per_point=c.max_samples_per_point,
+            max_turns=c.max_turns,
+        ),
+        source=meta.source,
+        license=meta.license,
+    )
+
+
+def setting_name(setting: int) -> str:
+    return {common_pb2.SETTING_REAL: "real", common_pb2.SETTING_PARALLEL: "parallel"}.get(
+        setting, "unspecified")
+
+
+def setting_from_name(name: str) -> int:
+    try:
+        return {"real": common_pb2.SETTING_REAL, "parallel": common_pb2.SETTING_PARALLEL}[name.lower()]
+    except KeyError:
+        raise InvalidArgument("setting", f"unknown setting {name!r}; use real or parallel") from None

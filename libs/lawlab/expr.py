@@ -1,0 +1,195 @@
+"""Laws as data: a restricted expression language and its safe evaluator.
+
+A law is text such as ``"Vm * conc / (K + conc)"``: Python/sympy syntax with
+numbers, names (inputs and constants), ``+ - * / **``, unary minus and calls
+of a fixed whitelist of functions. The text is parsed once into an AST that is
+checked node by node; evaluation walks that tree with numpy (or builds a sympy
+expression from it). Nothing is ever passed to ``eval``.
+"""
+
+from __future__ import annotations
+
+import ast
+import math
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import sympy
+
+FUNCTIONS: dict[str, Any] = {
+    "exp": np.exp,
+    "log": np.log,
+    "log10": np.log10,
+    "log2": np.log2,
+    "sqrt": np.sqrt,
+    "sin": np.sin,
+    "cos": np.cos,
+    "tan": np.tan,
+    "tanh": np.tanh,
+    "sinh": np.sinh,
+    "cosh": np.cosh,
+    "atan": np.arctan,
+    "abs": np.abs,
+}
+SYMPY_FUNCTIONS: dict[str, Any] = {
+    "exp": sympy.exp,
+    "log": sympy.log,
+    "log10": lambda x: sympy.log(x, 10),
+    "log2": lambda x: sympy.log(x, 2),
+    "sqrt": sympy.sqrt,
+    "sin": sympy.sin,
+    "cos": sympy.cos,
+    "tan": sympy.tan,
+    "tanh": sympy.tanh,
+    "sinh": sympy.sinh,
+    "cosh": sympy.cosh,
+    "atan": sympy.atan,
+    "abs": sympy.Abs,
+}
+NAMED_NUMBERS = {"pi": math.pi, "e": math.e}
+MAX_LENGTH = 4000
+MAX_DEPTH = 60
+
+_BINOPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.Pow: "**"}
+
+
+class ExpressionError(ValueError):
+    """The text is not a valid restricted expression."""
+
+
+class Expression:
+    """A validated restricted expression."""
+
+    def __init__(self, text: str) -> None:
+        if not isinstance(text, str) or not text.strip():
+            raise ExpressionError("expression is empty")
+        if len(text) > MAX_LENGTH:
+            raise ExpressionError(f"expression longer than {MAX_LENGTH} characters")
+        try:
+            tree = ast.parse(text.strip(), mode="eval")
+        except SyntaxError as err:
+            raise ExpressionError(f"cannot parse expression: {err.msg}") from None
+        self.text = text.strip()
+        self._root = tree.body
+        self.names: set[str] = set()
+        self.functions: set[str] = set()
+        self._check(self._root, 0)
+
+    def _check(self, node: ast.AST, depth: int) -> None:
+        if depth > MAX_DEPTH:
+            raise ExpressionError("expression nested too deeply")
+        if isinstance(node, ast.BinOp) and type(node.op) in _BINOPS:
+            self._check(node.left, depth + 1)
+            self._check(node.right, depth + 1)
+        elif isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+            self._check(node.operand, depth + 1)
+        elif isinstance(node, ast.Constant):
+            if isinstance(node.value, bool) or not isinstance(node.value, (int, float)):
+                raise ExpressionError(f"only numbers are allowed as literals, not {node.value!r}")
+        elif isinstance(node, ast.Name):
+            if node.id in FUNCTIONS:
+                raise ExpressionError(f"function {node.id!r} used as a value")
+            if node.id not in NAMED_NUMBERS:
+                self.names.add(node.id)
+        elif isinstance(node, ast.Call):
+            if not isinstance(node.func, ast.Name) or node.func.id not in FUNCTIONS:
+                name = node.func.id if isinstance(node.func, ast.Name) else ast.unparse(node.func)
+                raise ExpressionError(
+                    f"function {name!r} is not allowed (allowed: {', '.join(sorted(FUNCTIONS))})"
+                )
+            if node.keywords or len(node.args) != 1:
+                raise ExpressionError(f"{node.func.id}() takes exactly one positional argument")
+            self.functions.add(node.func.id)
+            self._check(node.args[0], depth + 1)
+        else:
+            raise ExpressionError(f"{type(node).__name__} is not allowed in a law expression")
+
+    def evaluate(self, env: Mapping[str, Any]) -> Any:
+        """Evaluate with numpy; ``env`` maps every name to a number or array."""
+        missing = self.names - set(env)
+        if missing:
+            raise ExpressionError(f"no value for {', '.join(sorted(missing))}")
+        with np.errstate(all="ignore"):
+            return self._eval(self._root, env)
+
+    def _eval(self, node: ast.AST, env: Mapping[str, Any]) -> Any:
+        if isinstance(node, ast.BinOp):
+            left = self._eval(node.left, env)
+            right = self._eval(node.right, env)
+            op = type(node.op)
+            if op is ast.Add:
+                return left + right
+            if op is ast.Sub:
+                return left - right
+            if op is ast.Mult:
+                return left * right
+            if op is ast.Div:
+                return np.divide(left, right)
+            return np.power(np.asarray(left, dtype=float), right)
+        if isinstance(node, ast.UnaryOp):
+            value = self._eval(node.operand, env)
+            return -value if isinstance(node.op, ast.USub) else value
+        if isinstance(node, ast.Constant):
+            return float(node.value)
+        if isinstance(node, ast.Name):
+            if node.id in NAMED_NUMBERS:
+                return NAMED_NUMBERS[node.id]
+            return env[node.id]
+        assert isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+        return FUNCTIONS[node.func.id](self._eval(node.args[0], env))
+
+    def to_sympy(self, symbols: Mapping[str, sympy.Symbol] | None = None) -> sympy.Expr:
+        table = dict(symbols or {})
+        for name in self.names:
+            table.setdefault(name, sympy.Symbol(name, real=True))
+        return self._sym(self._root, table)
+
+    def _sym(self, node: ast.AST, table: Mapping[str, Any]) -> Any:
+        if isinstance(node, ast.BinOp):
+            left, right = self._sym(node.left, table), self._sym(node.right, table)
+            op = type(node.op)
+            if op is ast.Add:
+                return left + right
+            if op is ast.Sub:
+                return left - right
+            if op is ast.Mult:
+                return left * right
+            if op is ast.Div:
+                return left / right
+            return left**right
+        if isinstance(node, ast.UnaryOp):
+            value = self._sym(node.operand, table)
+            return -value if isinstance(node.op, ast.USub) else value
+        if isinstance(node, ast.Constant):
+            return sympy.nsimplify(node.value) if float(node.value).is_integer() else sympy.Float(node.value)
+        if isinstance(node, ast.Name):
+            if node.id == "pi":
+                return sympy.pi
+            if node.id == "e":
+                return sympy.E
+            return table[node.id]
+        assert isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+        return SYMPY_FUNCTIONS[node.func.id](self._sym(node.args[0], table))
+
+    def to_numpy_source(self) -> str:
+        """Python source using ``np.`` functions, for generated contract modules."""
+
+        class _Rewrite(ast.NodeTransformer):
+            def visit_Call(self, node: ast.Call) -> ast.AST:
+                self.generic_visit(node)
+                assert isinstance(node.func, ast.Name)
+                name = {"atan": "arctan"}.get(node.func.id, node.func.id)
+                node.func = ast.Attribute(value=ast.Name("np", ast.Load()), attr=name, ctx=ast.Load())
+                return node
+
+            def visit_Name(self, node: ast.Name) -> ast.AST:
+                if node.id in NAMED_NUMBERS:
+                    return ast.Attribute(value=ast.Name("np", ast.Load()), attr=node.id, ctx=ast.Load())
+                return node
+
+        tree = _Rewrite().visit(ast.parse(self.text, mode="eval"))
+        return ast.unparse(ast.fix_missing_locations(tree))
+
+    def __repr__(self) -> str:
+        return f"Expression({self.text!r})"

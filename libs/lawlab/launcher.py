@@ -1,0 +1,119 @@
+"""Starting and stopping the five services as separate local processes.
+
+Used by ``lawlab up``, ``lawlab run`` and the integration tests: each service
+is its own process on a loopback port; dependents learn their peers' addresses
+through LAWLAB_<SERVICE>_ADDR. Shutdown sends SIGTERM (the services drain)
+and waits, escalating to SIGKILL only after a grace period.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from lawlab import config
+
+# Dependencies first: scorer and judge need the sandbox; the agent needs all.
+START_ORDER = ("sandbox", "simulator", "scorer", "judge", "agent")
+
+
+@dataclass
+class Running:
+    name: str
+    process: subprocess.Popen
+    port: int
+    metrics_port: int
+    log_path: Path
+
+    @property
+    def address(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+
+@dataclass
+class Cluster:
+    """The five services running locally."""
+
+    tasks_dir: Path
+    data_dir: Path
+    services: dict[str, Running] = field(default_factory=dict)
+    log_dir: Path | None = None
+
+    def address(self, name: str) -> str:
+        return self.services[name].address
+
+    def env(self) -> dict[str, str]:
+        env = {f"LAWLAB_{n.upper()}_ADDR": r.address for n, r in self.services.items()}
+        env["LAWLAB_TASKS_DIR"] = str(self.tasks_dir)
+        env["LAWLAB_DATA_DIR"] = str(self.data_dir)
+        return env
+
+    def start(self, names: tuple[str, ...] = START_ORDER, default_ports: bool = False,
+              timeout: float = 60.0, extra_env: dict[str, str] | None = None) -> None:
+        self.log_dir = self.log_dir or Path(tempfile.mkdtemp(prefix="lawlab-logs-"))
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        for name in names:
+            self.start_one(name, default_ports, timeout, extra_env)
+
+    def start_one(self, name: str, default_ports: bool = False, timeout: float = 60.0,
+                  extra_env: dict[str, str] | None = None, port: int | None = None) -> Running:
+        assert self.log_dir is not None
+        ready = self.log_dir / f"{name}.ready.json"
+        ready.unlink(missing_ok=True)
+        if port is None:
+            port = config.grpc_port(name) if default_ports else 0
+        metrics = config.metrics_port(name) if default_ports else 0
+        env = dict(os.environ)
+        env.update(self.env())
+        env.update(extra_env or {})
+        log_path = self.log_dir / f"{name}.log"
+        log_fh = open(log_path, "ab")
+        proc = subprocess.Popen(
+            [sys.executable, "-m", f"lawlab_{name}", "--port", str(port),
+             "--metrics-port", str(metrics), "--ready-file", str(ready),
+             "--tasks-dir", str(self.tasks_dir), "--data-dir", str(self.data_dir)],
+            env=env, stdout=log_fh, stderr=subprocess.STDOUT, start_new_session=True)
+        deadline = time.monotonic() + timeout
+        while not ready.exists():
+            if proc.poll() is not None:
+                raise RuntimeError(f"{name} exited with {proc.returncode} during start-up; "
+                                   f"see {log_path}:\n{log_path.read_text()[-3000:]}")
+            if time.monotonic() > deadline:
+                proc.kill()
+                raise RuntimeError(f"{name} did not become ready in {timeout:g} s; see {log_path}")
+            time.sleep(0.05)
+        info = json.loads(ready.read_text())
+        running = Running(name, proc, int(info["port"]), int(info["metrics_port"]), log_path)
+        self.services[name] = running
+        return running
+
+    def stop_one(self, name: str, grace: float = 15.0, kill: bool = False) -> int:
+        running = self.services.pop(name)
+        proc = running.process
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGKILL if kill else signal.SIGTERM)
+            try:
+                proc.wait(timeout=grace)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        return proc.returncode
+
+    def stop(self, grace: float = 15.0) -> dict[str, int]:
+        codes = {}
+        for name in reversed(list(self.services)):
+            codes[name] = self.stop_one(name, grace)
+        return codes
+
+    def __enter__(self) -> "Cluster":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

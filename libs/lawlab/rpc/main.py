@@ -1,0 +1,50 @@
+"""The common entry point of every service process."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import importlib
+import os
+from collections.abc import Sequence
+
+from lawlab import config, log
+from lawlab.rpc.server import ServerOptions, run_server
+
+
+def service_parser(name: str) -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog=f"lawlab serve {name}", description=f"Run the {name} service.")
+    p.add_argument("--host", default=os.environ.get("LAWLAB_HOST", "127.0.0.1"),
+                   help="address to bind (default 127.0.0.1; env LAWLAB_HOST)")
+    p.add_argument("--port", type=int, default=config.grpc_port(name),
+                   help=f"gRPC port (default {config.DEFAULT_GRPC_PORTS[name]}; "
+                        f"env LAWLAB_{name.upper()}_PORT; 0 picks a free port)")
+    p.add_argument("--metrics-port", type=int, default=config.metrics_port(name),
+                   help=f"Prometheus metrics port (default {config.DEFAULT_METRICS_PORTS[name]}; "
+                        f"env LAWLAB_{name.upper()}_METRICS_PORT)")
+    p.add_argument("--reflection", action="store_true",
+                   default=os.environ.get("LAWLAB_REFLECTION") == "1",
+                   help="enable gRPC server reflection (env LAWLAB_REFLECTION=1)")
+    p.add_argument("--ready-file", help="write the bound ports here as JSON once serving")
+    p.add_argument("--tasks-dir", default=str(config.tasks_dir()),
+                   help="task library (env LAWLAB_TASKS_DIR)")
+    p.add_argument("--data-dir", default=str(config.data_dir()),
+                   help="durable state (env LAWLAB_DATA_DIR)")
+    p.add_argument("--log-level", default=os.environ.get("LAWLAB_LOG_LEVEL", "INFO"))
+    return p
+
+
+def service_main(name: str, argv: Sequence[str] | None = None) -> None:
+    args = service_parser(name).parse_args(argv)
+    log.setup(name, args.log_level)
+    module = importlib.import_module(f"lawlab_{name}.server")
+
+    async def main() -> None:
+        specs, on_start, on_stop = await module.build(args)
+        options = ServerOptions(
+            name=name, host=args.host, port=args.port, metrics_port=args.metrics_port,
+            reflection=args.reflection, ready_file=args.ready_file,
+            on_start=on_start, on_stop=on_stop)
+        await run_server(options, specs)
+
+    asyncio.run(main())

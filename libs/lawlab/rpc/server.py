@@ -1,0 +1,226 @@
+"""A grpc.aio server with health, reflection, metrics, logs and graceful shutdown.
+
+Every lawlab service is started through :func:`run_server`: it binds the gRPC
+port, serves Prometheus metrics on a separate port, registers the standard
+health service (per service name and overall), optionally reflection, and on
+SIGTERM or SIGINT marks itself NOT_SERVING, drains in-flight calls for a grace
+period, then stops.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import signal
+import sys
+import time
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import grpc
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+from grpc_health.v1._async import HealthServicer
+from grpc_reflection.v1alpha import reflection
+from prometheus_client import Counter, Histogram, start_http_server
+
+from lawlab.errors import LawlabError
+
+log = logging.getLogger("lawlab.rpc")
+
+MAX_MESSAGE_BYTES = 64 * 1024 * 1024
+
+GRPC_STARTED = Counter(
+    "grpc_server_started_total",
+    "RPCs started on the server.",
+    ["grpc_type", "grpc_service", "grpc_method"],
+)
+GRPC_HANDLED = Counter(
+    "grpc_server_handled_total",
+    "RPCs completed on the server, by final status code.",
+    ["grpc_type", "grpc_service", "grpc_method", "grpc_code"],
+)
+GRPC_SECONDS = Histogram(
+    "grpc_server_handling_seconds",
+    "Time to handle an RPC on the server.",
+    ["grpc_type", "grpc_service", "grpc_method"],
+    buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 100),
+)
+
+
+def _split_method(full: str) -> tuple[str, str]:
+    service, _, method = full.lstrip("/").rpartition("/")
+    return service, method
+
+
+def _rpc_type(handler: grpc.RpcMethodHandler) -> str:
+    if handler.request_streaming and handler.response_streaming:
+        return "bidi_stream"
+    if handler.request_streaming:
+        return "client_stream"
+    if handler.response_streaming:
+        return "server_stream"
+    return "unary"
+
+
+def _final_code(context: grpc.aio.ServicerContext) -> grpc.StatusCode:
+    code = context.code()
+    if code is None:
+        return grpc.StatusCode.OK
+    if isinstance(code, grpc.StatusCode):
+        return code
+    for candidate in grpc.StatusCode:  # some versions return the integer value
+        if candidate.value[0] == code:
+            return candidate
+    return grpc.StatusCode.UNKNOWN
+
+
+class ServerInterceptor(grpc.aio.ServerInterceptor):
+    """Metrics, domain-error translation and request logs for unary handlers.
+
+    The final status is read from the context after the handler returns, so a
+    handler that calls ``context.set_code`` or aborts is not counted as OK.
+    """
+
+    async def intercept_service(
+        self,
+        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler]],
+        details: grpc.HandlerCallDetails,
+    ) -> grpc.RpcMethodHandler:
+        handler = await continuation(details)
+        if handler is None or handler.unary_unary is None:
+            return handler
+        service, method = _split_method(details.method)
+        behaviour = handler.unary_unary
+        rpc_type = _rpc_type(handler)
+
+        async def wrapped(request: Any, context: grpc.aio.ServicerContext) -> Any:
+            GRPC_STARTED.labels(rpc_type, service, method).inc()
+            start = time.perf_counter()
+            code = grpc.StatusCode.OK
+            try:
+                response = await behaviour(request, context)
+                code = _final_code(context)
+                return response
+            except LawlabError as err:
+                code = err.code
+                log.info("rpc refused", extra={"rpc": method, "code": code.name, "reason": err.message})
+                await context.abort(err.code, err.message)
+            except grpc.aio.AbortError:
+                code = _final_code(context)
+                raise
+            except asyncio.CancelledError:
+                code = grpc.StatusCode.CANCELLED
+                raise
+            except Exception:
+                code = grpc.StatusCode.INTERNAL
+                log.exception("rpc failed", extra={"rpc": method})
+                await context.abort(grpc.StatusCode.INTERNAL, f"internal error in {method}")
+            finally:
+                elapsed = time.perf_counter() - start
+                GRPC_HANDLED.labels(rpc_type, service, method, code.name).inc()
+                GRPC_SECONDS.labels(rpc_type, service, method).observe(elapsed)
+
+        return grpc.unary_unary_rpc_method_handler(
+            wrapped,
+            request_deserializer=handler.request_deserializer,
+            response_serializer=handler.response_serializer,
+        )
+
+
+def preinitialise_metrics(service_descriptors: Iterable[Any]) -> None:
+    """Create every (method, code) series at zero so dashboards see them at once."""
+    for descriptor in service_descriptors:
+        for method in descriptor.methods:
+            rpc_type = "unary"
+            if method.client_streaming or method.server_streaming:
+                rpc_type = "server_stream" if method.server_streaming else "client_stream"
+            GRPC_STARTED.labels(rpc_type, descriptor.full_name, method.name)
+            GRPC_SECONDS.labels(rpc_type, descriptor.full_name, method.name)
+            for code in grpc.StatusCode:
+                GRPC_HANDLED.labels(rpc_type, descriptor.full_name, method.name, code.name)
+
+
+@dataclass
+class ServiceSpec:
+    """One gRPC service to host: how to add it and its descriptor."""
+
+    add_to_server: Callable[[Any, grpc.aio.Server], None]
+    servicer: Any
+    descriptor: Any  # google.protobuf ServiceDescriptor
+
+
+@dataclass
+class ServerOptions:
+    name: str
+    host: str = "127.0.0.1"
+    port: int = 0
+    metrics_port: int = 0
+    reflection: bool = False
+    grace_seconds: float = 10.0
+    ready_file: str | None = None
+    on_start: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
+    on_stop: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
+
+
+async def run_server(options: ServerOptions, specs: list[ServiceSpec]) -> None:
+    """Serve until SIGTERM/SIGINT, then drain and stop."""
+    server = grpc.aio.server(
+        interceptors=[ServerInterceptor()],
+        options=[
+            ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
+            ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
+        ],
+    )
+    health = HealthServicer()
+    health_pb2_grpc.add_HealthServicer_to_server(health, server)
+    names = []
+    for spec in specs:
+        spec.add_to_server(spec.servicer, server)
+        names.append(spec.descriptor.full_name)
+        await health.set(spec.descriptor.full_name, health_pb2.HealthCheckResponse.NOT_SERVING)
+    await health.set("", health_pb2.HealthCheckResponse.NOT_SERVING)
+    preinitialise_metrics(spec.descriptor for spec in specs)
+    if options.reflection:
+        reflection.enable_server_reflection(
+            [*names, health_pb2.DESCRIPTOR.services_by_name["Health"].full_name,
+             reflection.SERVICE_NAME],
+            server,
+        )
+    port = server.add_insecure_port(f"{options.host}:{options.port}")
+    if port == 0:
+        raise RuntimeError(f"could not bind {options.host}:{options.port}")
+    metrics_server, _ = start_http_server(options.metrics_port, addr=options.host)
+    metrics_port = metrics_server.server_address[1]
+
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+
+    await server.start()
+    for hook in options.on_start:
+        await hook()
+    for name in names:
+        await health.set(name, health_pb2.HealthCheckResponse.SERVING)
+    await health.set("", health_pb2.HealthCheckResponse.SERVING)
+    ready = {"event": "serving", "service": options.name, "host": options.host,
+             "port": port, "metrics_port": metrics_port}
+    log.info("serving", extra=ready)
+    if options.ready_file:
+        with open(options.ready_file + ".tmp", "w") as fh:
+            json.dump(ready, fh)
+        import os
+
+        os.replace(options.ready_file + ".tmp", options.ready_file)
+
+    await stop.wait()
+    log.info("shutting down", extra={"grace_seconds": options.grace_seconds})
+    await health.enter_graceful_shutdown()
+    await server.stop(options.grace_seconds)
+    for hook in options.on_stop:
+        await hook()
+    metrics_server.shutdown()
+    log.info("stopped")
+    sys.stderr.flush()

@@ -1,0 +1,76 @@
+"""Client-side helpers for running a submission through the sandbox service.
+
+Scorer and judge never execute a submission themselves: they build jobs here
+and send them to SandboxService.RunSubmission in one batch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from lawlab import convert
+from lawlab.common.v1 import common_pb2
+from lawlab.rpc.client import SCORING_CALL
+from lawlab.sandbox.v1 import sandbox_pb2, sandbox_pb2_grpc
+from lawlab.tasks import TaskMeta
+
+STATUS_NAMES = {
+    sandbox_pb2.SUBMISSION_STATUS_OK: "ok",
+    sandbox_pb2.SUBMISSION_STATUS_CONTRACT_FAIL: "contract_fail",
+    sandbox_pb2.SUBMISSION_STATUS_COMPILE_ERROR: "compile_error",
+    sandbox_pb2.SUBMISSION_STATUS_EXEC_ERROR: "exec_error",
+}
+
+
+@dataclass
+class Job:
+    job_id: str
+    x: pd.DataFrame
+    fit_x: pd.DataFrame | None = None
+    fit_y: np.ndarray | None = None
+    seed: int = 0
+
+
+@dataclass
+class RunResult:
+    status: str
+    message: str
+    predictions: dict[str, np.ndarray | None] = field(default_factory=dict)
+    errors: dict[str, str] = field(default_factory=dict)
+    local_params: dict[str, dict[str, float]] = field(default_factory=dict)
+
+
+def contract_for(meta: TaskMeta) -> sandbox_pb2.Contract:
+    return sandbox_pb2.Contract(
+        type=(common_pb2.TASK_TYPE_MULTI_GROUP if meta.multi_group
+              else common_pb2.TASK_TYPE_SINGLE_GROUP),
+        max_law_constants=meta.caps.max_law_constants,
+        max_local_params=meta.caps.max_local_params,
+        fit_timeout_seconds=meta.caps.fit_timeout_seconds,
+    )
+
+
+async def run_jobs(stub: sandbox_pb2_grpc.SandboxServiceStub, meta: TaskMeta, source: str,
+                   jobs: Sequence[Job]) -> RunResult:
+    inputs = meta.input_names
+    request = sandbox_pb2.RunSubmissionRequest(
+        submission=common_pb2.Submission(source=source), contract=contract_for(meta))
+    for job in jobs:
+        pb = sandbox_pb2.SubmissionJob(job_id=job.job_id, x=convert.frame_to_table(job.x, inputs),
+                                       seed=job.seed)
+        if job.fit_x is not None and job.fit_y is not None:
+            pb.fit_x.CopyFrom(convert.frame_to_table(job.fit_x, inputs))
+            pb.fit_y.extend(np.asarray(job.fit_y, dtype=float).tolist())
+        request.jobs.append(pb)
+    response = await stub.RunSubmission(request, timeout=SCORING_CALL)
+    result = RunResult(STATUS_NAMES.get(response.status, "exec_error"), response.message)
+    for r in response.results:
+        result.predictions[r.job_id] = np.asarray(r.predictions, dtype=float) if r.ok else None
+        if not r.ok:
+            result.errors[r.job_id] = r.error
+        result.local_params[r.job_id] = dict(r.local_params)
+    return result

@@ -1,0 +1,323 @@
+"""Builds the task library: data, splits, fitted references, rubric, hidden law, world.
+
+``lawlab tasks build --out DIR`` runs :func:`build_all`. The output is the
+on-disk layout of PROTOCOL.md section 1; a MANIFEST.json records a content
+hash per file so that a rebuild can be checked to be identical.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import logging
+import shutil
+import zipfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import yaml
+
+from lawlab import metrics, rubric as rubric_mod, world as world_mod
+from lawlab.contract import law_module
+from lawlab.expr import Expression
+from lawlab.fitting import FitResult, fit_expression, fit_grouped, to_residual_space
+from lawlab.tasks import GROUP_COL
+from lawlab.taskbuild import synthesis
+from lawlab.taskbuild.specs import SPECS, RefSpec, TaskSpec
+
+log = logging.getLogger("lawlab.taskbuild")
+MIN_GROUP_ROWS = 8
+
+
+def _columns(df: pd.DataFrame, names: list[str]) -> dict[str, np.ndarray]:
+    return {n: df[n].to_numpy(float) for n in names}
+
+
+def _fit(spec: TaskSpec, expr: str, global_names: list[str], local_names: list[str],
+         init: Mapping[str, float], train: pd.DataFrame, space: str, n_starts: int = 16) -> FitResult:
+    e = Expression(expr)
+    inputs = [v["name"] for v in spec.inputs]
+    data = _columns(train, inputs)
+    y = train[spec.target["name"]].to_numpy(float)
+    if spec.multi_group:
+        return fit_grouped(e, data, y, train[GROUP_COL].to_numpy(str), global_names, local_names,
+                           init, space=space, n_starts=n_starts)
+    return fit_expression(e, data, y, global_names, init, space=space, n_starts=n_starts)
+
+
+def _predict(expr: str, frame: pd.DataFrame, inputs: list[str], constants: Mapping[str, float],
+             local: Mapping[str, Mapping[str, float]] | None = None) -> np.ndarray:
+    env: dict[str, Any] = _columns(frame, inputs)
+    env.update(constants)
+    for name, table in (local or {}).items():
+        env[name] = np.array([table[g] for g in frame[GROUP_COL].astype(str)])
+    return np.broadcast_to(np.asarray(Expression(expr).evaluate(env), float), (len(frame),)).copy()
+
+
+def _heldout_metric(spec: TaskSpec, ref: RefSpec, fit: FitResult, parts: dict[str, pd.DataFrame],
+                    space: str) -> float:
+    """The reference's held-out metric, computed in-process (for the builder's checks)."""
+    inputs = [v["name"] for v in spec.inputs]
+    target = spec.target["name"]
+    if not spec.multi_group:
+        pred = _predict(ref.expr, parts["test"], inputs, fit.constants)
+        return metrics.compute(spec.metric, parts["test"][target].to_numpy(float), pred)
+    values = []
+    for g, fit_rows in parts["test_fit"].groupby(GROUP_COL):
+        e = Expression(ref.expr)
+        env = _columns(fit_rows, inputs)
+        env.update(fit.constants)
+        init = {n: float(np.median(list(fit.local[n].values()))) for n in ref.local_names}
+        local_fit = fit_expression(e, env, fit_rows[target].to_numpy(float), ref.local_names, init,
+                                   space=space, n_starts=8)
+        rows = parts["test_test"][parts["test_test"][GROUP_COL] == g]
+        pred = _predict(ref.expr, rows, inputs, {**fit.constants, **local_fit.constants})
+        values.append(metrics.compute(spec.metric, rows[target].to_numpy(float), pred))
+    return float(np.mean(values))
+
+
+def _coords_and_groups(spec: TaskSpec, train: pd.DataFrame) -> tuple[world_mod.Coordinates, np.ndarray, np.ndarray]:
+    inputs = [v["name"] for v in spec.inputs]
+    coords = world_mod.Coordinates.fit(_columns(train, inputs), inputs)
+    x = coords.transform(_columns(train, inputs))
+    groups = (train[GROUP_COL].to_numpy(str) if spec.multi_group
+              else np.full(len(train), world_mod.GLOBAL_GROUP))
+    return coords, x, groups
+
+
+def _structure(x: np.ndarray, residuals: np.ndarray, groups: np.ndarray) -> float:
+    """B_b; for Type II the median over (at most 40) groups."""
+    labels = sorted(set(groups))[:40]
+    values = [world_mod.structure_ratio(x[groups == g], residuals[groups == g]) for g in labels]
+    return float(np.median(values))
+
+
+def _rubric_check(spec: TaskSpec, rubric: list[dict], expr: str, fit: FitResult,
+                  train: pd.DataFrame) -> tuple[bool, str]:
+    inputs = [v["name"] for v in spec.inputs]
+    frames = ([(g, f) for g, f in train.groupby(GROUP_COL)] if spec.multi_group
+              else [(None, train)])
+    ranges = rubric_mod.input_ranges(train, inputs)
+    for g, frame in frames:
+        consts = dict(fit.constants)
+        for name, table in fit.local.items():
+            consts[name] = table[str(g)]
+        for item in rubric:
+            probes = rubric_mod.probe_inputs(item, frame, inputs, ranges)
+            pred = _predict(expr, probes, inputs, consts)
+            ok, why = rubric_mod.verdict(item, probes, pred)
+            if not ok:
+                return False, f"{item['id']} ({'group ' + str(g) if g else 'global'}): {why}"
+    return True, "all rubric items hold"
+
+
+def _write_npz(path: Path, arrays: Mapping[str, np.ndarray]) -> None:
+    """An .npz with fixed timestamps (byte-identical rebuilds) and no pickled objects."""
+    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+        for name, arr in arrays.items():
+            buf = io.BytesIO()
+            np.lib.format.write_array(buf, np.asarray(arr), allow_pickle=False)
+            info = zipfile.ZipInfo(f"{name}.npy", date_time=(2026, 1, 1, 0, 0, 0))
+            info.compress_type = zipfile.ZIP_DEFLATED
+            zf.writestr(info, buf.getvalue())
+
+
+def _dump_json(path: Path, obj: Any) -> None:
+    path.write_text(json.dumps(obj, indent=2, sort_keys=False, default=float) + "\n")
+
+
+def build_task(spec: TaskSpec, out: Path) -> dict[str, Any]:
+    df = spec.load().reset_index(drop=True)
+    parts = {k: v.reset_index(drop=True) for k, v in spec.split(df).items()}
+    train = parts["train"]
+    inputs = [v["name"] for v in spec.inputs]
+    target = spec.target["name"]
+    y = train[target].to_numpy(float)
+    space = world_mod.residual_space(spec.metric, y)
+    coords, x, groups = _coords_and_groups(spec, train)
+
+    # -- references: fitted on the training split only ------------------------
+    refs_out, ref_fits, ref_scores = [], {}, {}
+    for ref in spec.references:
+        fit = _fit(spec, ref.expr, ref.global_names, ref.local_names, ref.init, train, space)
+        ref_fits[ref.name] = fit
+        local_init = {n: float(np.median(list(fit.local[n].values()))) for n in ref.local_names}
+        module = law_module(title=f"{ref.name}: {ref.citation}", expr=ref.expr,
+                            used_inputs=[i for i in inputs if i in Expression(ref.expr).names],
+                            constants=fit.constants, local_init=local_init or None, space=space)
+        pred = _predict(ref.expr, train, inputs, fit.constants, fit.local)
+        resid = to_residual_space(y, space) - to_residual_space(pred, space)
+        ref_scores[ref.name] = {
+            "train_r2_residual_space": fit.r2,
+            "heldout_metric": _heldout_metric(spec, ref, fit, parts, space),
+            "structure_B_b": _structure(x, resid, groups),
+        }
+        refs_out.append({"name": ref.name, "citation": ref.citation, "expr": ref.expr,
+                         "global": ref.global_names, "local": ref.local_names,
+                         "init": {**ref.init, **local_init}, "constants": fit.constants,
+                         "module": module})
+    best = min(spec.references, key=lambda r: (ref_scores[r.name]["heldout_metric"]
+                                                if spec.metric != "r2"
+                                                else -ref_scores[r.name]["heldout_metric"]))
+    naive = _naive_metric(spec, parts)
+    if not ref_scores[best.name]["heldout_metric"] < naive:
+        raise ValueError(f"{spec.task_id}: best reference {best.name} does not beat the naive "
+                         f"baseline ({ref_scores[best.name]['heldout_metric']:.4g} vs {naive:.4g})")
+
+    # -- world reference: least residual structure among R^2 >= 0 -------------
+    eligible = [r for r in spec.references if ref_scores[r.name]["train_r2_residual_space"] >= 0]
+    base = min(eligible, key=lambda r: ref_scores[r.name]["structure_B_b"])
+    base_fit = ref_fits[base.name]
+
+    # -- hidden law: groups with fewer than 8 rows are dropped for fitting ------
+    world_train = train
+    if spec.multi_group:
+        sizes = train.groupby(GROUP_COL).size()
+        world_train = train[train[GROUP_COL].isin(sizes[sizes >= MIN_GROUP_ROWS].index)]
+    variants = synthesis.generate(base.expr, inputs, _columns(train, inputs))
+    start = dict(base.init)
+    start.update(base_fit.constants)
+    for name in base.local_names:
+        start[name] = float(np.median(list(base_fit.local[name].values())))
+
+    def fit_variant(v: synthesis.Variant) -> FitResult:
+        return _fit(spec, v.expr, [*base.global_names, synthesis.EDIT_CONSTANT], base.local_names,
+                    {**start, synthesis.EDIT_CONSTANT: v.init}, world_train, space, n_starts=12)
+
+    def predict_variant(v: synthesis.Variant, constants: Mapping[str, float]) -> np.ndarray:
+        assert v.fit is not None
+        return _predict(v.expr, world_train, inputs, constants, v.fit.local)
+
+    def rubric_ok(v: synthesis.Variant) -> tuple[bool, str]:
+        assert v.fit is not None
+        return _rubric_check(spec, spec.rubric, v.expr, v.fit, world_train)
+
+    base_r2 = _fit(spec, base.expr, base.global_names, base.local_names, start, world_train,
+                   space).r2
+    chosen = synthesis.screen_and_choose(
+        variants, fit_variant, predict_variant, world_train[target].to_numpy(float), space,
+        base_r2, rubric_ok)
+    assert chosen.fit is not None
+
+    # -- world: debiased residuals, calibration per group ----------------------
+    coords, x, groups = _coords_and_groups(spec, world_train)
+    law_pred = _predict(chosen.expr, world_train, inputs, chosen.fit.constants, chosen.fit.local)
+    f_t = to_residual_space(law_pred, space)
+    resid = to_residual_space(world_train[target].to_numpy(float), space) - f_t
+    debiased = np.empty_like(resid)
+    s_by_group, r2_by_group = {}, {}
+    for g in sorted(set(groups)):
+        m = groups == g
+        debiased[m] = resid[m] - world_mod.local_mean(
+            x[m], resid[m], world_mod.DEBIAS_FRACTION, world_mod.DEBIAS_MAX)
+        v_f, v_r = float(np.var(f_t[m])), float(np.var(debiased[m]))
+        s = world_mod.calibration_factor(v_f, v_r)
+        s_by_group[g] = s
+        r2_by_group[g] = v_f / (v_f + s * s * v_r) if v_f + v_r > 0 else float("nan")
+    world_spec = {
+        "law": {
+            "expr": chosen.expr, "constants": chosen.fit.constants, "local": chosen.fit.local,
+            "base_reference": base.name, "base_expr": base.expr, "edit": chosen.edit,
+            "added_terms": [chosen.added_term],
+            "rationale": (
+                f"reference {base.name} has the least residual structure "
+                f"(B_b={ref_scores[base.name]['structure_B_b']:.3f}); of {len(variants)} grammar "
+                f"variants, {sum(v.admissible for v in variants)} passed execution, adequacy, "
+                "rubric and integrity screens; chosen by lowest BIC, ties to the smaller "
+                f"expression: {chosen.edit}"),
+        },
+        "space": space,
+        "inputs": inputs,
+        "support": {n: [float(world_train[n].min()), float(world_train[n].max())] for n in inputs},
+        "groups": sorted(set(groups)) if spec.multi_group else [],
+        "s": s_by_group,
+        "world_r2": r2_by_group,
+        "log_inputs": coords.log_inputs,
+        "center": coords.center.tolist(),
+        "scale": coords.scale.tolist(),
+    }
+
+    # -- write ------------------------------------------------------------------
+    root = out / spec.task_id
+    if root.exists():
+        shutil.rmtree(root)
+    for sub in ("data", "eval/references", "simulator"):
+        (root / sub).mkdir(parents=True, exist_ok=True)
+    for name, frame in parts.items():
+        frame[[target, *inputs, *([GROUP_COL] if spec.multi_group else [])]].to_csv(
+            root / "data" / f"{name}.csv", index=False, float_format="%.10g")
+    n_train = len(train)
+    caps = {
+        "max_law_constants": max(len(r.global_names) for r in spec.references) + 2,
+        "max_local_params": (max(len(r.local_names) for r in spec.references) + 1
+                             if spec.multi_group else 0),
+        "fit_timeout_seconds": 10.0,
+        "max_experiment_calls": 10,
+        "max_points_per_call": max(10, n_train // 10),
+        "min_samples_per_point": 1,
+        "max_samples_per_point": 3,
+        "max_turns": 30,
+    }
+    meta = {
+        "task_id": spec.task_id, "title": spec.title, "discipline": spec.discipline,
+        "context": spec.context, "type": "II" if spec.multi_group else "I",
+        "target": {**spec.target, "min": float(y.min()), "max": float(y.max())},
+        "inputs": [{**v, "min": float(train[v["name"]].min()), "max": float(train[v["name"]].max())}
+                   for v in spec.inputs],
+        "group_description": spec.group_description,
+        "metric": spec.metric, "caps": caps,
+        "split": {"kind": spec.split_kind, "rationale": spec.split_rationale},
+        "source": spec.source, "license": spec.license,
+    }
+    (root / "metadata.yaml").write_text(yaml.safe_dump(meta, sort_keys=False, width=100))
+    for r in refs_out:
+        (root / "eval" / "references" / f"{r['name']}.py").write_text(r.pop("module"))
+    _dump_json(root / "eval" / "references.json", refs_out)
+    _dump_json(root / "eval" / "rubric.json", spec.rubric)
+    _dump_json(root / "eval" / "reference_metrics.json",
+               {"best_reference": best.name, "naive_baseline": naive, "references": ref_scores})
+    _dump_json(root / "eval" / "synthesis.json", [
+        {"edit": v.edit, "expr": v.expr, "screen": v.screen, "bic": v.bic, "effect": v.effect,
+         "r2": v.fit.r2 if v.fit else None} for v in variants])
+    _dump_json(root / "simulator" / "world.json", world_spec)
+    _write_npz(root / "simulator" / "residuals.npz",
+               {"coords": x, "residuals": debiased, "groups": groups.astype(str)})
+    return {"task_id": spec.task_id, "type": meta["type"], "rows": len(df),
+            "best_reference": best.name, "hidden_edit": chosen.edit,
+            "world_r2": float(np.nanmedian(list(r2_by_group.values())))}
+
+
+def _naive_metric(spec: TaskSpec, parts: dict[str, pd.DataFrame]) -> float:
+    """A constant predictor: the training mean (Type I) or the calibration-rows mean (Type II)."""
+    target = spec.target["name"]
+    if not spec.multi_group:
+        test = parts["test"][target].to_numpy(float)
+        return metrics.compute(spec.metric, test,
+                               np.full(len(test), parts["train"][target].mean()))
+    values = []
+    for g, rows in parts["test_test"].groupby(GROUP_COL):
+        fit_rows = parts["test_fit"][parts["test_fit"][GROUP_COL] == g]
+        pred = np.full(len(rows), fit_rows[target].mean())
+        values.append(metrics.compute(spec.metric, rows[target].to_numpy(float), pred))
+    return float(np.mean(values))
+
+
+def manifest(out: Path) -> dict[str, str]:
+    files = sorted(p for p in out.rglob("*") if p.is_file() and p.name not in {"MANIFEST.json", ".stamp"})
+    return {str(p.relative_to(out)): hashlib.sha256(p.read_bytes()).hexdigest() for p in files}
+
+
+def build_all(out: Path, only: list[str] | None = None) -> list[dict[str, Any]]:
+    out.mkdir(parents=True, exist_ok=True)
+    summary = []
+    for spec in SPECS:
+        if only and spec.task_id not in only:
+            continue
+        log.info("building task", extra={"task_id": spec.task_id})
+        summary.append(build_task(spec, out))
+    _dump_json(out / "MANIFEST.json", manifest(out))
+    return summary

@@ -1,0 +1,173 @@
+"""The residual-calibrated Parallel world (PROTOCOL.md section 5).
+
+A world is phi(Y(x)) = phi(F(x)) + s * R(x): the hidden law F evaluated by the
+safe evaluator, plus noise R resampled from the debiased residuals of the real
+records nearest to x, scaled by a calibration factor s per group.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from lawlab.expr import Expression
+from lawlab.fitting import LOG_FLOOR, to_residual_space
+
+RHO = 0.9
+DEBIAS_FRACTION = 0.25
+DEBIAS_MAX = 128
+NOISE_FRACTION = 0.15
+NOISE_MIN, NOISE_MAX = 8, 64
+GLOBAL_POOL_BELOW = 16  # groups smaller than this draw noise from the whole pool
+GLOBAL_GROUP = "_all"
+
+
+def is_multi_decade(values: np.ndarray) -> bool:
+    v = np.asarray(values, dtype=float)
+    v = v[np.isfinite(v)]
+    return bool(v.size and v.min() > 0 and v.max() / v.min() >= 100)
+
+
+def residual_space(metric: str, y: np.ndarray) -> str:
+    """log10 for log_mae, and for positive multi-decade targets with relative metrics."""
+    if metric == "log_mae":
+        return "log10"
+    if metric in {"smape", "mape"} and is_multi_decade(y):
+        return "log10"
+    return "linear"
+
+
+def inverse_space(values: np.ndarray, space: str) -> np.ndarray:
+    return np.power(10.0, values) if space == "log10" else values
+
+
+@dataclass
+class Coordinates:
+    """Standardised input coordinates (log10 first for positive multi-decade inputs)."""
+
+    names: list[str]
+    log_inputs: list[str]
+    center: np.ndarray
+    scale: np.ndarray
+
+    @classmethod
+    def fit(cls, data: Mapping[str, np.ndarray], names: Sequence[str]) -> "Coordinates":
+        log_inputs = [n for n in names if is_multi_decade(data[n])]
+        raw = cls._raw(data, names, log_inputs)
+        scale = raw.std(axis=0)
+        return cls(list(names), log_inputs, raw.mean(axis=0), np.where(scale > 0, scale, 1.0))
+
+    @staticmethod
+    def _raw(data: Mapping[str, np.ndarray], names: Sequence[str], log_inputs: Sequence[str]) -> np.ndarray:
+        cols = []
+        for n in names:
+            v = np.asarray(data[n], dtype=float)
+            cols.append(np.log10(np.maximum(v, LOG_FLOOR)) if n in log_inputs else v)
+        return np.column_stack(cols) if cols else np.zeros((0, 0))
+
+    def transform(self, data: Mapping[str, np.ndarray]) -> np.ndarray:
+        return (self._raw(data, self.names, self.log_inputs) - self.center) / self.scale
+
+
+def _knn(coords: np.ndarray, query: np.ndarray, k: int) -> np.ndarray:
+    """Indices of the k nearest rows of ``coords`` to each row of ``query``."""
+    d2 = ((query[:, None, :] - coords[None, :, :]) ** 2).sum(axis=2)
+    k = min(k, coords.shape[0])
+    return np.argpartition(d2, k - 1, axis=1)[:, :k]
+
+
+def local_mean(coords: np.ndarray, values: np.ndarray, fraction: float, max_k: int) -> np.ndarray:
+    k = int(np.clip(round(fraction * len(values)), 1, max_k))
+    idx = _knn(coords, coords, k)
+    return values[idx].mean(axis=1)
+
+
+def structure_ratio(coords: np.ndarray, residuals: np.ndarray) -> float:
+    """B_b = Var(kNN local mean of residuals) / Var(residuals): lower is less structured."""
+    var = float(np.var(residuals))
+    if var <= 0:
+        return 0.0
+    return float(np.var(local_mean(coords, residuals, DEBIAS_FRACTION, DEBIAS_MAX)) / var)
+
+
+def calibration_factor(v_f: float, v_r: float, rho: float = RHO) -> float:
+    """s = min(1, sqrt((1 - rho) / rho * v_f / v_r)); never amplifies noise."""
+    if v_r <= 0:
+        return 1.0
+    return float(min(1.0, np.sqrt((1 - rho) / rho * v_f / v_r)))
+
+
+def noise_k(n: int) -> int:
+    return int(np.clip(round(NOISE_FRACTION * n), NOISE_MIN, NOISE_MAX))
+
+
+class World:
+    """Samples observations of a hidden law; built from simulator/world.json + residuals.npz."""
+
+    def __init__(self, spec: Mapping, arrays: Mapping[str, np.ndarray]) -> None:
+        law = spec["law"]
+        self.expr = Expression(law["expr"])
+        self.constants = {k: float(v) for k, v in law["constants"].items()}
+        self.local = {k: {g: float(x) for g, x in v.items()} for k, v in law.get("local", {}).items()}
+        self.space = spec["space"]
+        self.inputs: list[str] = list(spec["inputs"])
+        self.support = {k: (float(a), float(b)) for k, (a, b) in spec["support"].items()}
+        self.groups: list[str] = list(spec.get("groups", []))
+        self.s: dict[str, float] = {k: float(v) for k, v in spec["s"].items()}
+        self.coords = Coordinates(self.inputs, list(spec["log_inputs"]),
+                                  np.asarray(spec["center"], float), np.asarray(spec["scale"], float))
+        self.pool_coords = np.asarray(arrays["coords"], dtype=float)
+        self.pool_residuals = np.asarray(arrays["residuals"], dtype=float)
+        self.pool_groups = np.asarray(arrays["groups"]).astype(str)
+        self._group_index = {g: np.flatnonzero(self.pool_groups == g) for g in set(self.pool_groups)}
+
+    @property
+    def multi_group(self) -> bool:
+        return bool(self.groups)
+
+    def clip(self, inputs: Mapping[str, np.ndarray]) -> tuple[dict[str, np.ndarray], np.ndarray]:
+        out, clipped = {}, None
+        for name in self.inputs:
+            lo, hi = self.support[name]
+            v = np.asarray(inputs[name], dtype=float)
+            c = np.clip(v, lo, hi)
+            flag = c != v
+            clipped = flag if clipped is None else (clipped | flag)
+            out[name] = c
+        assert clipped is not None
+        return out, clipped
+
+    def mean(self, inputs: Mapping[str, np.ndarray], groups: Sequence[str] | None) -> np.ndarray:
+        env: dict[str, object] = dict(inputs)
+        env.update(self.constants)
+        if self.local:
+            assert groups is not None
+            for name, table in self.local.items():
+                env[name] = np.array([table[g] for g in groups])
+        n = len(next(iter(inputs.values())))
+        return np.broadcast_to(np.asarray(self.expr.evaluate(env), dtype=float), (n,)).copy()
+
+    def sample(
+        self,
+        inputs: Mapping[str, np.ndarray],
+        groups: Sequence[str] | None,
+        rng: np.random.Generator,
+    ) -> np.ndarray:
+        """One observation per row of ``inputs`` (already clipped)."""
+        f = to_residual_space(self.mean(inputs, groups), self.space)
+        q = self.coords.transform(inputs)
+        noise = np.empty(len(f))
+        keys = list(groups) if groups is not None else [GLOBAL_GROUP] * len(f)
+        for key in sorted(set(keys)):
+            rows = np.flatnonzero(np.asarray(keys) == key)
+            pool = self._group_index.get(key)
+            if pool is None or len(pool) < GLOBAL_POOL_BELOW:
+                pool = np.arange(len(self.pool_residuals))
+            k = noise_k(len(pool))
+            near = _knn(self.pool_coords[pool], q[rows], k)
+            pick = near[np.arange(len(rows)), rng.integers(0, near.shape[1], size=len(rows))]
+            s = self.s.get(key, self.s.get(GLOBAL_GROUP, 1.0))
+            noise[rows] = s * self.pool_residuals[pool[pick]]
+        return inverse_space(f + noise, self.space)

@@ -1,0 +1,1 @@
+"""The agent service: trials (the ReAct loop), built-in agents, the trial store."""

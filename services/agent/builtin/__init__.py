@@ -1,0 +1,1 @@
+"""Built-in offline agents. They act only through tool blocks, like an LLM."""

@@ -1,0 +1,236 @@
+"""The trial harness: the ReAct loop of PROTOCOL.md section 2, then scoring.
+
+One trial = one task, one setting, one policy. Each turn the policy replies;
+the first tool block is executed (sandbox, simulator or submission); results
+go back as the next user message. Every event is written to the trajectory.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from dataclasses import dataclass
+
+import grpc
+import numpy as np
+from prometheus_client import Counter, Histogram
+
+from lawlab import convert
+from lawlab.common.v1 import common_pb2
+from lawlab.judge.v1 import judge_pb2, judge_pb2_grpc
+from lawlab.rpc.client import EXECUTE_CALL, FAST_CALL, SCORING_CALL
+from lawlab.sandbox.v1 import sandbox_pb2, sandbox_pb2_grpc
+from lawlab.scorer.v1 import scorer_pb2, scorer_pb2_grpc
+from lawlab.simulator.v1 import simulator_pb2, simulator_pb2_grpc
+from lawlab_agent import prompts
+from lawlab_agent.blocks import first_block
+from lawlab_agent.policy import Policy, TrialContext
+from lawlab_agent.store import TrialRecord, Trajectory
+
+log = logging.getLogger("lawlab.agent")
+
+TURNS = Counter("lawlab_agent_turns_total", "Turns taken, by setting and tool.", ["setting", "tool"])
+TOOL_SECONDS = Histogram("lawlab_agent_tool_seconds", "Time spent in a tool call.", ["tool"],
+                         buckets=(0.01, 0.05, 0.1, 0.5, 1, 2, 5, 10, 30, 100))
+PREVIEW_ROWS = 10
+OUTPUT_CHARS = 16_000
+
+
+@dataclass
+class Clients:
+    simulator: simulator_pb2_grpc.SimulatorServiceStub
+    sandbox: sandbox_pb2_grpc.SandboxServiceStub
+    scorer: scorer_pb2_grpc.ScorerServiceStub
+    judge: judge_pb2_grpc.JudgeServiceStub
+
+
+def _fmt_exec(resp: sandbox_pb2.ExecuteResponse) -> str:
+    status = sandbox_pb2.ExecStatus.Name(resp.status).removeprefix("EXEC_STATUS_").lower()
+    text = resp.stdout
+    if resp.stderr:
+        text += ("\n" if text else "") + resp.stderr
+    return f"<python_output status=\"{status}\">\n{text[:OUTPUT_CHARS]}\n</python_output>"
+
+
+def _experiment_request(payload: str, task: common_pb2.TaskMetadata, session_id: str,
+                        request_id: str) -> simulator_pb2.QueryRequest:
+    try:
+        doc = json.loads(payload)
+    except json.JSONDecodeError as err:
+        raise ValueError(f"the experiment payload is not valid JSON: {err.msg}") from None
+    if not isinstance(doc, dict):
+        raise ValueError("the experiment payload must be a JSON object")
+    req = simulator_pb2.QueryRequest(session_id=session_id, request_id=request_id,
+                                     n_samples=int(doc.pop("n_samples", 1) or 1))
+    groups = doc.pop("group_id", None)
+    if groups is not None:
+        req.group_ids.extend(str(g) for g in groups)
+    for name, values in doc.items():
+        if not isinstance(values, list):
+            raise ValueError(f"{name!r} must be a list of numbers")
+        try:
+            req.inputs[name].values.extend(float(v) for v in values)
+        except (TypeError, ValueError):
+            raise ValueError(f"{name!r} must contain only numbers") from None
+    return req
+
+
+def _preview(resp: simulator_pb2.QueryResponse, target: str) -> str:
+    df = convert.table_to_frame(resp.observations)
+    df["clipped"] = list(resp.clipped)
+    y = df[target].to_numpy(float)
+    lines = [
+        f"<experiment_output>\n{len(df)} observations appended to train_df "
+        f"(calls used {resp.budget.calls_used}/{resp.budget.calls_max}; "
+        f"{int(np.sum(resp.clipped))} clipped to the supported range).",
+        df.head(PREVIEW_ROWS).to_string(index=False),
+        f"batch {target}: mean {np.mean(y):.6g}, sd {np.std(y):.6g}, min {np.min(y):.6g}, "
+        f"max {np.max(y):.6g}\n</experiment_output>",
+    ]
+    return "\n".join(lines)
+
+
+async def run_trial(record: TrialRecord, policy: Policy, clients: Clients,
+                    trajectory: Trajectory, max_turns: int | None = None) -> TrialRecord:
+    """Runs the loop and scoring; returns the updated record (never raises for model errors)."""
+    start = time.perf_counter()
+    parallel = record.setting == "parallel"
+    task = (await clients.simulator.GetTask(
+        simulator_pb2.GetTaskRequest(task_id=record.task_id), timeout=FAST_CALL)).task
+    multi = task.type == common_pb2.TASK_TYPE_MULTI_GROUP
+    session = await clients.simulator.OpenSession(simulator_pb2.OpenSessionRequest(
+        task_id=task.task_id,
+        setting=common_pb2.SETTING_PARALLEL if parallel else common_pb2.SETTING_REAL,
+        seed=record.seed), timeout=FAST_CALL)
+    heldout = []
+    data = common_pb2.Table()
+    if not parallel:
+        train = await clients.simulator.GetTrainingData(
+            simulator_pb2.GetTrainingDataRequest(session_id=session.session_id), timeout=FAST_CALL)
+        data, heldout = train.train, list(train.heldout_input_ranges)
+    box = await clients.sandbox.CreateSession(sandbox_pb2.CreateSessionRequest(
+        data=data, target_col=task.target.name, input_cols=[v.name for v in task.inputs],
+        multi_group=multi), timeout=FAST_CALL)
+    ctx = TrialContext(task=task, parallel=parallel, seed=record.seed, messages=[
+        {"role": "system", "content": prompts.system_prompt(task, parallel)},
+        {"role": "user", "content": prompts.user_prompt(task, parallel, heldout)},
+    ])
+    trajectory.write({"type": "prompt", "messages": ctx.messages})
+    turns_max = max_turns or task.caps.max_turns
+    submission: str | None = None
+    successful_experiments = 0
+    status = "max_turns_reached"
+    forced_retry_used = False
+    turn = 0
+    try:
+        while turn < turns_max:
+            turn += 1
+            forced = turn == turns_max
+            t0 = time.perf_counter()
+            reply = await policy.reply(ctx, forced)
+            model_seconds = time.perf_counter() - t0
+            ctx.messages.append({"role": "assistant", "content": reply})
+            block = first_block(reply)
+            t1 = time.perf_counter()
+            result, tool = "", block.tool or "invalid"
+            if block.tool is None:
+                result = f"<error>{block.error}</error>"
+            elif forced and block.tool != "final_formula":
+                result = f"<error>{prompts.FORCED}</error>"
+            elif block.tool == "python":
+                resp = await clients.sandbox.Execute(sandbox_pb2.ExecuteRequest(
+                    session_id=box.session_id, code=block.content), timeout=EXECUTE_CALL)
+                result = _fmt_exec(resp)
+            elif block.tool == "experiment":
+                if not parallel:
+                    result = "<error>experiments are available in the Parallel setting only</error>"
+                else:
+                    try:
+                        req = _experiment_request(block.content, task, session.session_id,
+                                                  f"{record.trial_id}:{record.attempts}:{turn}")
+                        resp = await clients.simulator.Query(req, timeout=FAST_CALL)
+                    except ValueError as err:
+                        result = f"<error>{err}</error>"
+                    except grpc.aio.AioRpcError as err:
+                        if err.code() not in (grpc.StatusCode.INVALID_ARGUMENT,
+                                              grpc.StatusCode.RESOURCE_EXHAUSTED,
+                                              grpc.StatusCode.FAILED_PRECONDITION):
+                            raise
+                        result = f"<error>experiment refused: {err.details()}</error>"
+                    else:
+                        successful_experiments += 1
+                        await clients.sandbox.AppendRows(sandbox_pb2.AppendRowsRequest(
+                            session_id=box.session_id, rows=resp.observations), timeout=FAST_CALL)
+                        result = _preview(resp, task.target.name)
+            else:  # final_formula
+                if parallel and successful_experiments == 0:
+                    result = ("<error>run at least one successful <experiment> before "
+                              "submitting</error>")
+                elif not block.content.strip():
+                    result = "<error>the submission is empty</error>"
+                else:
+                    submission = block.content
+                    status = "completed_forced_final" if forced else "completed"
+            tool_seconds = time.perf_counter() - t1
+            TURNS.labels(record.setting, tool).inc()
+            TOOL_SECONDS.labels(tool).observe(tool_seconds)
+            trajectory.write({"type": "turn", "turn": turn, "forced": forced, "reply": reply,
+                              "tool": tool, "result": result, "model_seconds": model_seconds,
+                              "tool_seconds": tool_seconds})
+            if submission is not None:
+                break
+            ctx.messages.append({"role": "user", "content": result})
+            if forced and not forced_retry_used:
+                forced_retry_used = True
+                turns_max += 1  # exactly one retry of the forced final turn
+    finally:
+        await clients.sandbox.CloseSession(sandbox_pb2.CloseSessionRequest(
+            session_id=box.session_id), timeout=FAST_CALL)
+        await clients.simulator.CloseSession(simulator_pb2.CloseSessionRequest(
+            session_id=session.session_id), timeout=FAST_CALL)
+    record.turns = turn
+    record.status = status
+    record.submission = submission or ""
+    notes = []
+    if submission is None:
+        if parallel:
+            record.s_s = 0.0
+        else:
+            record.s_n = record.s_v = 0.0
+        notes.append("unsubmitted: scores 0")
+    elif parallel:
+        verdict = await clients.judge.JudgeStructure(judge_pb2.JudgeRequest(
+            task_id=task.task_id, submission=common_pb2.Submission(source=submission)),
+            timeout=SCORING_CALL)
+        record.s_s = verdict.s_s
+        notes.append(f"S_S: {verdict.explanation}")
+        trajectory.write({"type": "score", "structure": {
+            "s_s": verdict.s_s, "matched": list(verdict.matched), "missed": list(verdict.missed),
+            "confidence": verdict.confidence, "explanation": verdict.explanation}})
+    else:
+        score = await clients.scorer.ScoreSubmission(scorer_pb2.ScoreRequest(
+            task_id=task.task_id, submission=common_pb2.Submission(source=submission)),
+            timeout=SCORING_CALL)
+        validity = await clients.judge.JudgeValidity(judge_pb2.JudgeRequest(
+            task_id=task.task_id, submission=common_pb2.Submission(source=submission)),
+            timeout=SCORING_CALL)
+        record.s_n, record.s_v = score.s_n, validity.s_v
+        notes.append(f"S_N {score.status}: {task.metric} {score.m_sub:.4g} vs reference "
+                     f"{score.best_reference} {score.m_ref:.4g}")
+        if score.message:
+            notes.append(score.message)
+        trajectory.write({"type": "score", "numeric": {
+            "status": score.status, "s_n": score.s_n, "m_sub": score.m_sub, "m_ref": score.m_ref,
+            "best_reference": score.best_reference, "message": score.message},
+            "validity": {"s_v": validity.s_v, "status": validity.status,
+                         "anti_hacking_passed": validity.anti_hacking_passed,
+                         "items": [{"id": i.item_id, "passed": i.passed, "evidence": i.evidence}
+                                   for i in validity.items]}})
+    record.notes = " | ".join(notes)
+    record.wall_seconds = time.perf_counter() - start
+    trajectory.write({"type": "end", "status": record.status, "turns": record.turns,
+                      "s_n": record.s_n, "s_v": record.s_v, "s_s": record.s_s,
+                      "wall_seconds": record.wall_seconds})
+    return record
+

@@ -1,0 +1,43 @@
+"""Wires the agent servicer into a server."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from lawlab import config
+from lawlab.agent.v1 import agent_pb2, agent_pb2_grpc
+from lawlab.judge.v1 import judge_pb2_grpc
+from lawlab.rpc.client import aio_channel
+from lawlab.rpc.server import ServiceSpec
+from lawlab.sandbox.v1 import sandbox_pb2_grpc
+from lawlab.scorer.v1 import scorer_pb2_grpc
+from lawlab.simulator.v1 import simulator_pb2_grpc
+from lawlab_agent.harness import Clients
+from lawlab_agent.servicer import AgentServicer
+from lawlab_agent.store import TrialStore
+
+
+async def build(args: argparse.Namespace):
+    data_dir = Path(args.data_dir)
+    # Retrying on UNAVAILABLE is safe for every call made here: a Query retry
+    # carries the same request id, so it is charged once.
+    channels = {name: aio_channel(config.service_address(name))
+                for name in ("simulator", "sandbox", "scorer", "judge")}
+    clients = Clients(
+        simulator=simulator_pb2_grpc.SimulatorServiceStub(channels["simulator"]),
+        sandbox=sandbox_pb2_grpc.SandboxServiceStub(channels["sandbox"]),
+        scorer=scorer_pb2_grpc.ScorerServiceStub(channels["scorer"]),
+        judge=judge_pb2_grpc.JudgeServiceStub(channels["judge"]),
+    )
+    store = TrialStore(data_dir / "agent" / "trials.sqlite")
+    servicer = AgentServicer(store, clients, data_dir)
+
+    async def close() -> None:
+        for channel in channels.values():
+            await channel.close()
+        store.close()
+
+    spec = ServiceSpec(agent_pb2_grpc.add_AgentServiceServicer_to_server, servicer,
+                       agent_pb2.DESCRIPTOR.services_by_name["AgentService"])
+    return [spec], [], [close]

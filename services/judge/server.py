@@ -1,0 +1,27 @@
+"""Wires the judge servicer into a server."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from lawlab import config
+from lawlab.judge.v1 import judge_pb2, judge_pb2_grpc
+from lawlab.rpc.client import aio_channel
+from lawlab.rpc.server import ServiceSpec
+from lawlab.sandbox.v1 import sandbox_pb2_grpc
+from lawlab.tasks import TaskLibrary
+from lawlab_judge.servicer import JudgeServicer
+
+
+async def build(args: argparse.Namespace):
+    channel = aio_channel(config.service_address("sandbox"))
+    servicer = JudgeServicer(TaskLibrary(Path(args.tasks_dir)),
+                             sandbox_pb2_grpc.SandboxServiceStub(channel))
+
+    async def close() -> None:
+        await channel.close()
+
+    spec = ServiceSpec(judge_pb2_grpc.add_JudgeServiceServicer_to_server, servicer,
+                       judge_pb2.DESCRIPTOR.services_by_name["JudgeService"])
+    return [spec], [], [close]

@@ -1,0 +1,127 @@
+"""JudgeService: validity rubric (S_V) and structure (S_S) verdicts."""
+
+from __future__ import annotations
+
+import asyncio
+
+import numpy as np
+import pandas as pd
+from prometheus_client import Counter, Histogram
+
+from lawlab import rubric as rubric_mod
+from lawlab.errors import InvalidArgument, NotFound
+from lawlab.expr import Expression
+from lawlab.judge.v1 import judge_pb2, judge_pb2_grpc
+from lawlab.sandbox.v1 import sandbox_pb2_grpc
+from lawlab.submission_runs import Job, run_jobs
+from lawlab.tasks import GROUP_COL, Task, TaskLibrary
+from lawlab_judge import antihack, structure
+
+VERDICTS = Counter("lawlab_judge_verdicts_total", "Verdicts given, by kind and status.",
+                   ["kind", "status"])
+S_V = Histogram("lawlab_judge_s_v", "S_V of judged submissions.",
+                buckets=(0, 0.25, 0.5, 0.75, 1.0))
+S_S = Histogram("lawlab_judge_s_s", "S_S of judged submissions.",
+                buckets=(0, 0.25, 0.5, 0.75, 1.0))
+PROBE_GROUPS = 3
+
+
+class JudgeServicer(judge_pb2_grpc.JudgeServiceServicer):
+    def __init__(self, library: TaskLibrary, sandbox: sandbox_pb2_grpc.SandboxServiceStub) -> None:
+        self.library = library
+        self.sandbox = sandbox
+
+    def _request(self, request) -> tuple[Task, str]:
+        if not request.task_id:
+            raise InvalidArgument("task_id", "is required")
+        if request.task_id not in self.library:
+            raise NotFound(f"task {request.task_id!r} not found")
+        if not request.submission.source.strip():
+            raise InvalidArgument("submission.source", "is empty")
+        return self.library.get(request.task_id), request.submission.source
+
+    async def JudgeValidity(self, request, context):
+        task, source = self._request(request)
+        meta = task.meta
+        train = task.train
+        inputs = meta.input_names
+        y = train[meta.target.name].to_numpy(float)
+        cap = meta.caps.max_law_constants + meta.caps.max_local_params
+        gate = antihack.check(source, cap, [float(np.mean(y)), float(np.median(y)), float(np.std(y))])
+        items = task.rubric()
+        ranges = rubric_mod.input_ranges(train, inputs)
+        frames = ([(str(g), f) for g, f in train.groupby(GROUP_COL)][:PROBE_GROUPS]
+                  if meta.multi_group else [("", train)])
+        jobs, probes = [], {}
+        for item in items:
+            for g, frame in frames:
+                key = f"{item['id']}|{g}"
+                probes[key] = rubric_mod.probe_inputs(item, frame, inputs, ranges)
+                jobs.append(Job(key, probes[key],
+                                frame[inputs] if meta.multi_group else None,
+                                frame[meta.target.name].to_numpy(float) if meta.multi_group else None))
+        run = await run_jobs(self.sandbox, meta, source, jobs)
+        verdicts = []
+        for item in items:
+            passed, evidence = True, []
+            for g, _ in frames:
+                key = f"{item['id']}|{g}"
+                pred = run.predictions.get(key)
+                if run.status != "ok" or pred is None:
+                    ok, why = False, run.errors.get(key) or run.message or "no predictions"
+                else:
+                    ok, why = rubric_mod.verdict(item, probes[key], pred)
+                passed &= ok
+                evidence.append(f"{'group ' + g + ': ' if g else ''}{why}")
+            verdicts.append(judge_pb2.RubricVerdict(
+                item_id=item["id"], description=item.get("description", ""), passed=passed,
+                evidence="; ".join(evidence)))
+        verdicts.append(judge_pb2.RubricVerdict(
+            item_id="anti_hacking", description="no hidden degrees of freedom",
+            passed=gate.passed, evidence=gate.reason))
+        m = sum(v.passed for v in verdicts)
+        s_v = (m / len(verdicts)) if gate.passed and run.status == "ok" else 0.0
+        VERDICTS.labels("validity", run.status).inc()
+        S_V.observe(s_v)
+        return judge_pb2.ValidityVerdict(
+            s_v=s_v, items=verdicts, anti_hacking_passed=gate.passed,
+            anti_hacking_reason=gate.reason, status=run.status, message=run.message)
+
+    async def JudgeStructure(self, request, context):
+        task, source = self._request(request)
+        if not task.has_world():
+            raise NotFound(f"task {task.task_id!r} has no hidden law")
+        outcome = await asyncio.to_thread(self.structure_outcome, task, source)
+        VERDICTS.labels("structure", "ok").inc()
+        S_S.observe(outcome.level)
+        return judge_pb2.StructureVerdict(
+            s_s=outcome.level, matched=outcome.matched, missed=outcome.missed,
+            confidence=outcome.confidence, explanation=outcome.explanation, status="ok")
+
+    def structure_outcome(self, task: Task, source: str) -> structure.StructureOutcome:
+        law = task.hidden_law()
+        spec = task.world_spec()
+        inputs = task.meta.input_names
+        consts = dict(law.constants)
+        for name, table in law.local.items():
+            consts[name] = float(np.median(list(table.values())))
+        rng = np.random.default_rng(11)
+        probes = {}
+        for n in inputs:
+            lo, hi = spec["support"][n]
+            u = rng.random(160)
+            probes[n] = lo * (hi / lo) ** u if n in spec["log_inputs"] else lo + (hi - lo) * u
+        if task.meta.multi_group:
+            # per-group inputs (like a dose) keep the values seen in a real group
+            frame = task.train
+            for n in inputs:
+                if frame.groupby(GROUP_COL)[n].nunique().max() == 1:
+                    probes[n] = np.full(160, float(frame[n].median()))
+        hidden = structure.form_from_expression(Expression(law.expr), consts, inputs)
+        base_ref = next(r for r in task.references() if r.name == law.base_reference)
+        base_consts = dict(base_ref.constants)
+        base_consts.update({n: float(base_ref.init.get(n, 1.0)) for n in base_ref.local_names})
+        base = structure.form_from_expression(Expression(base_ref.expr), base_consts, inputs)
+        return structure.judge(source, hidden, hidden.init, base, base.init,
+                               pd.DataFrame(probes).to_dict("series"), spec["space"],
+                               list(law.added_terms))

@@ -1,0 +1,1 @@
+"""The sandbox service: runs all untrusted code (agent code and submissions)."""

@@ -1,0 +1,177 @@
+"""Launching one box: a bubblewrap jail around ``python runner.py``.
+
+Outside in: every namespace unshared (an empty network namespace included), a
+read-only view of the interpreter and its site-packages and the runner file
+only, no host /proc, /sys or /etc, a byte-capped scratch tmpfs, a cleared
+environment, a new session, death with the parent; rlimits on memory, CPU,
+file size, open files and core files; a wall-clock supervisor that kills the
+whole process group. Kernel-enforced: nothing here inspects the code.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import resource
+import shutil
+import signal
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+RUNNER = Path(__file__).with_name("runner.py")
+SANDBOX_UID = 65534
+DEFAULT_TIMEOUT = 100.0
+MODEL_OUTPUT_CHARS = 16_000
+HARD_OUTPUT_BYTES = 1_000_000  # exec mode: past this the box is killed
+RESULT_BYTES = 256 * 1024 * 1024  # submission mode: the results document
+MEMORY_BYTES = 4 * 1024**3
+SCRATCH_BYTES = 64 * 1024**2
+
+
+class SandboxUnavailable(RuntimeError):
+    pass
+
+
+@dataclass
+class BoxResult:
+    status: str  # ok, error, timeout, killed, output_limit
+    stdout: bytes
+    stderr: bytes
+    exit_code: int
+    wall_seconds: float
+
+
+def _python_roots() -> list[str]:
+    roots = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix}
+    return sorted(r for r in roots if r and not r.startswith("/usr"))
+
+
+def bwrap_argv(mode: str, data_file: Path | None) -> list[str]:
+    bwrap = shutil.which("bwrap")
+    if bwrap is None:
+        raise SandboxUnavailable("bubblewrap (bwrap) is not installed; run `make install`")
+    argv = [
+        bwrap,
+        "--unshare-all",  # user, ipc, pid, net, uts, cgroup namespaces
+        "--die-with-parent",
+        "--new-session",
+        "--clearenv",
+        "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID),
+        "--hostname", "box",
+        "--ro-bind", "/usr", "/usr",
+        "--symlink", "usr/lib", "/lib",
+        "--symlink", "usr/lib64", "/lib64",
+        "--symlink", "usr/bin", "/bin",
+    ]
+    for root in _python_roots():
+        argv += ["--ro-bind", root, root]
+    argv += ["--ro-bind", str(RUNNER), "/box/runner.py"]
+    if data_file is not None:
+        argv += ["--ro-bind", str(data_file), "/box/data/train.csv"]
+    argv += [
+        "--proc", "/proc",  # a fresh procfs of the box's own pid namespace
+        "--dev", "/dev",
+        "--size", str(SCRATCH_BYTES), "--tmpfs", "/tmp",
+        "--remount-ro", "/",
+        "--chdir", "/tmp",
+        "--setenv", "HOME", "/tmp",
+        "--setenv", "PATH", "/usr/bin",
+        "--setenv", "OPENBLAS_NUM_THREADS", "1",
+        "--setenv", "OMP_NUM_THREADS", "1",
+        "--setenv", "MKL_NUM_THREADS", "1",
+        "--setenv", "MPLBACKEND", "Agg",
+        sys.executable, "-I", "-B", "/box/runner.py", mode,
+    ]
+    return argv
+
+
+def _limits(cpu_seconds: int) -> None:  # runs in the child between fork and exec
+    resource.setrlimit(resource.RLIMIT_AS, (MEMORY_BYTES, MEMORY_BYTES))
+    resource.setrlimit(resource.RLIMIT_CPU, (cpu_seconds, cpu_seconds + 1))
+    resource.setrlimit(resource.RLIMIT_FSIZE, (SCRATCH_BYTES, SCRATCH_BYTES))
+    resource.setrlimit(resource.RLIMIT_NOFILE, (256, 256))
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+
+
+async def _read_capped(stream: asyncio.StreamReader, cap: int) -> tuple[bytes, bool]:
+    chunks, size = [], 0
+    while True:
+        chunk = await stream.read(65536)
+        if not chunk:
+            return b"".join(chunks), False
+        size += len(chunk)
+        if size > cap:
+            chunks.append(chunk[: max(0, cap - (size - len(chunk)))])
+            return b"".join(chunks), True
+        chunks.append(chunk)
+
+
+async def run_box(mode: str, request: bytes, data_file: Path | None = None,
+                  timeout: float = DEFAULT_TIMEOUT, output_cap: int = HARD_OUTPUT_BYTES) -> BoxResult:
+    argv = bwrap_argv(mode, data_file)
+    start = time.perf_counter()
+    proc = await asyncio.create_subprocess_exec(
+        *argv,
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        start_new_session=True,
+        close_fds=True,
+        preexec_fn=lambda: _limits(int(timeout) + 5),
+        env={},
+    )
+    assert proc.stdin and proc.stdout and proc.stderr
+
+    def kill() -> None:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+    async def feed() -> None:
+        try:
+            proc.stdin.write(request)
+            await proc.stdin.drain()
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+        finally:
+            proc.stdin.close()
+
+    out_task = asyncio.ensure_future(_read_capped(proc.stdout, output_cap))
+    err_task = asyncio.ensure_future(_read_capped(proc.stderr, output_cap))
+    feeder = asyncio.ensure_future(feed())
+    status = None
+    try:
+        done, _ = await asyncio.wait({out_task, err_task}, timeout=timeout,
+                                     return_when=asyncio.FIRST_COMPLETED)
+        # a flood past the cap ends one reader early: kill at once
+        for task in done:
+            if task.result()[1]:
+                status = "output_limit"
+                kill()
+        if status is None:
+            remaining = max(0.0, timeout - (time.perf_counter() - start))
+            _, pending = await asyncio.wait({out_task, err_task}, timeout=remaining)
+            if pending:
+                status = "timeout"
+                kill()
+        rc = await asyncio.wait_for(proc.wait(), timeout=10)
+    except asyncio.CancelledError:
+        kill()
+        raise
+    finally:
+        feeder.cancel()
+    stdout, out_over = await out_task
+    stderr, err_over = await err_task
+    if status is None and (out_over or err_over):
+        status = "output_limit"
+    if status is None:
+        if rc == 0:
+            status = "ok"
+        elif rc == 1:
+            status = "error"
+        else:
+            status = "killed"
+    return BoxResult(status, stdout, stderr, rc, time.perf_counter() - start)

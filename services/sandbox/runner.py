@@ -1,0 +1,266 @@
+"""The program that runs inside a sandbox box. Standalone: it imports nothing
+from lawlab, because it is the only lawlab file mounted into the box.
+
+    python -I -B runner.py exec        # agent code; request JSON on stdin
+    python -I -B runner.py submission  # fit/predict jobs; request JSON on stdin,
+                                       # results JSON on the original stdout
+
+In exec mode the agent's code writes to the real stdout/stderr, which the host
+captures and caps; the exit status says whether it raised.
+"""
+
+from __future__ import annotations
+
+import builtins
+import inspect
+import json
+import math
+import os
+import signal
+import sys
+import traceback
+
+ALLOWED_IMPORTS = (
+    "numpy", "scipy", "sklearn", "pandas", "math", "statistics", "itertools",
+    "functools", "collections", "warnings",
+)
+USER_MODULE = "__lawlab_user__"
+REQUIRED = ("USED_INPUTS", "LAW_CONSTANTS", "OTHER_CONSTANTS", "LOCAL_FITTABLE", "predict")
+
+
+def _install_import_gate() -> None:
+    """A friendly error for imports outside the allowed list. Usability only:
+    the box's isolation does not depend on it."""
+    original = builtins.__import__
+
+    def gate(name, globals=None, locals=None, fromlist=(), level=0):
+        if level == 0 and globals is not None and globals.get("__name__") in (USER_MODULE, "submission"):
+            top = name.split(".")[0]
+            if top not in ALLOWED_IMPORTS:
+                raise ImportError(
+                    f"import of {name!r} is not allowed here; allowed modules: "
+                    + ", ".join(ALLOWED_IMPORTS)
+                )
+        return original(name, globals, locals, fromlist, level)
+
+    builtins.__import__ = gate
+
+
+def _reseed(seed: int = 0) -> None:
+    import random
+
+    import numpy as np
+
+    seed = seed or int.from_bytes(os.urandom(8), "little")
+    random.seed(seed)
+    np.random.seed(seed % (2**32))
+
+
+def run_exec(req: dict) -> int:
+    import numpy as np
+    import pandas as pd
+    import scipy
+    import scipy.optimize  # noqa: F401  (preloaded for convenience)
+
+    target_col = req["target_col"]
+    input_cols = list(req["input_cols"])
+    path = "/box/data/train.csv"
+    if os.path.exists(path):
+        train_df = pd.read_csv(path, dtype={"group_id": str})
+    else:
+        cols = [target_col, *input_cols] + (["group_id"] if req.get("multi_group") else [])
+        train_df = pd.DataFrame({c: pd.Series(dtype=str if c == "group_id" else float) for c in cols})
+    ns = {
+        "__name__": USER_MODULE,
+        "__builtins__": builtins,
+        "np": np,
+        "pd": pd,
+        "scipy": scipy,
+        "train_df": train_df,
+        "X_train": train_df[input_cols].to_numpy(dtype=float),
+        "y_train": train_df[target_col].to_numpy(dtype=float),
+        "input_cols": input_cols,
+        "target_col": target_col,
+    }
+    if req.get("multi_group"):
+        ns["group_ids_train"] = train_df["group_id"].astype(str).to_numpy()
+    _reseed()
+    _install_import_gate()
+    try:
+        code = compile(req["code"], "<python>", "exec")
+        exec(code, ns)
+    except SystemExit as err:
+        return 0 if err.code in (None, 0) else 1
+    except BaseException:
+        etype, value, tb = sys.exc_info()
+        # drop the runner's own frames so the model sees only its code
+        while tb is not None and tb.tb_frame.f_code.co_filename != "<python>":
+            tb = tb.tb_next
+        sys.stderr.write("".join(traceback.format_exception(etype, value, tb)))
+        return 1
+    finally:
+        sys.stdout.flush()
+    return 0
+
+
+class _FitTimeout(Exception):
+    pass
+
+
+def _on_alarm(signum, frame):
+    raise _FitTimeout()
+
+
+def _matrix(table: dict, used: list[str]):
+    import numpy as np
+
+    cols = table["columns"]
+    missing = [u for u in used if u not in cols]
+    if missing:
+        raise KeyError(f"USED_INPUTS {missing} not among the provided inputs {sorted(cols)}")
+    n = len(next(iter(cols.values()))) if cols else 0
+    if not used:
+        return np.zeros((n, 0))
+    return np.column_stack([np.asarray(cols[u], dtype=float) for u in used])
+
+
+def _contract_problems(mod: dict, contract: dict) -> list[str]:
+    problems = [f"missing {n}" for n in REQUIRED if n not in mod]
+    if problems:
+        return problems
+    multi = contract["type"] == "II"
+    used = mod["USED_INPUTS"]
+    if not isinstance(used, (list, tuple)) or not all(isinstance(u, str) for u in used):
+        problems.append("USED_INPUTS must be a list of input names")
+    for name in ("LAW_CONSTANTS", "OTHER_CONSTANTS", "LOCAL_FITTABLE"):
+        if not isinstance(mod[name], dict):
+            problems.append(f"{name} must be a dict")
+    if problems:
+        return problems
+    if not callable(mod["predict"]):
+        problems.append("predict must be a function")
+    else:
+        try:
+            params = inspect.signature(mod["predict"]).parameters
+            if "group_id" in params or "group_ids" in params:
+                problems.append("predict must not take a group id")
+            if not params:
+                problems.append("predict must take X as its first argument")
+        except (TypeError, ValueError):
+            problems.append("predict has no inspectable signature")
+    for k, v in {**mod["LAW_CONSTANTS"], **mod["OTHER_CONSTANTS"]}.items():
+        if not isinstance(v, (int, float)) or isinstance(v, bool) or not math.isfinite(v):
+            problems.append(f"constant {k!r} must be a finite number")
+    if len(mod["LAW_CONSTANTS"]) > contract["max_law_constants"]:
+        problems.append(f"{len(mod['LAW_CONSTANTS'])} LAW_CONSTANTS exceed the cap of "
+                        f"{contract['max_law_constants']}")
+    local = mod["LOCAL_FITTABLE"]
+    if multi:
+        if not callable(mod.get("fit")):
+            problems.append("Type II submissions must define fit(X, y, **LAW_CONSTANTS)")
+        if len(local) > contract["max_local_params"]:
+            problems.append(f"{len(local)} LOCAL_FITTABLE parameters exceed the cap of "
+                            f"{contract['max_local_params']}")
+        for k, spec in local.items():
+            init = spec.get("init") if isinstance(spec, dict) else None
+            if isinstance(init, (list, tuple)):
+                if len(init) > 1:
+                    problems.append(f"LOCAL_FITTABLE[{k!r}] init list longer than 1")
+            elif not isinstance(init, (int, float)) or isinstance(init, bool):
+                problems.append(f"LOCAL_FITTABLE[{k!r}] needs a numeric 'init'")
+    else:
+        if "fit" in mod:
+            problems.append("Type I submissions must not define fit")
+        if local:
+            problems.append("Type I submissions must leave LOCAL_FITTABLE empty")
+    return problems
+
+
+def run_submission(req: dict, out) -> int:
+    import numpy as np
+
+    contract = req["contract"]
+    result: dict = {"status": "ok", "message": "", "results": [], "used_inputs": []}
+    try:
+        code = compile(req["source"], "<submission>", "exec")
+    except (SyntaxError, ValueError) as err:
+        result.update(status="compile_error", message=f"{type(err).__name__}: {err}")
+        out.write(json.dumps(result))
+        return 0
+    mod: dict = {"__name__": "submission", "__builtins__": builtins}
+    _reseed()
+    _install_import_gate()
+    try:
+        exec(code, mod)
+    except BaseException as err:  # noqa: BLE001  (the submission's own failure)
+        result.update(status="exec_error", message=f"{type(err).__name__}: {err}")
+        out.write(json.dumps(result))
+        return 0
+    problems = _contract_problems(mod, contract)
+    if problems:
+        result.update(status="contract_fail", message="; ".join(problems))
+        out.write(json.dumps(result))
+        return 0
+    used = list(mod["USED_INPUTS"])
+    result["used_inputs"] = used
+    law = dict(mod["LAW_CONSTANTS"])
+    other = dict(mod["OTHER_CONSTANTS"])
+    names = list(mod["LOCAL_FITTABLE"])
+    signal.signal(signal.SIGALRM, _on_alarm)
+    for job in req["jobs"]:
+        entry = {"job_id": job["job_id"], "ok": False, "error": "", "predictions": [],
+                 "local_params": {}}
+        if job.get("seed"):
+            _reseed(int(job["seed"]))
+        try:
+            X = _matrix(job["x"], used)
+            local: dict = {}
+            if contract["type"] == "II":
+                fx = _matrix(job["fit_x"], used)
+                fy = np.asarray(job["fit_y"], dtype=float)
+                signal.setitimer(signal.ITIMER_REAL, float(contract["fit_timeout_seconds"]))
+                try:
+                    fitted = mod["fit"](fx, fy, **law)
+                finally:
+                    signal.setitimer(signal.ITIMER_REAL, 0)
+                if not isinstance(fitted, dict) or set(fitted) != set(names):
+                    raise ValueError(f"fit must return a dict with keys {names}, got "
+                                     f"{sorted(fitted) if isinstance(fitted, dict) else type(fitted).__name__}")
+                local = {k: float(v) for k, v in fitted.items()}
+                if not all(math.isfinite(v) for v in local.values()):
+                    raise ValueError("fit returned non-finite parameters")
+            pred = np.asarray(mod["predict"](X, **law, **other, **local), dtype=float)
+            if pred.shape != (X.shape[0],):
+                raise ValueError(f"predict returned shape {pred.shape}, expected ({X.shape[0]},)")
+            if not np.all(np.isfinite(pred)):
+                raise ValueError(f"{int((~np.isfinite(pred)).sum())} non-finite predictions")
+            entry.update(ok=True, predictions=pred.tolist(), local_params=local)
+        except _FitTimeout:
+            entry["error"] = f"fit exceeded the fit timeout of {contract['fit_timeout_seconds']} s"
+        except BaseException as err:  # noqa: BLE001
+            entry["error"] = f"{type(err).__name__}: {err}"[:500]
+        result["results"].append(entry)
+    out.write(json.dumps(result))
+    return 0
+
+
+def main() -> int:
+    mode = sys.argv[1]
+    req = json.loads(sys.stdin.read())
+    if mode == "exec":
+        return run_exec(req)
+    if mode == "submission":
+        # results go to the original stdout; the submission's prints are discarded
+        out = os.fdopen(os.dup(1), "w")
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, 1)
+        sys.stdout = open(1, "w", closefd=False)
+        code = run_submission(req, out)
+        out.flush()
+        return code
+    sys.stderr.write(f"unknown mode {mode}\n")
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

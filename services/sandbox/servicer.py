@@ -1,0 +1,207 @@
+"""SandboxService: sessions of agent code, and batched submission runs."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import shutil
+import tempfile
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+from prometheus_client import Counter, Gauge, Histogram
+
+from lawlab import convert
+from lawlab.common.v1 import common_pb2
+from lawlab.errors import InvalidArgument, NotFound
+from lawlab.sandbox.v1 import sandbox_pb2, sandbox_pb2_grpc
+from lawlab.tasks import GROUP_COL
+from lawlab_sandbox import box
+
+log = logging.getLogger("lawlab.sandbox")
+
+BOX_RUNS = Counter("lawlab_sandbox_runs_total", "Boxes run, by mode and outcome.",
+                   ["mode", "outcome"])
+BOX_SECONDS = Histogram("lawlab_sandbox_run_seconds", "Wall time of one box.", ["mode"],
+                        buckets=(0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 100, 130))
+SESSIONS = Gauge("lawlab_sandbox_sessions", "Open sandbox sessions.")
+
+_STATUS = {
+    "ok": sandbox_pb2.EXEC_STATUS_OK,
+    "error": sandbox_pb2.EXEC_STATUS_ERROR,
+    "timeout": sandbox_pb2.EXEC_STATUS_TIMEOUT,
+    "killed": sandbox_pb2.EXEC_STATUS_KILLED,
+    "output_limit": sandbox_pb2.EXEC_STATUS_OUTPUT_LIMIT,
+}
+_SUBMISSION_STATUS = {
+    "ok": sandbox_pb2.SUBMISSION_STATUS_OK,
+    "contract_fail": sandbox_pb2.SUBMISSION_STATUS_CONTRACT_FAIL,
+    "compile_error": sandbox_pb2.SUBMISSION_STATUS_COMPILE_ERROR,
+    "exec_error": sandbox_pb2.SUBMISSION_STATUS_EXEC_ERROR,
+}
+MAX_CODE_BYTES = 1_000_000
+
+
+@dataclass
+class Session:
+    session_id: str
+    directory: Path
+    target_col: str
+    input_cols: list[str]
+    multi_group: bool
+    frame: pd.DataFrame
+    lock: asyncio.Lock
+
+    @property
+    def data_file(self) -> Path:
+        return self.directory / "train.csv"
+
+
+def _cap_text(raw: bytes, limit: int = box.MODEL_OUTPUT_CHARS) -> tuple[str, bool]:
+    text = raw.decode("utf-8", errors="replace")
+    if len(text) > limit:
+        return text[:limit] + f"\n... [output truncated at {limit} characters]", True
+    return text, False
+
+
+class SandboxServicer(sandbox_pb2_grpc.SandboxServiceServicer):
+    def __init__(self, work_dir: Path | None = None, max_boxes: int = 8) -> None:
+        self.work_dir = Path(work_dir or tempfile.mkdtemp(prefix="lawlab-sandbox-"))
+        self.work_dir.mkdir(parents=True, exist_ok=True)
+        self.sessions: dict[str, Session] = {}
+        self.slots = asyncio.Semaphore(max_boxes)
+
+    def _session(self, session_id: str) -> Session:
+        if not session_id:
+            raise InvalidArgument("session_id", "is required")
+        try:
+            return self.sessions[session_id]
+        except KeyError:
+            raise NotFound(f"sandbox session {session_id!r} not found") from None
+
+    async def CreateSession(self, request, context):
+        if not request.target_col:
+            raise InvalidArgument("target_col", "is required")
+        if not request.input_cols:
+            raise InvalidArgument("input_cols", "at least one input column is required")
+        frame = convert.table_to_frame(request.data, "data")
+        expected = [request.target_col, *request.input_cols]
+        if len(frame.columns):
+            missing = [c for c in expected if c not in frame.columns]
+            if missing:
+                raise InvalidArgument("data.columns", f"missing columns {missing}")
+        else:
+            frame = pd.DataFrame({c: pd.Series(dtype=float) for c in expected})
+            if request.multi_group:
+                frame[GROUP_COL] = pd.Series(dtype=str)
+        sid = uuid.uuid4().hex
+        directory = self.work_dir / sid
+        directory.mkdir(mode=0o755)
+        session = Session(sid, directory, request.target_col, list(request.input_cols),
+                          request.multi_group, frame, asyncio.Lock())
+        session.frame.to_csv(session.data_file, index=False)
+        self.sessions[sid] = session
+        SESSIONS.set(len(self.sessions))
+        return sandbox_pb2.SandboxSession(session_id=sid, n_rows=len(frame))
+
+    async def AppendRows(self, request, context):
+        session = self._session(request.session_id)
+        rows = convert.table_to_frame(request.rows, "rows")
+        missing = [c for c in session.frame.columns if c not in rows.columns]
+        if missing:
+            raise InvalidArgument("rows.columns", f"missing columns {missing}")
+        async with session.lock:
+            session.frame = pd.concat([session.frame, rows[list(session.frame.columns)]],
+                                      ignore_index=True)
+            session.frame.to_csv(session.data_file, index=False)
+        return sandbox_pb2.SandboxSession(session_id=session.session_id, n_rows=len(session.frame))
+
+    async def CloseSession(self, request, context):
+        session = self._session(request.session_id)
+        self.sessions.pop(session.session_id, None)
+        shutil.rmtree(session.directory, ignore_errors=True)
+        SESSIONS.set(len(self.sessions))
+        return sandbox_pb2.SandboxSession(session_id=session.session_id, n_rows=len(session.frame))
+
+    async def Execute(self, request, context):
+        session = self._session(request.session_id)
+        if len(request.code.encode()) > MAX_CODE_BYTES:
+            raise InvalidArgument("code", f"longer than {MAX_CODE_BYTES} bytes")
+        if "\x00" in request.code:
+            raise InvalidArgument("code", "contains a NUL byte")
+        timeout = request.timeout_seconds or box.DEFAULT_TIMEOUT
+        if not 0 < timeout <= box.DEFAULT_TIMEOUT:
+            raise InvalidArgument("timeout_seconds", f"must be in (0, {box.DEFAULT_TIMEOUT}]")
+        payload = json.dumps({"code": request.code, "target_col": session.target_col,
+                              "input_cols": session.input_cols,
+                              "multi_group": session.multi_group}).encode()
+        async with session.lock, self.slots:
+            result = await box.run_box("exec", payload, session.data_file, timeout)
+        BOX_RUNS.labels("exec", result.status).inc()
+        BOX_SECONDS.labels("exec").observe(result.wall_seconds)
+        stdout, t1 = _cap_text(result.stdout)
+        stderr, t2 = _cap_text(result.stderr)
+        if result.status == "timeout":
+            stderr += f"\nTimeoutError: the call exceeded {timeout:g} s and was stopped"
+        elif result.status == "output_limit":
+            stderr += "\nOutputLimit: the call flooded its output and was stopped"
+        elif result.status == "killed":
+            stderr += f"\nKilled: the process ended with status {result.exit_code} (a resource limit)"
+        return sandbox_pb2.ExecuteResponse(
+            status=_STATUS[result.status], stdout=stdout, stderr=stderr, truncated=t1 or t2,
+            wall_seconds=result.wall_seconds, exit_code=result.exit_code)
+
+    async def RunSubmission(self, request, context):
+        if not request.submission.source.strip():
+            raise InvalidArgument("submission.source", "is empty")
+        if len(request.submission.source.encode()) > MAX_CODE_BYTES:
+            raise InvalidArgument("submission.source", f"longer than {MAX_CODE_BYTES} bytes")
+        c = request.contract
+        if c.type not in (common_pb2.TASK_TYPE_SINGLE_GROUP, common_pb2.TASK_TYPE_MULTI_GROUP):
+            raise InvalidArgument("contract.type", "must be single- or multi-group")
+        multi = c.type == common_pb2.TASK_TYPE_MULTI_GROUP
+        jobs = []
+        for i, job in enumerate(request.jobs):
+            x = convert.table_to_frame(job.x, f"jobs[{i}].x")
+            entry = {"job_id": job.job_id or str(i), "seed": job.seed,
+                     "x": {"columns": {k: x[k].tolist() for k in x.columns if k != GROUP_COL}}}
+            if multi:
+                fx = convert.table_to_frame(job.fit_x, f"jobs[{i}].fit_x")
+                if len(fx) != len(job.fit_y):
+                    raise InvalidArgument(f"jobs[{i}].fit_y",
+                                          f"{len(job.fit_y)} targets for {len(fx)} rows")
+                entry["fit_x"] = {"columns": {k: fx[k].tolist() for k in fx.columns if k != GROUP_COL}}
+                entry["fit_y"] = list(job.fit_y)
+            jobs.append(entry)
+        payload = json.dumps({
+            "source": request.submission.source,
+            "contract": {"type": "II" if multi else "I",
+                         "max_law_constants": c.max_law_constants,
+                         "max_local_params": c.max_local_params,
+                         "fit_timeout_seconds": c.fit_timeout_seconds or 10.0},
+            "jobs": jobs,
+        }).encode()
+        timeout = request.timeout_seconds or box.DEFAULT_TIMEOUT
+        async with self.slots:
+            result = await box.run_box("submission", payload, None, timeout, box.RESULT_BYTES)
+        BOX_RUNS.labels("submission", result.status).inc()
+        BOX_SECONDS.labels("submission").observe(result.wall_seconds)
+        if result.status != "ok":
+            tail = result.stderr.decode(errors="replace")[-2000:]
+            return sandbox_pb2.RunSubmissionResponse(
+                status=sandbox_pb2.SUBMISSION_STATUS_EXEC_ERROR,
+                message=f"submission run {result.status}: {tail}".strip(),
+                wall_seconds=result.wall_seconds)
+        doc = json.loads(result.stdout)
+        return sandbox_pb2.RunSubmissionResponse(
+            status=_SUBMISSION_STATUS[doc["status"]],
+            message=doc["message"],
+            used_inputs=doc["used_inputs"],
+            results=[sandbox_pb2.JobResult(job_id=r["job_id"], ok=r["ok"], error=r["error"],
+                                           predictions=r["predictions"],
+                                           local_params=r["local_params"])
+                     for r in doc["results"]],
+            wall_seconds=result.wall_seconds)

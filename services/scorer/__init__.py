@@ -1,0 +1,1 @@
+"""The scorer service: numeric scores (S_N) against held-out data."""

@@ -1,0 +1,138 @@
+"""S_N for one submission (PROTOCOL.md section 4), computed from sandbox runs.
+
+m_ref is never typed in: every published reference of the task is run through
+the same sandbox path and split as the submission, and the best one anchors
+0.5. Type II tasks fit local parameters per held-out group on its test_fit
+rows and score its test_test rows; groups count equally, a failed group scores
+0, a group on which the reference is within 1e-4 of perfect is excluded; the
+score is the mean over three fixed seeds (20260514 + k).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from lawlab import metrics
+from lawlab.submission_runs import Job, RunResult
+from lawlab.tasks import GROUP_COL, Task
+
+SEEDS = tuple(20260514 + k for k in range(3))
+
+
+@dataclass
+class SeedOutcome:
+    seed: int
+    s_n: float
+    m_sub: float
+    m_ref: float
+    scored: int = 0
+    failed: int = 0
+    excluded: int = 0
+
+
+@dataclass
+class NumericOutcome:
+    status: str
+    message: str = ""
+    s_n: float = 0.0
+    m_sub: float = float("nan")
+    m_ref: float = float("nan")
+    best_reference: str = ""
+    seeds: list[SeedOutcome] = field(default_factory=list)
+
+
+def build_jobs(task: Task) -> list[Job]:
+    meta = task.meta
+    parts = task.heldout()
+    inputs, target = meta.input_names, meta.target.name
+    if not meta.multi_group:
+        return [Job("test", parts["test"][inputs])]
+    jobs = []
+    for seed in SEEDS:
+        for g, rows in parts["test_test"].groupby(GROUP_COL):
+            fit_rows = parts["test_fit"][parts["test_fit"][GROUP_COL] == g]
+            jobs.append(Job(f"{seed}/{g}", rows[inputs], fit_rows[inputs],
+                            fit_rows[target].to_numpy(float), seed))
+    return jobs
+
+
+def group_metrics(task: Task, run: RunResult) -> dict[str, float]:
+    """The metric per job id (NaN where the job failed)."""
+    meta = task.meta
+    parts = task.heldout()
+    out = {}
+    if not meta.multi_group:
+        pred = run.predictions.get("test")
+        y = parts["test"][meta.target.name].to_numpy(float)
+        out["test"] = metrics.compute(meta.metric, y, pred) if pred is not None else float("nan")
+        return out
+    for seed in SEEDS:
+        for g, rows in parts["test_test"].groupby(GROUP_COL):
+            key = f"{seed}/{g}"
+            pred = run.predictions.get(key)
+            y = rows[meta.target.name].to_numpy(float)
+            out[key] = metrics.compute(meta.metric, y, pred) if pred is not None else float("nan")
+    return out
+
+
+def _better(metric: str, a: float, b: float) -> bool:
+    if not np.isfinite(b):
+        return bool(np.isfinite(a))
+    return bool(a > b) if metric == "r2" else bool(a < b)
+
+
+def best_reference(task: Task, ref_metrics: dict[str, dict[str, float]]) -> str:
+    metric = task.meta.metric
+    best = None
+    for name, per_job in ref_metrics.items():
+        value = float(np.nanmean(list(per_job.values())))
+        if best is None or _better(metric, value, best[1]):
+            best = (name, value)
+    assert best is not None
+    return best[0]
+
+
+def score(task: Task, run: RunResult, ref_metrics: dict[str, dict[str, float]]) -> NumericOutcome:
+    meta = task.meta
+    metric = meta.metric
+    ref_name = best_reference(task, ref_metrics)
+    ref = ref_metrics[ref_name]
+    if run.status != "ok":
+        return NumericOutcome(run.status, run.message, 0.0, best_reference=ref_name)
+    sub = group_metrics(task, run)
+    if not meta.multi_group:
+        m_sub, m_ref = sub["test"], ref["test"]
+        if metrics.reference_is_perfect(metric, m_ref):
+            return NumericOutcome("ok", "the reference is already perfect on this task; S_N is 0 "
+                                        "by convention", 0.0, m_sub, m_ref, ref_name)
+        value = metrics.s_n(metric, m_sub, m_ref)
+        note = "" if np.isfinite(m_sub) else f"predictions failed: {run.errors.get('test', '')}"
+        return NumericOutcome("ok", note, value, m_sub, m_ref, ref_name,
+                              [SeedOutcome(0, value, m_sub, m_ref, 1, int(not np.isfinite(m_sub)))])
+    seeds = []
+    for seed in SEEDS:
+        keys = [k for k in sub if k.startswith(f"{seed}/")]
+        scores, subs, refs = [], [], []
+        failed = excluded = 0
+        for k in keys:
+            if metrics.reference_is_perfect(metric, ref[k]):
+                excluded += 1
+                continue
+            if not np.isfinite(sub[k]):
+                failed += 1
+                scores.append(0.0)
+                continue
+            scores.append(metrics.s_n(metric, sub[k], ref[k]))
+            subs.append(sub[k])
+            refs.append(ref[k])
+        value = float(np.mean(scores)) if scores else 0.0
+        seeds.append(SeedOutcome(seed, value, float(np.mean(subs)) if subs else float("nan"),
+                                 float(np.mean(refs)) if refs else float("nan"),
+                                 len(scores) - failed, failed, excluded))
+    notes = "; ".join(f"{k}: {v}" for k, v in list(run.errors.items())[:3])
+    return NumericOutcome(
+        "ok", notes, float(np.mean([s.s_n for s in seeds])),
+        float(np.nanmean([s.m_sub for s in seeds])) if any(np.isfinite(s.m_sub) for s in seeds) else float("nan"),
+        float(np.nanmean([s.m_ref for s in seeds])), ref_name, seeds)

@@ -1,0 +1,1 @@
+"""The simulator service: the only holder of hidden laws."""

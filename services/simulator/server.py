@@ -1,0 +1,25 @@
+"""Wires the simulator servicer into a server."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from lawlab.rpc.server import ServiceSpec
+from lawlab.simulator.v1 import simulator_pb2, simulator_pb2_grpc
+from lawlab.tasks import TaskLibrary
+from lawlab_simulator.ledger import Ledger
+from lawlab_simulator.servicer import SimulatorServicer
+
+
+async def build(args: argparse.Namespace):
+    library = TaskLibrary(Path(args.tasks_dir))
+    ledger = Ledger(Path(args.data_dir) / "simulator" / "ledger.sqlite")
+    servicer = SimulatorServicer(library, ledger)
+
+    async def close() -> None:
+        ledger.close()
+
+    spec = ServiceSpec(simulator_pb2_grpc.add_SimulatorServiceServicer_to_server, servicer,
+                       simulator_pb2.DESCRIPTOR.services_by_name["SimulatorService"])
+    return [spec], [], [close]
