@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import resource
 import shutil
 import signal
 import sys
@@ -87,12 +86,15 @@ def bwrap_argv(mode: str, data_file: Path | None) -> list[str]:
     return argv
 
 
-def _limits(cpu_seconds: int) -> None:  # runs in the child between fork and exec
-    resource.setrlimit(resource.RLIMIT_AS, (MEMORY_BYTES, MEMORY_BYTES))
-    resource.setrlimit(resource.RLIMIT_CPU, (cpu_seconds, cpu_seconds + 1))
-    resource.setrlimit(resource.RLIMIT_FSIZE, (SCRATCH_BYTES, SCRATCH_BYTES))
-    resource.setrlimit(resource.RLIMIT_NOFILE, (256, 256))
-    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+def limits_argv(cpu_seconds: int) -> list[str]:
+    """rlimits applied by util-linux prlimit as an exec wrapper. (A Python
+    preexec_fn is unsafe here: the service is multi-threaded, and a child that
+    runs Python code between fork and exec can crash or deadlock.)"""
+    prlimit = shutil.which("prlimit")
+    if prlimit is None:
+        raise SandboxUnavailable("prlimit (util-linux) is not installed")
+    return [prlimit, f"--as={MEMORY_BYTES}", f"--cpu={cpu_seconds}:{cpu_seconds + 1}",
+            f"--fsize={SCRATCH_BYTES}", "--nofile=256", "--core=0", "--"]
 
 
 async def _read_capped(stream: asyncio.StreamReader, cap: int) -> tuple[bytes, bool]:
@@ -110,7 +112,7 @@ async def _read_capped(stream: asyncio.StreamReader, cap: int) -> tuple[bytes, b
 
 async def run_box(mode: str, request: bytes, data_file: Path | None = None,
                   timeout: float = DEFAULT_TIMEOUT, output_cap: int = HARD_OUTPUT_BYTES) -> BoxResult:
-    argv = bwrap_argv(mode, data_file)
+    argv = limits_argv(int(timeout) + 5) + bwrap_argv(mode, data_file)
     start = time.perf_counter()
     proc = await asyncio.create_subprocess_exec(
         *argv,
@@ -119,7 +121,6 @@ async def run_box(mode: str, request: bytes, data_file: Path | None = None,
         stderr=asyncio.subprocess.PIPE,
         start_new_session=True,
         close_fds=True,
-        preexec_fn=lambda: _limits(int(timeout) + 5),
         env={},
     )
     assert proc.stdin and proc.stdout and proc.stderr

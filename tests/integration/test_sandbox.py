@@ -1,0 +1,132 @@
+"""The sandbox service through a real server: isolation basics and submission runs.
+(The full red-team suite is its own issue; these are the foundation's guarantees.)"""
+
+from __future__ import annotations
+
+import grpc
+import pytest
+
+from lawlab.common.v1 import common_pb2
+from lawlab.rpc.client import sync_channel
+from lawlab.sandbox.v1 import sandbox_pb2 as pb
+from lawlab.sandbox.v1 import sandbox_pb2_grpc
+
+OK, ERROR, TIMEOUT = pb.EXEC_STATUS_OK, pb.EXEC_STATUS_ERROR, pb.EXEC_STATUS_TIMEOUT
+
+
+@pytest.fixture(scope="module")
+def box(cluster):
+    channel = sync_channel(cluster.address("sandbox"))
+    stub = sandbox_pb2_grpc.SandboxServiceStub(channel)
+    table = common_pb2.Table(columns=[common_pb2.NamedColumn(name="y", values=[1.0, 2.0, 3.0]),
+                                      common_pb2.NamedColumn(name="x", values=[0.5, 1.0, 1.5])])
+    session = stub.CreateSession(pb.CreateSessionRequest(data=table, target_col="y",
+                                                         input_cols=["x"]), timeout=10)
+    yield stub, session.session_id
+    channel.close()
+
+
+def _run(box, code, timeout=0.0):
+    stub, sid = box
+    return stub.Execute(pb.ExecuteRequest(session_id=sid, code=code, timeout_seconds=timeout),
+                        timeout=130)
+
+
+def test_preloaded_names_and_fresh_namespace(box):
+    r = _run(box, "leak = 1\nprint(train_df.shape, X_train.shape, y_train.sum(), input_cols)")
+    assert r.status == OK and "(3, 2) (3, 1) 6.0 ['x']" in r.stdout
+    r = _run(box, "print(leak)")
+    assert r.status == ERROR and "NameError" in r.stderr
+
+
+@pytest.mark.parametrize("code, expect", [
+    ("import socket\nprint('x')", "not allowed"),
+    ("open('/etc/passwd').read()", "No such file"),
+    # past the import gate (it is a usability aid): the kernel still says no
+    ("import warnings\nopen('/work/main/var/tasks/MANIFEST.json')", "No such file"),
+])
+def test_host_and_network_are_out_of_reach(box, code, expect):
+    r = _run(box, code)
+    assert r.status == ERROR and expect in r.stderr
+
+
+def test_the_box_sees_only_the_interpreter(box):
+    r = _run(box, "import warnings\nos = warnings.sys.modules['os']\nprint(sorted(os.listdir('/')))\n"
+                  "print(sorted(os.environ))\nprint(os.getuid())")
+    assert r.status == OK, r.stderr
+    top, env, uid = r.stdout.strip().splitlines()
+    assert not {"etc", "home", "var", "sys"} & set(eval(top))  # noqa: S307 (test data)
+    assert "LAWLAB" not in env and uid == "65534"
+
+
+def test_no_network_even_past_the_import_gate(box, cluster):
+    port = cluster.address("simulator").rsplit(":", 1)[1]
+    code = ("import warnings\nimp = warnings.sys.modules['importlib']\n"
+            "s = imp.import_module('socket').socket()\n"
+            f"s.settimeout(2)\ns.connect(('127.0.0.1', {port}))\nprint('connected')")
+    r = _run(box, code)
+    assert r.status == ERROR and "connected" not in r.stdout
+    assert "Connection refused" in r.stderr or "unreachable" in r.stderr
+
+
+def test_wall_clock_kill_and_output_cap(box):
+    r = _run(box, "while True: pass", timeout=2)
+    assert r.status == TIMEOUT and "exceeded 2 s" in r.stderr
+    r = _run(box, "print('a' * 50000)")
+    assert r.status == OK and r.truncated and len(r.stdout) < 17000
+    assert _run(box, "print(1 + 1)").stdout.strip() == "2"  # still serving
+
+
+def test_append_rows_and_bad_requests(box):
+    stub, sid = box
+    rows = common_pb2.Table(columns=[common_pb2.NamedColumn(name="y", values=[4.0]),
+                                     common_pb2.NamedColumn(name="x", values=[2.0])])
+    assert stub.AppendRows(pb.AppendRowsRequest(session_id=sid, rows=rows), timeout=5).n_rows == 4
+    assert "(4, 2)" in _run(box, "print(train_df.shape)").stdout
+    with pytest.raises(grpc.RpcError) as err:
+        stub.Execute(pb.ExecuteRequest(session_id="nope", code="1"), timeout=5)
+    assert err.value.code() == grpc.StatusCode.NOT_FOUND
+    bad = common_pb2.Table(columns=[common_pb2.NamedColumn(name="y", values=[1.0, 2.0]),
+                                    common_pb2.NamedColumn(name="x", values=[1.0])])
+    with pytest.raises(grpc.RpcError) as err:
+        stub.AppendRows(pb.AppendRowsRequest(session_id=sid, rows=bad), timeout=5)
+    assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT and "columns[1]" in err.value.details()
+
+
+def _submit(box, source, multi=False, fit=False):
+    stub, _ = box
+    x = common_pb2.Table(columns=[common_pb2.NamedColumn(name="c", values=[1.0, 2.0])])
+    job = pb.SubmissionJob(job_id="j", x=x)
+    if fit:
+        job.fit_x.CopyFrom(x)
+        job.fit_y.extend([1.0, 2.0])
+    contract = pb.Contract(type=common_pb2.TASK_TYPE_MULTI_GROUP if multi else
+                           common_pb2.TASK_TYPE_SINGLE_GROUP, max_law_constants=2,
+                           max_local_params=1, fit_timeout_seconds=1.0)
+    return stub.RunSubmission(pb.RunSubmissionRequest(
+        submission=common_pb2.Submission(source=source), contract=contract, jobs=[job]),
+        timeout=60)
+
+
+HEAD = "USED_INPUTS = ['c']\nLAW_CONSTANTS = {'a': 2.0}\nOTHER_CONSTANTS = {}\n"
+
+
+def test_submission_contract_outcomes(box):
+    ok = _submit(box, HEAD + "LOCAL_FITTABLE = {}\ndef predict(X, a):\n    return a * X[:, 0]\n")
+    assert ok.status == pb.SUBMISSION_STATUS_OK and list(ok.results[0].predictions) == [2.0, 4.0]
+    bad = _submit(box, HEAD + "LOCAL_FITTABLE = {}\n")
+    assert bad.status == pb.SUBMISSION_STATUS_CONTRACT_FAIL and "missing predict" in bad.message
+    syntax = _submit(box, "def predict(:\n")
+    assert syntax.status == pb.SUBMISSION_STATUS_COMPILE_ERROR
+    nan = _submit(box, HEAD + "LOCAL_FITTABLE = {}\ndef predict(X, a):\n    return X[:, 0] / 0\n")
+    assert nan.status == pb.SUBMISSION_STATUS_OK and not nan.results[0].ok
+    assert "non-finite" in nan.results[0].error
+    slow = _submit(box, HEAD + "LOCAL_FITTABLE = {'b': {'init': 1.0}}\n"
+                   "def predict(X, a, b):\n    return a * b * X[:, 0]\n"
+                   "def fit(X, y, a):\n    while True: pass\n", multi=True, fit=True)
+    assert slow.status == pb.SUBMISSION_STATUS_OK and "fit timeout" in slow.results[0].error
+    typed = _submit(box, HEAD + "LOCAL_FITTABLE = {'b': {'init': 1.0}}\n"
+                    "def predict(X, a, b):\n    return a * b * X[:, 0]\n"
+                    "def fit(X, y, a):\n    return {'b': 0.5}\n", multi=True, fit=True)
+    assert list(typed.results[0].predictions) == [1.0, 2.0]
+    assert dict(typed.results[0].local_params) == {"b": 0.5}

@@ -1,0 +1,188 @@
+"""The simulator's public API through a real server: caps, errors, and no leaks."""
+
+from __future__ import annotations
+
+import re
+
+import grpc
+import numpy as np
+import pytest
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+from lawlab.common.v1 import common_pb2
+from lawlab.rpc.client import sync_channel
+from lawlab.simulator.v1 import simulator_pb2 as pb
+from lawlab.simulator.v1 import simulator_pb2_grpc
+
+TASK_I = "mercury_vapour_pressure"
+TASK_II = "dnase_elisa"
+
+
+@pytest.fixture(scope="module")
+def sim(cluster):
+    channel = sync_channel(cluster.address("simulator"))
+    yield simulator_pb2_grpc.SimulatorServiceStub(channel)
+    channel.close()
+
+
+def _open(sim, task, setting=common_pb2.SETTING_PARALLEL, seed=5):
+    return sim.OpenSession(pb.OpenSessionRequest(task_id=task, setting=setting, seed=seed),
+                           timeout=10)
+
+
+def _query(sim, session, n=5, rid="", task=TASK_I, samples=1, **extra):
+    req = pb.QueryRequest(session_id=session.session_id, request_id=rid, n_samples=samples)
+    req.inputs["temperature"].values.extend(np.linspace(10, 250, n).tolist())
+    for k, v in extra.items():
+        req.inputs[k].values.extend(v)
+    return sim.Query(req, timeout=10)
+
+
+def _code(call):
+    with pytest.raises(grpc.RpcError) as err:
+        call()
+    return err.value.code(), err.value.details()
+
+
+def test_health_is_serving_per_service_and_overall(cluster):
+    channel = sync_channel(cluster.address("simulator"))
+    health = health_pb2_grpc.HealthStub(channel)
+    for name in ("", "lawlab.simulator.v1.SimulatorService"):
+        resp = health.Check(health_pb2.HealthCheckRequest(service=name), timeout=5)
+        assert resp.status == health_pb2.HealthCheckResponse.SERVING
+    code, _ = _code(lambda: health.Check(health_pb2.HealthCheckRequest(service="nope"), timeout=5))
+    assert code == grpc.StatusCode.NOT_FOUND
+
+
+def test_eleventh_call_is_refused_and_over_cap_calls_are_free(sim):
+    session = _open(sim, TASK_I)
+    cap = session.budget.max_points_per_call
+    code, msg = _code(lambda: _query(sim, session, n=cap + 1))
+    assert code == grpc.StatusCode.INVALID_ARGUMENT and "exceed the cap" in msg
+    code, msg = _code(lambda: _query(sim, session, n=3, samples=4))
+    assert code == grpc.StatusCode.INVALID_ARGUMENT and "n_samples" in msg
+    assert sim.GetSession(pb.GetSessionRequest(session_id=session.session_id),
+                          timeout=5).budget.calls_used == 0
+    for i in range(10):
+        resp = _query(sim, session, n=3, rid=f"r{i}")
+        assert resp.budget.calls_used == i + 1
+    code, msg = _code(lambda: _query(sim, session, n=3, rid="r10"))
+    assert code == grpc.StatusCode.RESOURCE_EXHAUSTED and "10" in msg
+    # a retried request id is replayed, not charged and not refused
+    again = _query(sim, session, n=3, rid="r4")
+    assert again.replayed and again.budget.calls_used == 10
+
+
+def test_observations_are_deterministic_per_seed_and_clipped(sim):
+    a, b, c = _open(sim, TASK_I, seed=9), _open(sim, TASK_I, seed=9), _open(sim, TASK_I, seed=10)
+    ra, rb, rc = (_query(sim, s, n=4, rid="x") for s in (a, b, c))
+    ya, yb, yc = (list(r.observations.columns[0].values) for r in (ra, rb, rc))
+    assert ya == yb and ya != yc
+    req = pb.QueryRequest(session_id=a.session_id, request_id="clip", n_samples=2)
+    req.inputs["temperature"].values.extend([-500.0, 100.0])
+    resp = sim.Query(req, timeout=10)
+    assert list(resp.clipped) == [True, True, False, False]
+    assert list(resp.point_index) == [0, 0, 1, 1]
+    temps = list(resp.observations.columns[1].values)
+    assert temps[0] == temps[1] == pytest.approx(0.0)
+
+
+@pytest.mark.parametrize("mutate, code, field", [
+    (lambda r: r.inputs["bogus"].values.extend([1.0]), grpc.StatusCode.INVALID_ARGUMENT, "bogus"),
+    (lambda r: r.inputs["temperature"].values.extend([float("nan")]),
+     grpc.StatusCode.INVALID_ARGUMENT, "temperature"),
+    (lambda r: r.group_ids.extend(["run1"]), grpc.StatusCode.INVALID_ARGUMENT, "group_ids"),
+])
+def test_malformed_queries_name_the_field(sim, mutate, code, field):
+    session = _open(sim, TASK_I)
+    req = pb.QueryRequest(session_id=session.session_id, n_samples=1)
+    req.inputs["temperature"].values.extend([50.0])
+    mutate(req)
+    got, msg = _code(lambda: sim.Query(req, timeout=5))
+    assert got == code and field in msg
+    assert _query(sim, session, n=2).budget.calls_used == 1  # still serving, nothing charged
+
+
+def test_other_malformed_requests(sim):
+    code, msg = _code(lambda: _open(sim, "no_such_task"))
+    assert code == grpc.StatusCode.NOT_FOUND and "no_such_task" in msg
+    code, msg = _code(lambda: sim.GetTask(pb.GetTaskRequest(task_id=""), timeout=5))
+    assert code == grpc.StatusCode.INVALID_ARGUMENT and "task_id" in msg
+    s2 = _open(sim, TASK_II)
+    req = pb.QueryRequest(session_id=s2.session_id, n_samples=1)
+    req.inputs["conc"].values.extend([1.0, 2.0])
+    req.group_ids.extend(["run1", "no_such_run"])
+    code, msg = _code(lambda: sim.Query(req, timeout=5))
+    assert code == grpc.StatusCode.INVALID_ARGUMENT and "group_ids[1]" in msg
+    req = pb.QueryRequest(session_id=s2.session_id, n_samples=1)
+    req.inputs["conc"].values.extend([1.0, 2.0])
+    req.group_ids.extend(["run1"])
+    code, msg = _code(lambda: sim.Query(req, timeout=5))
+    assert code == grpc.StatusCode.INVALID_ARGUMENT and "group_ids" in msg
+    real = _open(sim, TASK_I, common_pb2.SETTING_REAL)
+    code, _ = _code(lambda: _query(sim, real, n=2))
+    assert code == grpc.StatusCode.FAILED_PRECONDITION
+    code, _ = _code(lambda: sim.GetTrainingData(
+        pb.GetTrainingDataRequest(session_id=s2.session_id), timeout=5))
+    assert code == grpc.StatusCode.FAILED_PRECONDITION
+    code, _ = _code(lambda: sim.GetSession(pb.GetSessionRequest(session_id="nope"), timeout=5))
+    assert code == grpc.StatusCode.NOT_FOUND
+    assert len(sim.ListTasks(pb.ListTasksRequest(), timeout=5).tasks) >= 4  # still serving
+
+
+def _numbers(blob: bytes) -> set[str]:
+    return set(re.findall(rb"[-+]?\d+\.\d+(?:[eE][-+]?\d+)?", blob))
+
+
+def test_no_response_leaks_answer_keys(sim, library):
+    """Drive full sessions and scan every response for hidden material."""
+    for task in library:
+        responses: list[bytes] = []
+        meta = task.meta
+        responses.append(sim.ListTasks(pb.ListTasksRequest(), timeout=5).SerializeToString())
+        responses.append(sim.GetTask(pb.GetTaskRequest(task_id=task.task_id), timeout=5)
+                         .SerializeToString())
+        real = _open(sim, task.task_id, common_pb2.SETTING_REAL)
+        train = sim.GetTrainingData(pb.GetTrainingDataRequest(session_id=real.session_id),
+                                    timeout=5)
+        responses.append(train.SerializeToString())
+        par = _open(sim, task.task_id)
+        responses.append(par.SerializeToString())
+        rng = np.random.default_rng(0)
+        observed: list[float] = []
+        for call in range(10):
+            req = pb.QueryRequest(session_id=par.session_id, request_id=f"c{call}", n_samples=3)
+            n = par.budget.max_points_per_call
+            for v in meta.inputs:
+                req.inputs[v.name].values.extend(rng.uniform(v.min, v.max, n).tolist())
+            if meta.multi_group:
+                req.group_ids.extend(rng.choice(task.group_ids, n).tolist())
+            resp = sim.Query(req, timeout=10)
+            responses.append(resp.SerializeToString())
+            observed.extend(resp.observations.columns[0].values)
+        blob = b"\n".join(responses)
+        law = task.hidden_law()
+        text = blob.decode("latin-1")
+        assert law.expr not in text
+        assert "h *" not in text and law.base_expr not in text
+        # fitted constants (to 6 significant digits) never appear in any response
+        secrets = [*law.constants.values(),
+                   *(v for table in law.local.values() for v in table.values())]
+        for value in secrets:
+            assert f"{value:.6g}" not in text, f"constant {value} leaked for {task.task_id}"
+        # protobuf doubles: check the raw 8-byte encodings too
+        import struct
+
+        for value in secrets:
+            assert struct.pack("<d", value) not in blob
+        residuals = task.world_arrays()["residuals"]
+        for value in residuals[:200]:
+            if value != 0:
+                assert struct.pack("<d", float(value)) not in blob
+        held = np.concatenate([f[meta.target.name].to_numpy(float) for f in task.heldout().values()])
+        # a held-out target may coincide with a value solvers legitimately see
+        public = set(task.train[[meta.target.name, *meta.input_names]].to_numpy(float).ravel())
+        for value in held:
+            if value not in public:
+                assert struct.pack("<d", float(value)) not in blob, f"held-out target {value}"
+        assert len(observed) == 10 * 3 * par.budget.max_points_per_call
