@@ -9,6 +9,7 @@ import pytest
 
 from lawlab.launcher import Cluster
 from lawlab.tasks import TaskLibrary
+from tests.support.scripted_llm import ScriptedLLM
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -27,11 +28,19 @@ def library(tasks_dir: Path) -> TaskLibrary:
 
 
 @pytest.fixture(scope="session")
-def cluster(tasks_dir: Path, tmp_path_factory: pytest.TempPathFactory):
+def scripted_llm():
+    """A scripted OpenAI-compatible server: the only fake (no LLM API is reachable)."""
+    with ScriptedLLM() as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def cluster(tasks_dir: Path, tmp_path_factory: pytest.TempPathFactory, scripted_llm):
     """All five services as separate processes on free loopback ports."""
     data = tmp_path_factory.mktemp("lawlab-data")
     c = Cluster(tasks_dir, data, log_dir=data / "logs")
-    c.start()
+    c.start(extra_env={"LAWLAB_LLM_BASE_URL": scripted_llm.base_url,
+                       "LAWLAB_LLM_API_KEY": "test-key"})
     yield c
     codes = c.stop()
     assert all(code == 0 for code in codes.values()), f"unclean shutdown: {codes}"

@@ -16,6 +16,7 @@ from lawlab.common.v1 import common_pb2
 from lawlab.errors import InvalidArgument, NotFound
 from lawlab_agent.builtin.template import TemplateAgent
 from lawlab_agent.harness import Clients, run_trial
+from lawlab_agent.llm import LLMConfigError, OpenAIChatPolicy
 from lawlab_agent.policy import Policy
 from lawlab_agent.store import FINAL_STATUSES, TrialRecord, TrialStore, Trajectory
 
@@ -27,7 +28,10 @@ RUNNING = Gauge("lawlab_agent_trials_running", "Trials in flight.")
 SCORES = Histogram("lawlab_agent_trial_score", "Scores of finished trials.", ["score", "agent"],
                    buckets=(0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0))
 
-BUILTIN_AGENTS: dict[str, Callable[[], Policy]] = {"template": TemplateAgent}
+BUILTIN_AGENTS: dict[str, Callable[[str], Policy]] = {
+    "template": lambda model: TemplateAgent(),
+    "openai": OpenAIChatPolicy,
+}
 _STATUS = {
     "running": agent_pb2.TRIAL_STATUS_RUNNING,
     "completed": agent_pb2.TRIAL_STATUS_COMPLETED,
@@ -57,7 +61,7 @@ def record_to_proto(r: TrialRecord) -> agent_pb2.Trial:
 
 class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
     def __init__(self, store: TrialStore, clients: Clients, data_dir: Path,
-                 policies: dict[str, Callable[[], Policy]] | None = None) -> None:
+                 policies: dict[str, Callable[[str], Policy]] | None = None) -> None:
         self.store = store
         self.clients = clients
         self.data_dir = data_dir
@@ -75,6 +79,10 @@ class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
                                            f"{sorted(self.policies)}")
         trial_id = request.trial_id or trial_id_for(request.task_id, setting, request.agent,
                                                     request.model, request.seed)
+        try:
+            self.policies[request.agent](request.model)
+        except LLMConfigError as err:  # configuration errors stop at once, burning nothing
+            raise InvalidArgument("agent", str(err)) from None
         lock = self._locks.setdefault(trial_id, asyncio.Lock())
         async with lock:
             existing = await asyncio.to_thread(self.store.get, trial_id)
@@ -90,7 +98,7 @@ class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
                                            "setting": setting, "agent": record.agent,
                                            "model": record.model, "seed": record.seed,
                                            "attempt": record.attempts})
-            policy = self.policies[request.agent]()
+            policy = self.policies[request.agent](request.model)
             RUNNING.inc()
             try:
                 record = await run_trial(record, policy, self.clients, trajectory)

@@ -59,6 +59,9 @@ def bwrap_argv(mode: str, data_file: Path | None) -> list[str]:
         "--clearenv",
         "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID),
         "--hostname", "box",
+        # scratch first: binds below may live under /tmp (a clone there) and must
+        # sit on top of the scratch tmpfs, not be hidden by it
+        "--size", str(SCRATCH_BYTES), "--tmpfs", "/tmp",
         "--ro-bind", "/usr", "/usr",
         "--symlink", "usr/lib", "/lib",
         "--symlink", "usr/lib64", "/lib64",
@@ -72,7 +75,6 @@ def bwrap_argv(mode: str, data_file: Path | None) -> list[str]:
     argv += [
         "--proc", "/proc",  # a fresh procfs of the box's own pid namespace
         "--dev", "/dev",
-        "--size", str(SCRATCH_BYTES), "--tmpfs", "/tmp",
         "--remount-ro", "/",
         "--chdir", "/tmp",
         "--setenv", "HOME", "/tmp",

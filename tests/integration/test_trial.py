@@ -61,3 +61,29 @@ def test_unknown_agent_is_invalid_argument(agent):
                                                  setting=common_pb2.SETTING_REAL, agent="nope"),
                        timeout=10)
     assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT and "agent" in err.value.details()
+
+
+def test_llm_backend_through_a_scripted_openai_compatible_server(agent, scripted_llm):
+    trial = agent.RunTrial(agent_pb2.RunTrialRequest(
+        task_id="mercury_vapour_pressure", setting=common_pb2.SETTING_REAL, agent="openai",
+        model="scripted-model", seed=8), timeout=TRIAL_CALL)
+    assert trial.status == agent_pb2.TRIAL_STATUS_COMPLETED, trial.error
+    turns = [e for e in _events(trial.trajectory_path) if e["type"] == "turn"]
+    # turn 1 was an unclosed block (costs the turn), turn 2 ran code, turn 3 submitted
+    assert [t["tool"] for t in turns] == ["invalid", "python", "final_formula"]
+    assert "not closed" in turns[0]["result"]
+    assert trial.scores.HasField("s_n") and trial.scores.s_v > 0
+    assert len(scripted_llm.requests) == 4  # three turns, one retried after a 500
+    sent = scripted_llm.requests[-1]
+    assert sent["model"] == "scripted-model" and sent["messages"][0]["role"] == "system"
+    assert any("<python_output" in m["content"] for m in sent["messages"])
+
+
+def test_llm_agent_without_a_model_is_refused_up_front(agent):
+    import grpc
+
+    with pytest.raises(grpc.RpcError) as err:
+        agent.RunTrial(agent_pb2.RunTrialRequest(task_id="dnase_elisa",
+                                                 setting=common_pb2.SETTING_REAL, agent="openai"),
+                       timeout=10)
+    assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT and "model" in err.value.details()

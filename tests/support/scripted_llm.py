@@ -1,0 +1,81 @@
+"""A scripted OpenAI-compatible chat-completions server (real HTTP on loopback).
+
+The reply to a request is chosen by how many assistant turns the conversation
+already holds; FAIL_ONCE makes chosen turns fail once with an HTTP status.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+SUBMISSION = """USED_INPUTS = ["temperature"]
+LAW_CONSTANTS = {"A": 8.0, "B": 3100.0, "C": 270.0}
+OTHER_CONSTANTS = {}
+LOCAL_FITTABLE = {}
+
+
+def predict(X, A, B, C):
+    import numpy as np
+    T = np.asarray(X, dtype=float)[:, 0]
+    return 10 ** (A - B / (C + T))
+"""
+
+# the reply for each turn (by how many assistant messages came before)
+SCRIPT: list[str] = [
+    "Let me look at the data. <python>print(train_df.describe())",  # unclosed: costs the turn
+    "<python>print(train_df.shape)</python>",
+    "I am confident. <final_formula>\n" + SUBMISSION + "</final_formula>",
+]
+FAIL_ONCE = {1: 500}  # turn -> HTTP status served once first (the backend retries once)
+
+
+class ScriptedLLM:
+    def __init__(self) -> None:
+        self.requests: list[dict] = []
+        self._failed: set[int] = set()
+        handler = self._handler()
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+
+    def _handler(self):
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: object) -> None:
+                pass
+
+            def do_POST(self) -> None:
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                outer.requests.append(body)
+                turn = sum(1 for m in body["messages"] if m["role"] == "assistant")
+                if turn in FAIL_ONCE and turn not in outer._failed:
+                    outer._failed.add(turn)
+                    self.send_response(FAIL_ONCE[turn])
+                    self.end_headers()
+                    return
+                entry = SCRIPT[min(turn, len(SCRIPT) - 1)]
+                doc = {"id": "x", "object": "chat.completion", "model": body["model"],
+                       "choices": [{"index": 0, "finish_reason": "stop",
+                                    "message": {"role": "assistant", "content": entry}}],
+                       "usage": {"prompt_tokens": 100, "completion_tokens": 20}}
+                data = json.dumps(doc).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+        return Handler
+
+    def __enter__(self) -> "ScriptedLLM":
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.shutdown()
