@@ -38,15 +38,17 @@ def _columns(df: pd.DataFrame, names: list[str]) -> dict[str, np.ndarray]:
 
 
 def _fit(spec: TaskSpec, expr: str, global_names: list[str], local_names: list[str],
-         init: Mapping[str, float], train: pd.DataFrame, space: str, n_starts: int = 16) -> FitResult:
+         init: Mapping[str, float], train: pd.DataFrame, space: str, n_starts: int = 8,
+         max_nfev: int = 1000) -> FitResult:
     e = Expression(expr)
     inputs = [v["name"] for v in spec.inputs]
     data = _columns(train, inputs)
     y = train[spec.target["name"]].to_numpy(float)
     if spec.multi_group:
         return fit_grouped(e, data, y, train[GROUP_COL].to_numpy(str), global_names, local_names,
-                           init, space=space, n_starts=n_starts)
-    return fit_expression(e, data, y, global_names, init, space=space, n_starts=n_starts)
+                           init, space=space, n_starts=n_starts, max_nfev=max_nfev)
+    return fit_expression(e, data, y, global_names, init, space=space, n_starts=n_starts,
+                          max_nfev=max_nfev)
 
 
 def _predict(expr: str, frame: pd.DataFrame, inputs: list[str], constants: Mapping[str, float],
@@ -186,7 +188,8 @@ def build_task(spec: TaskSpec, out: Path) -> dict[str, Any]:
 
     def fit_variant(v: synthesis.Variant) -> FitResult:
         return _fit(spec, v.expr, [*base.global_names, synthesis.EDIT_CONSTANT], base.local_names,
-                    {**start, synthesis.EDIT_CONSTANT: v.init}, world_train, space, n_starts=12)
+                    {**start, synthesis.EDIT_CONSTANT: v.init}, world_train, space, n_starts=6,
+                    max_nfev=500)
 
     def predict_variant(v: synthesis.Variant, constants: Mapping[str, float]) -> np.ndarray:
         assert v.fit is not None
