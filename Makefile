@@ -12,13 +12,17 @@ PROTOS := $(shell find protos -name '*.proto')
 GEN_STAMP := libs/lawlab/common/v1/common_pb2.py
 APT_PACKAGES := bubblewrap
 
-.PHONY: install apt deps proto tasks run test test-all lint clean distclean
+.PHONY: install apt deps proto sandbox-access tasks run test test-all lint clean distclean
 
-install: apt deps proto tasks
+install: apt deps proto sandbox-access tasks
 
 # System packages: installed only when a binary is missing.
 apt:
 	@missing=""; command -v bwrap >/dev/null || missing="$$missing bubblewrap"; \
+	command -v setpriv >/dev/null && command -v prlimit >/dev/null || missing="$$missing util-linux"; \
+	test -e /usr/lib/x86_64-linux-gnu/libseccomp.so.2 -o -e /usr/lib/aarch64-linux-gnu/libseccomp.so.2 \
+	  || missing="$$missing libseccomp2"; \
+	$(PYTHON) -c 'import venv, ensurepip' 2>/dev/null || missing="$$missing python3-venv"; \
 	if [ -n "$$missing" ]; then \
 	  echo "installing apt packages:$$missing"; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
@@ -43,6 +47,11 @@ $(GEN_STAMP): $(PROTOS) $(VENV)/.deps-stamp
 	touch $@
 
 proto: $(GEN_STAMP)
+
+# Boxes run as unprivileged uids: they need search (o+x) on the directories
+# above the interpreter. Adds only missing bits, and says which.
+sandbox-access: deps
+	@$(PY) -m lawlab_sandbox.access --fix
 
 $(TASKS_DIR)/.stamp: $(GEN_STAMP) $(shell find libs/lawlab/taskbuild -name '*.py')
 	$(BIN)/lawlab tasks build --out $(TASKS_DIR)

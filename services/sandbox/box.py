@@ -20,7 +20,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 RUNNER = Path(__file__).with_name("runner.py")
-SANDBOX_UID = 65534
+SANDBOX_UID_BASE = 61000  # box slot k runs as uid/gid SANDBOX_UID_BASE + k
+INNER_UID = 65534  # the uid the code sees inside its user namespace
+MAX_PROCESSES = 64  # threads count too; per box, since each slot has its own uid
 DEFAULT_TIMEOUT = 100.0
 MODEL_OUTPUT_CHARS = 16_000
 HARD_OUTPUT_BYTES = 1_000_000  # exec mode: past this the box is killed
@@ -42,7 +44,7 @@ class BoxResult:
     wall_seconds: float
 
 
-def _python_roots() -> list[str]:
+def python_roots() -> list[str]:
     roots = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix}
     return sorted(r for r in roots if r and not r.startswith("/usr"))
 
@@ -57,7 +59,7 @@ def bwrap_argv(mode: str, data_file: Path | None) -> list[str]:
         "--die-with-parent",
         "--new-session",
         "--clearenv",
-        "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID),
+        "--uid", str(INNER_UID), "--gid", str(INNER_UID),
         "--hostname", "box",
         # scratch first: binds below may live under /tmp (a clone there) and must
         # sit on top of the scratch tmpfs, not be hidden by it
@@ -67,7 +69,7 @@ def bwrap_argv(mode: str, data_file: Path | None) -> list[str]:
         "--symlink", "usr/lib64", "/lib64",
         "--symlink", "usr/bin", "/bin",
     ]
-    for root in _python_roots():
+    for root in python_roots():
         argv += ["--ro-bind", root, root]
     argv += ["--ro-bind", str(RUNNER), "/box/runner.py"]
     if data_file is not None:
@@ -88,33 +90,46 @@ def bwrap_argv(mode: str, data_file: Path | None) -> list[str]:
     return argv
 
 
-def limits_argv(cpu_seconds: int) -> list[str]:
-    """rlimits applied by util-linux prlimit as an exec wrapper. (A Python
-    preexec_fn is unsafe here: the service is multi-threaded, and a child that
-    runs Python code between fork and exec can crash or deadlock.)"""
-    prlimit = shutil.which("prlimit")
-    if prlimit is None:
-        raise SandboxUnavailable("prlimit (util-linux) is not installed")
-    return [prlimit, f"--as={MEMORY_BYTES}", f"--cpu={cpu_seconds}:{cpu_seconds + 1}",
-            f"--fsize={SCRATCH_BYTES}", "--nofile=256", "--core=0", "--"]
+def limits_argv(cpu_seconds: int, uid: int | None) -> list[str]:
+    """rlimits (util-linux prlimit) and the drop to the slot's unprivileged uid
+    (setpriv), both as exec wrappers. (A Python preexec_fn is unsafe here: the
+    service is multi-threaded, and a child that runs Python code between fork
+    and exec can crash or deadlock.)"""
+    prlimit, setpriv = shutil.which("prlimit"), shutil.which("setpriv")
+    if prlimit is None or setpriv is None:
+        raise SandboxUnavailable("prlimit and setpriv (util-linux) are required")
+    argv = [prlimit, f"--as={MEMORY_BYTES}", f"--cpu={cpu_seconds}:{cpu_seconds + 1}",
+            f"--fsize={SCRATCH_BYTES}", "--nofile=256", "--core=0"]
+    if uid is not None:
+        argv += [f"--nproc={MAX_PROCESSES}", "--", setpriv, f"--reuid={uid}", f"--regid={uid}",
+                 "--clear-groups", "--inh-caps=-all", "--bounding-set=-all"]
+    return argv + ["--"]
 
 
-async def _read_capped(stream: asyncio.StreamReader, cap: int) -> tuple[bytes, bool]:
+async def _drain(stream: asyncio.StreamReader, cap: int, flood: asyncio.Event) -> tuple[bytes, bool]:
+    """Keep the first ``cap`` bytes and read (discarding) to EOF: asyncio only
+    reports a process as finished once every pipe is closed. ``flood`` is set
+    as soon as the cap is passed, so the supervisor can kill at once."""
     chunks, size = [], 0
     while True:
         chunk = await stream.read(65536)
         if not chunk:
-            return b"".join(chunks), False
+            return b"".join(chunks), size > cap
+        if size < cap:
+            chunks.append(chunk[: cap - size])
         size += len(chunk)
         if size > cap:
-            chunks.append(chunk[: max(0, cap - (size - len(chunk)))])
-            return b"".join(chunks), True
-        chunks.append(chunk)
+            flood.set()
 
 
 async def run_box(mode: str, request: bytes, data_file: Path | None = None,
-                  timeout: float = DEFAULT_TIMEOUT, output_cap: int = HARD_OUTPUT_BYTES) -> BoxResult:
-    argv = limits_argv(int(timeout) + 5) + bwrap_argv(mode, data_file)
+                  timeout: float = DEFAULT_TIMEOUT, output_cap: int = HARD_OUTPUT_BYTES,
+                  uid: int | None = None) -> BoxResult:
+    """Run one box. ``uid``: the slot's host uid (None keeps the caller's uid,
+    for tools run by an unprivileged user)."""
+    if uid is None and os.geteuid() == 0:
+        raise SandboxUnavailable("refusing to run a box as root: pass the slot's uid")
+    argv = limits_argv(int(timeout) + 5, uid) + bwrap_argv(mode, data_file)
     start = time.perf_counter()
     proc = await asyncio.create_subprocess_exec(
         *argv,
@@ -142,30 +157,30 @@ async def run_box(mode: str, request: bytes, data_file: Path | None = None,
         finally:
             proc.stdin.close()
 
-    out_task = asyncio.ensure_future(_read_capped(proc.stdout, output_cap))
-    err_task = asyncio.ensure_future(_read_capped(proc.stderr, output_cap))
+    flood = asyncio.Event()
+    out_task = asyncio.ensure_future(_drain(proc.stdout, output_cap, flood))
+    err_task = asyncio.ensure_future(_drain(proc.stderr, output_cap, flood))
+    flood_task = asyncio.ensure_future(flood.wait())
     feeder = asyncio.ensure_future(feed())
     status = None
     try:
-        done, _ = await asyncio.wait({out_task, err_task}, timeout=timeout,
+        readers = asyncio.gather(out_task, err_task)
+        done, _ = await asyncio.wait({readers, flood_task}, timeout=timeout,
                                      return_when=asyncio.FIRST_COMPLETED)
-        # a flood past the cap ends one reader early: kill at once
-        for task in done:
-            if task.result()[1]:
-                status = "output_limit"
-                kill()
-        if status is None:
-            remaining = max(0.0, timeout - (time.perf_counter() - start))
-            _, pending = await asyncio.wait({out_task, err_task}, timeout=remaining)
-            if pending:
-                status = "timeout"
-                kill()
-        rc = await asyncio.wait_for(proc.wait(), timeout=10)
+        if flood_task in done:
+            status = "output_limit"
+            kill()
+        elif not done:
+            status = "timeout"
+            kill()
+        await asyncio.wait_for(readers, timeout=30)
+        rc = await asyncio.wait_for(proc.wait(), timeout=30)
     except asyncio.CancelledError:
         kill()
         raise
     finally:
         feeder.cancel()
+        flood_task.cancel()
     stdout, out_over = await out_task
     stderr, err_over = await err_task
     if status is None and (out_over or err_over):

@@ -20,6 +20,76 @@ import signal
 import sys
 import traceback
 
+# ---- seccomp ------------------------------------------------------------------
+# Two filters, installed by this process on itself (filters can only be added,
+# never removed): BASE_DENY before anything untrusted is even read, and
+# RUNTIME_DENY after the scientific stack is imported and before the agent's
+# code or a submission runs.
+EPERM = 1
+AF_UNIX = 1
+CLONE_THREAD = 0x00010000
+BASE_DENY = (
+    "ptrace", "process_vm_readv", "process_vm_writev", "mount", "umount2", "pivot_root",
+    "chroot", "unshare", "setns", "bpf", "perf_event_open", "keyctl", "add_key",
+    "request_key", "io_uring_setup", "io_uring_enter", "io_uring_register", "init_module",
+    "finit_module", "delete_module", "kexec_load", "kexec_file_load", "reboot", "swapon",
+    "swapoff", "acct", "userfaultfd", "open_by_handle_at", "name_to_handle_at", "mknod",
+    "mknodat", "personality", "fanotify_init", "lookup_dcookie", "syslog", "quotactl",
+)
+RUNTIME_DENY = ("execve", "execveat", "fork", "vfork", "connect", "bind", "listen",
+                "accept", "accept4", "socket", "socketpair", "tkill")
+ENOSYS = 38
+
+
+def _seccomp(deny: tuple, runtime: bool) -> None:
+    import ctypes
+
+    lib = ctypes.CDLL("libseccomp.so.2", use_errno=True)
+
+    class ArgCmp(ctypes.Structure):
+        _fields_ = [("arg", ctypes.c_uint), ("op", ctypes.c_int),
+                    ("datum_a", ctypes.c_uint64), ("datum_b", ctypes.c_uint64)]
+
+    lib.seccomp_init.restype = ctypes.c_void_p
+    lib.seccomp_init.argtypes = [ctypes.c_uint32]
+    lib.seccomp_syscall_resolve_name.argtypes = [ctypes.c_char_p]
+    lib.seccomp_rule_add_array.argtypes = [ctypes.c_void_p, ctypes.c_uint32, ctypes.c_int,
+                                           ctypes.c_uint, ctypes.POINTER(ArgCmp)]
+    lib.seccomp_load.argtypes = [ctypes.c_void_p]
+    lib.seccomp_release.argtypes = [ctypes.c_void_p]
+    allow, errno = 0x7FFF0000, 0x00050000 | EPERM
+    ctx = lib.seccomp_init(allow)
+    if not ctx:
+        raise OSError("seccomp_init failed")
+
+    def rule(name: str, *cmps: ArgCmp, action: int = errno) -> None:
+        nr = lib.seccomp_syscall_resolve_name(name.encode())
+        if nr < 0:  # not on this architecture
+            return
+        arr = (ArgCmp * len(cmps))(*cmps) if cmps else None
+        rc = lib.seccomp_rule_add_array(ctx, action, nr, len(cmps), arr)
+        if rc < 0:
+            raise OSError(f"seccomp rule for {name} failed ({rc})")
+
+    for name in deny:
+        rule(name)
+    if not runtime:
+        rule("socket", ArgCmp(0, 1, AF_UNIX, 0))  # SCMP_CMP_NE: only AF_UNIX sockets
+    else:
+        # threads yes (clone with CLONE_THREAD), new processes no. clone3 cannot be
+        # filtered by flags (they sit behind a pointer): ENOSYS makes glibc fall
+        # back to clone, where the flags are visible.
+        rule("clone", ArgCmp(0, 7, CLONE_THREAD, 0))  # MASKED_EQ: (flags & THREAD) == 0
+        rule("clone3", action=0x00050000 | ENOSYS)
+        me = os.getpid()
+        rule("kill", ArgCmp(0, 1, me, 0))  # kill(pid != self)
+        rule("tgkill", ArgCmp(0, 1, me, 0))  # tgkill(tgid != self)
+    rc = lib.seccomp_load(ctx)
+    lib.seccomp_release(ctx)
+    if rc < 0:
+        raise OSError(f"seccomp_load failed ({rc})")
+
+
 ALLOWED_IMPORTS = (
     "numpy", "scipy", "sklearn", "pandas", "math", "statistics", "itertools",
     "functools", "collections", "warnings",
@@ -56,11 +126,26 @@ def _reseed(seed: int = 0) -> None:
     np.random.seed(seed % (2**32))
 
 
+def _preload() -> None:
+    """Import what agent code and submissions may use, before the runtime filter."""
+    import numpy  # noqa: F401
+    import pandas  # noqa: F401
+    import scipy  # noqa: F401
+    import scipy.optimize  # noqa: F401
+    import scipy.stats  # noqa: F401
+    import scipy.special  # noqa: F401
+    import scipy.integrate  # noqa: F401
+    import scipy.interpolate  # noqa: F401
+    import sklearn.linear_model  # noqa: F401
+    import sklearn.preprocessing  # noqa: F401
+    import statistics  # noqa: F401
+    import random  # noqa: F401
+
+
 def run_exec(req: dict) -> int:
     import numpy as np
     import pandas as pd
     import scipy
-    import scipy.optimize  # noqa: F401  (preloaded for convenience)
 
     target_col = req["target_col"]
     input_cols = list(req["input_cols"])
@@ -85,22 +170,28 @@ def run_exec(req: dict) -> int:
     if req.get("multi_group"):
         ns["group_ids_train"] = train_df["group_id"].astype(str).to_numpy()
     _reseed()
+    _seccomp(RUNTIME_DENY, runtime=True)
     _install_import_gate()
+    status = 0
     try:
         code = compile(req["code"], "<python>", "exec")
         exec(code, ns)
     except SystemExit as err:
-        return 0 if err.code in (None, 0) else 1
+        status = 0 if err.code in (None, 0) else 1
     except BaseException:
         etype, value, tb = sys.exc_info()
         # drop the runner's own frames so the model sees only its code
         while tb is not None and tb.tb_frame.f_code.co_filename != "<python>":
             tb = tb.tb_next
         sys.stderr.write("".join(traceback.format_exception(etype, value, tb)))
-        return 1
-    finally:
+        status = 1
+    try:
         sys.stdout.flush()
-    return 0
+    except OSError as err:  # the code closed or broke its own stdout
+        sys.stderr.write(f"OSError: {err} (stdout was closed by the code)\n")
+        sys.stdout = None  # nothing left to flush at interpreter exit
+        status = 1
+    return status
 
 
 class _FitTimeout(Exception):
@@ -189,6 +280,7 @@ def run_submission(req: dict, out) -> int:
         return 0
     mod: dict = {"__name__": "submission", "__builtins__": builtins}
     _reseed()
+    _seccomp(RUNTIME_DENY, runtime=True)
     _install_import_gate()
     try:
         exec(code, mod)
@@ -245,8 +337,10 @@ def run_submission(req: dict, out) -> int:
 
 
 def main() -> int:
+    _seccomp(BASE_DENY, runtime=False)
     mode = sys.argv[1]
     req = json.loads(sys.stdin.read())
+    _preload()
     if mode == "exec":
         return run_exec(req)
     if mode == "submission":

@@ -4,19 +4,28 @@ from __future__ import annotations
 
 import argparse
 import shutil
+import tempfile
 from pathlib import Path
 
 from lawlab.rpc.server import ServiceSpec
 from lawlab.sandbox.v1 import sandbox_pb2, sandbox_pb2_grpc
-from lawlab_sandbox import box
+from lawlab_sandbox import access, box
 from lawlab_sandbox.servicer import SandboxServicer
 
 
 async def build(args: argparse.Namespace):
     if shutil.which("bwrap") is None:
         raise box.SandboxUnavailable("bubblewrap (bwrap) is not installed; run `make install`")
-    work = Path(args.data_dir) / "sandbox"
-    shutil.rmtree(work, ignore_errors=True)  # sessions do not outlive the process
+    blocked = access.blocked_directories()
+    if blocked:
+        raise box.SandboxUnavailable(
+            f"the sandbox uids cannot reach the interpreter ({', '.join(map(str, blocked))} lack "
+            "o+x); run `make install` or `python -m lawlab_sandbox.access --fix`")
+    # Session files must be readable by the box uids, whatever the permissions of
+    # the data directory: they live in a private temp folder (search-only for
+    # others) that does not outlive the process.
+    work = Path(tempfile.mkdtemp(prefix="lawlab-sandbox-"))
+    work.chmod(0o711)
     servicer = SandboxServicer(work)
 
     async def cleanup() -> None:

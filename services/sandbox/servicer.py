@@ -72,7 +72,17 @@ class SandboxServicer(sandbox_pb2_grpc.SandboxServiceServicer):
         self.work_dir = Path(work_dir or tempfile.mkdtemp(prefix="lawlab-sandbox-"))
         self.work_dir.mkdir(parents=True, exist_ok=True)
         self.sessions: dict[str, Session] = {}
-        self.slots = asyncio.Semaphore(max_boxes)
+        self._free_uids = asyncio.Queue()
+        for k in range(max_boxes):
+            self._free_uids.put_nowait(box.SANDBOX_UID_BASE + k)
+
+    async def _box(self, *args, **kwargs) -> box.BoxResult:
+        """Run a box in a free slot, as that slot's uid (one box per uid at a time)."""
+        uid = await self._free_uids.get()
+        try:
+            return await box.run_box(*args, uid=uid, **kwargs)
+        finally:
+            self._free_uids.put_nowait(uid)
 
     def _session(self, session_id: str) -> Session:
         if not session_id:
@@ -99,10 +109,12 @@ class SandboxServicer(sandbox_pb2_grpc.SandboxServiceServicer):
                 frame[GROUP_COL] = pd.Series(dtype=str)
         sid = uuid.uuid4().hex
         directory = self.work_dir / sid
-        directory.mkdir(mode=0o755)
+        directory.mkdir()
+        directory.chmod(0o711)  # the box uid may open the known file name, not list
         session = Session(sid, directory, request.target_col, list(request.input_cols),
                           request.multi_group, frame, asyncio.Lock())
         session.frame.to_csv(session.data_file, index=False)
+        session.data_file.chmod(0o644)
         self.sessions[sid] = session
         SESSIONS.set(len(self.sessions))
         return sandbox_pb2.SandboxSession(session_id=sid, n_rows=len(frame))
@@ -138,8 +150,8 @@ class SandboxServicer(sandbox_pb2_grpc.SandboxServiceServicer):
         payload = json.dumps({"code": request.code, "target_col": session.target_col,
                               "input_cols": session.input_cols,
                               "multi_group": session.multi_group}).encode()
-        async with session.lock, self.slots:
-            result = await box.run_box("exec", payload, session.data_file, timeout)
+        async with session.lock:
+            result = await self._box("exec", payload, session.data_file, timeout)
         BOX_RUNS.labels("exec", result.status).inc()
         BOX_SECONDS.labels("exec").observe(result.wall_seconds)
         stdout, t1 = _cap_text(result.stdout)
@@ -185,8 +197,7 @@ class SandboxServicer(sandbox_pb2_grpc.SandboxServiceServicer):
             "jobs": jobs,
         }).encode()
         timeout = request.timeout_seconds or box.DEFAULT_TIMEOUT
-        async with self.slots:
-            result = await box.run_box("submission", payload, None, timeout, box.RESULT_BYTES)
+        result = await self._box("submission", payload, None, timeout, box.RESULT_BYTES)
         BOX_RUNS.labels("submission", result.status).inc()
         BOX_SECONDS.labels("submission").observe(result.wall_seconds)
         if result.status != "ok":
