@@ -14,13 +14,16 @@ import asyncio
 import os
 import shutil
 import signal
+import socket
 import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 RUNNER = Path(__file__).with_name("runner.py")
-SANDBOX_UID_BASE = 61000  # box slot k runs as uid/gid SANDBOX_UID_BASE + k
+SESSION_UID_BASE = 61000  # warm session k runs as uid/gid SESSION_UID_BASE + k
+SESSION_UIDS = 1000
+SLOT_UID_BASE = 62000  # cold box slot k runs as uid/gid SLOT_UID_BASE + k
 INNER_UID = 65534  # the uid the code sees inside its user namespace
 MAX_PROCESSES = 64  # threads count too; per box, since each slot has its own uid
 DEFAULT_TIMEOUT = 100.0
@@ -49,7 +52,7 @@ def python_roots() -> list[str]:
     return sorted(r for r in roots if r and not r.startswith("/usr"))
 
 
-def bwrap_argv(mode: str, data_file: Path | None) -> list[str]:
+def bwrap_argv(mode: str, data_file: Path | None, extra: list[str] | None = None) -> list[str]:
     bwrap = shutil.which("bwrap")
     if bwrap is None:
         raise SandboxUnavailable("bubblewrap (bwrap) is not installed; run `make install`")
@@ -85,7 +88,7 @@ def bwrap_argv(mode: str, data_file: Path | None) -> list[str]:
         "--setenv", "OMP_NUM_THREADS", "1",
         "--setenv", "MKL_NUM_THREADS", "1",
         "--setenv", "MPLBACKEND", "Agg",
-        sys.executable, "-I", "-B", "/box/runner.py", mode,
+        sys.executable, "-I", "-B", "/box/runner.py", mode, *(extra or []),
     ]
     return argv
 
@@ -193,3 +196,119 @@ async def run_box(mode: str, request: bytes, data_file: Path | None = None,
         else:
             status = "killed"
     return BoxResult(status, stdout, stderr, rc, time.perf_counter() - start)
+
+
+class Zygote:
+    """A warm box for one session: the scientific stack imported once, one
+    hardened child forked per call. Any anomaly (timeout, flood, a dead or
+    misbehaving zygote) kills it; the next call starts a fresh one. It is also
+    recycled after ``max_calls`` calls."""
+
+    def __init__(self, uid: int, data_file: Path, max_calls: int = 50) -> None:
+        self.uid = uid
+        self.data_file = data_file
+        self.max_calls = max_calls
+        self.calls = 0
+        self.proc: asyncio.subprocess.Process | None = None
+        self.sock: socket.socket | None = None
+
+    @property
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.returncode is None
+
+    async def start(self) -> None:
+        parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        argv = limits_argv(int(DEFAULT_TIMEOUT) + 5, self.uid) + bwrap_argv(
+            "zygote", self.data_file, [str(child.fileno())])
+        self.proc = await asyncio.create_subprocess_exec(
+            *argv, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.DEVNULL,
+            stderr=asyncio.subprocess.DEVNULL, start_new_session=True, close_fds=True,
+            pass_fds=(child.fileno(),), env={})
+        child.close()
+        self.sock = parent
+        self.calls = 0
+
+    async def stop(self) -> None:
+        if self.proc is not None and self.proc.returncode is None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            await self.proc.wait()
+        if self.sock is not None:
+            self.sock.close()
+        self.proc, self.sock = None, None
+
+    async def execute(self, request: bytes, timeout: float,
+                      output_cap: int = HARD_OUTPUT_BYTES) -> BoxResult:
+        if not self.alive or self.calls >= self.max_calls:
+            await self.stop()
+            await self.start()
+        assert self.sock is not None
+        self.calls += 1
+        start = time.perf_counter()
+        loop = asyncio.get_running_loop()
+        out_r, out_w = os.pipe()
+        err_r, err_w = os.pipe()
+        flood = asyncio.Event()
+        readers = []
+        for fd in (out_r, err_r):
+            reader = asyncio.StreamReader(limit=2**20)
+            await loop.connect_read_pipe(lambda r=reader: asyncio.StreamReaderProtocol(r),
+                                         os.fdopen(fd, "rb"))
+            readers.append(asyncio.ensure_future(_drain(reader, output_cap, flood)))
+        sock = self.sock
+        message = len(request).to_bytes(8, "little") + request
+
+        def send() -> None:
+            sock.settimeout(10)
+            sent = socket.send_fds(sock, [message[:65536]], [out_w, err_w])
+            sock.sendall(message[sent:])
+
+        def receive() -> bytes:
+            sock.settimeout(None)
+            buf = b""
+            while not buf.endswith(b"\n"):
+                chunk = sock.recv(64)
+                if not chunk:
+                    raise EOFError("the zygote died")
+                buf += chunk
+            return buf
+
+        status: str | None = None
+        rc = -9
+        try:
+            await asyncio.to_thread(send)
+        except OSError:
+            status = "killed"
+        finally:
+            os.close(out_w)
+            os.close(err_w)
+        reply = asyncio.ensure_future(asyncio.to_thread(receive))
+        # after a kill the pending receive fails with EOF: that is expected, not an error
+        reply.add_done_callback(lambda f: f.cancelled() or f.exception())
+        flood_task = asyncio.ensure_future(flood.wait())
+        try:
+            if status is None:
+                done, _ = await asyncio.wait({reply, flood_task}, timeout=timeout,
+                                             return_when=asyncio.FIRST_COMPLETED)
+                if flood_task in done:
+                    status = "output_limit"
+                elif not done:
+                    status = "timeout"
+                else:
+                    try:
+                        rc = int(reply.result().strip() or b"-9")
+                    except (EOFError, OSError, ValueError):
+                        status = "killed"
+            if status is not None:
+                await self.stop()  # anomaly: the zygote goes, the next call gets a new one
+            stdout, _ = await asyncio.wait_for(readers[0], timeout=30)
+            stderr, _ = await asyncio.wait_for(readers[1], timeout=30)
+        finally:
+            flood_task.cancel()
+            if not reply.done():
+                reply.cancel()
+        if status is None:
+            status = "ok" if rc == 0 else "error" if rc == 1 else "killed"
+        return BoxResult(status, stdout, stderr, rc, time.perf_counter() - start)

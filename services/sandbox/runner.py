@@ -2,6 +2,7 @@
 from lawlab, because it is the only lawlab file mounted into the box.
 
     python -I -B runner.py exec        # agent code; request JSON on stdin
+    python -I -B runner.py zygote FD   # warm: fork one hardened child per request on FD
     python -I -B runner.py submission  # fit/predict jobs; request JSON on stdin,
                                        # results JSON on the original stdout
 
@@ -336,13 +337,83 @@ def run_submission(req: dict, out) -> int:
     return 0
 
 
+def _wipe_scratch() -> None:
+    """Fresh scratch for the next call (rmtree never follows symlinks)."""
+    import shutil
+
+    for entry in os.scandir("/tmp"):
+        if entry.is_dir(follow_symlinks=False):
+            shutil.rmtree(entry.path)
+        else:
+            os.unlink(entry.path)
+
+
+def _recv_exact(sock, n: int) -> bytes:
+    buf = b""
+    while len(buf) < n:
+        chunk = sock.recv(min(1 << 20, n - len(buf)))
+        if not chunk:
+            raise EOFError
+        buf += chunk
+    return buf
+
+
+def run_zygote(fd: int) -> int:
+    """Serve requests from the host: each is forked into a child that applies the
+    runtime filter, runs the code with the passed pipes as stdout/stderr, and exits.
+    The zygote answers with the child's exit status, then wipes scratch."""
+    import socket
+
+    sock = socket.socket(fileno=fd)
+    while True:
+        try:
+            head, fds, _, _ = socket.recv_fds(sock, 8, 2)
+            if not head:
+                return 0
+            head += _recv_exact(sock, 8 - len(head))
+            req = json.loads(_recv_exact(sock, int.from_bytes(head, "little")))
+        except (EOFError, OSError, ValueError):
+            return 0
+        if len(fds) != 2:
+            return 3
+        sys.stdout.flush()
+        sys.stderr.flush()
+        pid = os.fork()
+        if pid == 0:  # the child: never returns
+            status = 1
+            try:
+                sock.close()
+                os.dup2(fds[0], 1)
+                os.dup2(fds[1], 2)
+                os.close(fds[0])
+                os.close(fds[1])
+                status = run_exec(req)
+            finally:
+                os._exit(status)
+        os.close(fds[0])
+        os.close(fds[1])
+        _, wait_status = os.waitpid(pid, 0)
+        code = os.waitstatus_to_exitcode(wait_status)
+        try:
+            _wipe_scratch()
+        except OSError:
+            code = 125 if code == 0 else code
+            sock.sendall(f"{code}\n".encode())
+            return 4  # a scratch we cannot clear: the host recycles this zygote
+        sock.sendall(f"{code}\n".encode())
+
+
 def main() -> int:
     _seccomp(BASE_DENY, runtime=False)
     mode = sys.argv[1]
+    if mode == "zygote":
+        _preload()
+        return run_zygote(int(sys.argv[2]))
     req = json.loads(sys.stdin.read())
     _preload()
     if mode == "exec":
-        return run_exec(req)
+        status = run_exec(req)
+        os._exit(status)  # like a zygote child: leftover threads end with the call
     if mode == "submission":
         # results go to the original stdout; the submission's prints are discarded
         out = os.fdopen(os.dup(1), "w")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import tempfile
 from pathlib import Path
@@ -26,9 +27,11 @@ async def build(args: argparse.Namespace):
     # others) that does not outlive the process.
     work = Path(tempfile.mkdtemp(prefix="lawlab-sandbox-"))
     work.chmod(0o711)
-    servicer = SandboxServicer(work)
+    mode = os.environ.get("LAWLAB_SANDBOX_MODE", "zygote")
+    servicer = SandboxServicer(work, mode=mode)
 
     async def cleanup() -> None:
+        await servicer.close()
         shutil.rmtree(work, ignore_errors=True)
 
     spec = ServiceSpec(sandbox_pb2_grpc.add_SandboxServiceServicer_to_server, servicer,

@@ -16,7 +16,7 @@ from prometheus_client import Counter, Gauge, Histogram
 
 from lawlab import convert
 from lawlab.common.v1 import common_pb2
-from lawlab.errors import InvalidArgument, NotFound
+from lawlab.errors import InvalidArgument, NotFound, ResourceExhausted
 from lawlab.sandbox.v1 import sandbox_pb2, sandbox_pb2_grpc
 from lawlab.tasks import GROUP_COL
 from lawlab_sandbox import box
@@ -54,6 +54,8 @@ class Session:
     multi_group: bool
     frame: pd.DataFrame
     lock: asyncio.Lock
+    uid: int
+    zygote: box.Zygote | None = None
 
     @property
     def data_file(self) -> Path:
@@ -68,13 +70,25 @@ def _cap_text(raw: bytes, limit: int = box.MODEL_OUTPUT_CHARS) -> tuple[str, boo
 
 
 class SandboxServicer(sandbox_pb2_grpc.SandboxServiceServicer):
-    def __init__(self, work_dir: Path | None = None, max_boxes: int = 8) -> None:
+    def __init__(self, work_dir: Path | None = None, max_boxes: int = 8,
+                 mode: str = "zygote") -> None:
+        if mode not in ("zygote", "cold"):
+            raise ValueError(f"sandbox mode must be zygote or cold, not {mode!r}")
+        self.mode = mode
         self.work_dir = Path(work_dir or tempfile.mkdtemp(prefix="lawlab-sandbox-"))
         self.work_dir.mkdir(parents=True, exist_ok=True)
         self.sessions: dict[str, Session] = {}
-        self._free_uids = asyncio.Queue()
+        self._free_uids: asyncio.Queue[int] = asyncio.Queue()
         for k in range(max_boxes):
-            self._free_uids.put_nowait(box.SANDBOX_UID_BASE + k)
+            self._free_uids.put_nowait(box.SLOT_UID_BASE + k)
+        self._session_uids = list(range(box.SESSION_UID_BASE,
+                                        box.SESSION_UID_BASE + box.SESSION_UIDS))
+        self.running = asyncio.Semaphore(max_boxes)  # boxes executing at once
+
+    async def close(self) -> None:
+        for session in list(self.sessions.values()):
+            if session.zygote is not None:
+                await session.zygote.stop()
 
     async def _box(self, *args, **kwargs) -> box.BoxResult:
         """Run a box in a free slot, as that slot's uid (one box per uid at a time)."""
@@ -107,12 +121,14 @@ class SandboxServicer(sandbox_pb2_grpc.SandboxServiceServicer):
             frame = pd.DataFrame({c: pd.Series(dtype=float) for c in expected})
             if request.multi_group:
                 frame[GROUP_COL] = pd.Series(dtype=str)
+        if not self._session_uids:
+            raise ResourceExhausted(f"all {box.SESSION_UIDS} sandbox sessions are in use")
         sid = uuid.uuid4().hex
         directory = self.work_dir / sid
         directory.mkdir()
         directory.chmod(0o711)  # the box uid may open the known file name, not list
         session = Session(sid, directory, request.target_col, list(request.input_cols),
-                          request.multi_group, frame, asyncio.Lock())
+                          request.multi_group, frame, asyncio.Lock(), self._session_uids.pop())
         session.frame.to_csv(session.data_file, index=False)
         session.data_file.chmod(0o644)
         self.sessions[sid] = session
@@ -134,6 +150,10 @@ class SandboxServicer(sandbox_pb2_grpc.SandboxServiceServicer):
     async def CloseSession(self, request, context):
         session = self._session(request.session_id)
         self.sessions.pop(session.session_id, None)
+        async with session.lock:
+            if session.zygote is not None:
+                await session.zygote.stop()
+        self._session_uids.append(session.uid)
         shutil.rmtree(session.directory, ignore_errors=True)
         SESSIONS.set(len(self.sessions))
         return sandbox_pb2.SandboxSession(session_id=session.session_id, n_rows=len(session.frame))
@@ -150,8 +170,14 @@ class SandboxServicer(sandbox_pb2_grpc.SandboxServiceServicer):
         payload = json.dumps({"code": request.code, "target_col": session.target_col,
                               "input_cols": session.input_cols,
                               "multi_group": session.multi_group}).encode()
-        async with session.lock:
-            result = await self._box("exec", payload, session.data_file, timeout)
+        async with session.lock, self.running:
+            if self.mode == "zygote":
+                if session.zygote is None:
+                    session.zygote = box.Zygote(session.uid, session.data_file)
+                result = await session.zygote.execute(payload, timeout)
+            else:
+                result = await box.run_box("exec", payload, session.data_file, timeout,
+                                           uid=session.uid)
         BOX_RUNS.labels("exec", result.status).inc()
         BOX_SECONDS.labels("exec").observe(result.wall_seconds)
         stdout, t1 = _cap_text(result.stdout)
@@ -197,7 +223,8 @@ class SandboxServicer(sandbox_pb2_grpc.SandboxServiceServicer):
             "jobs": jobs,
         }).encode()
         timeout = request.timeout_seconds or box.DEFAULT_TIMEOUT
-        result = await self._box("submission", payload, None, timeout, box.RESULT_BYTES)
+        async with self.running:
+            result = await self._box("submission", payload, None, timeout, box.RESULT_BYTES)
         BOX_RUNS.labels("submission", result.status).inc()
         BOX_SECONDS.labels("submission").observe(result.wall_seconds)
         if result.status != "ok":

@@ -49,3 +49,23 @@ def test_lawlab_up_starts_all_and_stops_on_sigterm(tasks_dir, tmp_path):
     out, _ = proc.communicate(timeout=60)
     assert proc.returncode == 0, out
     assert "stopped: agent=0, judge=0, scorer=0, simulator=0, sandbox=0" in out
+
+
+def test_sandbox_exec_cli(cluster, tasks_dir, tmp_path):
+    import json
+
+    code = tmp_path / "code.py"
+    code.write_text("print(train_df.shape, target_col)\n")
+    out = subprocess.run(
+        [sys.executable, "-m", "lawlab.cli", "sandbox", "exec", "--file", str(code),
+         "--data", str(tasks_dir / "dnase_elisa" / "data" / "train.csv"), "--json",
+         "--sandbox-addr", cluster.address("sandbox")], capture_output=True, text=True, timeout=60)
+    doc = json.loads(out.stdout)
+    assert out.returncode == 0 and doc["status"] == "ok"
+    assert "density" in doc["stdout"] and doc["box_seconds"] > 0
+    code.write_text("while True: pass\n")
+    out = subprocess.run(
+        [sys.executable, "-m", "lawlab.cli", "sandbox", "exec", "--file", str(code),
+         "--timeout", "1", "--sandbox-addr", cluster.address("sandbox")],
+        capture_output=True, text=True, timeout=60)
+    assert out.returncode == 1 and "status timeout" in out.stderr

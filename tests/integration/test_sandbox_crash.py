@@ -1,0 +1,70 @@
+"""Killing the sandbox service with SIGKILL mid-call leaves no box behind."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+import grpc
+
+from lawlab.common.v1 import common_pb2
+from lawlab.launcher import Cluster
+from lawlab.rpc.client import sync_channel
+from lawlab.sandbox.v1 import sandbox_pb2 as pb
+from lawlab.sandbox.v1 import sandbox_pb2_grpc
+
+
+def _boxes() -> list[int]:
+    pids = []
+    for proc in Path("/proc").iterdir():
+        try:
+            if b"/box/runner.py" in (proc / "cmdline").read_bytes():
+                pids.append(int(proc.name))
+        except (OSError, ValueError):
+            continue
+    return pids
+
+
+def _session(stub):
+    table = common_pb2.Table(columns=[common_pb2.NamedColumn(name="y", values=[1.0]),
+                                      common_pb2.NamedColumn(name="x", values=[2.0])])
+    return stub.CreateSession(pb.CreateSessionRequest(data=table, target_col="y",
+                                                      input_cols=["x"]), timeout=10).session_id
+
+
+def test_sigkill_mid_call_leaves_no_box_and_a_restart_serves(tasks_dir, tmp_path):
+    cluster = Cluster(tasks_dir, tmp_path, log_dir=tmp_path / "logs")
+    cluster.start(names=("sandbox",))
+    try:
+        before = set(_boxes())
+        stub = sandbox_pb2_grpc.SandboxServiceStub(sync_channel(cluster.address("sandbox")))
+        sid = _session(stub)
+        errors: list[grpc.RpcError] = []
+
+        def spin() -> None:
+            try:
+                stub.Execute(pb.ExecuteRequest(session_id=sid, code="while True: pass"), timeout=60)
+            except grpc.RpcError as err:
+                errors.append(err)
+
+        worker = threading.Thread(target=spin)
+        worker.start()
+        deadline = time.monotonic() + 20
+        while not set(_boxes()) - before and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert set(_boxes()) - before, "the box never started"
+        cluster.stop_one("sandbox", kill=True)
+        worker.join(timeout=30)
+        assert errors and errors[0].code() == grpc.StatusCode.UNAVAILABLE
+        deadline = time.monotonic() + 10
+        while set(_boxes()) - before and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not set(_boxes()) - before, "box processes outlived the service"
+        restarted = cluster.start_one("sandbox")
+        stub = sandbox_pb2_grpc.SandboxServiceStub(sync_channel(restarted.address))
+        r = stub.Execute(pb.ExecuteRequest(session_id=_session(stub), code="print(6 * 7)"),
+                         timeout=60)
+        assert r.status == pb.EXEC_STATUS_OK and r.stdout.strip() == "42"
+    finally:
+        cluster.stop()
