@@ -15,7 +15,9 @@ import os
 import shutil
 import signal
 import socket
+import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,10 +34,73 @@ HARD_OUTPUT_BYTES = 1_000_000  # exec mode: past this the box is killed
 RESULT_BYTES = 256 * 1024 * 1024  # submission mode: the results document
 MEMORY_BYTES = 4 * 1024**3
 SCRATCH_BYTES = 64 * 1024**2
+SCRATCH_INODES = 4096
+
+
+class Scratch:
+    """A box's /tmp: its own tmpfs capped in bytes and inodes, noexec, nosuid,
+    nodev, owned by the box uid. Mounted by the service when it runs as root;
+    otherwise bubblewrap's byte-capped tmpfs is the fallback (no inode cap, no
+    noexec). The host never walks it: it is lazily unmounted, then removed."""
+
+    def __init__(self, parent: Path, uid: int | None) -> None:
+        self.path: Path | None = None
+        if uid is None or os.geteuid() != 0 or shutil.which("mount") is None:
+            return
+        parent.mkdir(mode=0o711, exist_ok=True)
+        path = Path(tempfile.mkdtemp(prefix=f"scratch-{os.getpid()}-", dir=parent))
+        options = (f"size={SCRATCH_BYTES},nr_inodes={SCRATCH_INODES},noexec,nosuid,nodev,"
+                   f"mode=0700,uid={uid},gid={uid}")
+        done = subprocess.run(["mount", "-t", "tmpfs", "-o", options, "lawlab-scratch", str(path)],
+                              capture_output=True, text=True)
+        if done.returncode != 0:
+            path.rmdir()
+            raise SandboxUnavailable(f"cannot mount a scratch tmpfs: {done.stderr.strip()}")
+        self.path = path
+
+    def bwrap_args(self) -> list[str]:
+        if self.path is None:
+            return ["--size", str(SCRATCH_BYTES), "--tmpfs", "/tmp"]
+        return ["--bind", str(self.path), "/tmp"]
+
+    def release(self) -> None:
+        if self.path is not None:
+            subprocess.run(["umount", "-l", str(self.path)], capture_output=True)
+            try:
+                self.path.rmdir()
+            except OSError:
+                pass
+            self.path = None
+
 
 
 class SandboxUnavailable(RuntimeError):
     pass
+
+
+# scratch mounts live here (0711: a box uid may enter its own mount, nobody may
+# list); each is named after the service's pid so that stale ones can be reaped
+SCRATCH_ROOT = Path(tempfile.gettempdir()) / "lawlab-scratch"
+
+
+def reap_stale_scratch() -> int:
+    """Unmount scratch left by a service that died (e.g. SIGKILL). Returns how many."""
+    reaped = 0
+    if not SCRATCH_ROOT.is_dir():
+        return 0
+    for entry in SCRATCH_ROOT.iterdir():
+        try:
+            pid = int(entry.name.split("-")[1])
+        except (IndexError, ValueError):
+            continue
+        if pid != os.getpid() and not Path(f"/proc/{pid}").exists():
+            subprocess.run(["umount", "-l", str(entry)], capture_output=True)
+            try:
+                entry.rmdir()
+                reaped += 1
+            except OSError:
+                pass
+    return reaped
 
 
 @dataclass
@@ -52,7 +117,8 @@ def python_roots() -> list[str]:
     return sorted(r for r in roots if r and not r.startswith("/usr"))
 
 
-def bwrap_argv(mode: str, data_file: Path | None, extra: list[str] | None = None) -> list[str]:
+def bwrap_argv(mode: str, data_file: Path | None, extra: list[str] | None = None,
+               scratch: Scratch | None = None) -> list[str]:
     bwrap = shutil.which("bwrap")
     if bwrap is None:
         raise SandboxUnavailable("bubblewrap (bwrap) is not installed; run `make install`")
@@ -66,7 +132,7 @@ def bwrap_argv(mode: str, data_file: Path | None, extra: list[str] | None = None
         "--hostname", "box",
         # scratch first: binds below may live under /tmp (a clone there) and must
         # sit on top of the scratch tmpfs, not be hidden by it
-        "--size", str(SCRATCH_BYTES), "--tmpfs", "/tmp",
+        *(scratch.bwrap_args() if scratch else ["--size", str(SCRATCH_BYTES), "--tmpfs", "/tmp"]),
         "--ro-bind", "/usr", "/usr",
         "--symlink", "usr/lib", "/lib",
         "--symlink", "usr/lib64", "/lib64",
@@ -132,7 +198,16 @@ async def run_box(mode: str, request: bytes, data_file: Path | None = None,
     for tools run by an unprivileged user)."""
     if uid is None and os.geteuid() == 0:
         raise SandboxUnavailable("refusing to run a box as root: pass the slot's uid")
-    argv = limits_argv(int(timeout) + 5, uid) + bwrap_argv(mode, data_file)
+    scratch = Scratch(SCRATCH_ROOT, uid)
+    try:
+        return await _run_box(mode, request, data_file, timeout, output_cap, uid, scratch)
+    finally:
+        scratch.release()
+
+
+async def _run_box(mode: str, request: bytes, data_file: Path | None, timeout: float,
+                   output_cap: int, uid: int | None, scratch: Scratch) -> BoxResult:
+    argv = limits_argv(int(timeout) + 5, uid) + bwrap_argv(mode, data_file, scratch=scratch)
     start = time.perf_counter()
     proc = await asyncio.create_subprocess_exec(
         *argv,
@@ -206,6 +281,7 @@ class Zygote:
 
     def __init__(self, uid: int, data_file: Path, max_calls: int = 50) -> None:
         self.uid = uid
+        self.scratch: Scratch | None = None
         self.data_file = data_file
         self.max_calls = max_calls
         self.calls = 0
@@ -218,8 +294,9 @@ class Zygote:
 
     async def start(self) -> None:
         parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.scratch = Scratch(SCRATCH_ROOT, self.uid)
         argv = limits_argv(int(DEFAULT_TIMEOUT) + 5, self.uid) + bwrap_argv(
-            "zygote", self.data_file, [str(child.fileno())])
+            "zygote", self.data_file, [str(child.fileno())], scratch=self.scratch)
         self.proc = await asyncio.create_subprocess_exec(
             *argv, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.DEVNULL,
             stderr=asyncio.subprocess.DEVNULL, start_new_session=True, close_fds=True,
@@ -237,7 +314,9 @@ class Zygote:
             await self.proc.wait()
         if self.sock is not None:
             self.sock.close()
-        self.proc, self.sock = None, None
+        if self.scratch is not None:
+            self.scratch.release()
+        self.proc, self.sock, self.scratch = None, None, None
 
     async def execute(self, request: bytes, timeout: float,
                       output_cap: int = HARD_OUTPUT_BYTES) -> BoxResult:

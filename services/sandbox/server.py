@@ -27,6 +27,7 @@ async def build(args: argparse.Namespace):
     # others) that does not outlive the process.
     work = Path(tempfile.mkdtemp(prefix="lawlab-sandbox-"))
     work.chmod(0o711)
+    box.reap_stale_scratch()
     mode = os.environ.get("LAWLAB_SANDBOX_MODE", "zygote")
     servicer = SandboxServicer(work, mode=mode)
 

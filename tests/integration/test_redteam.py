@@ -42,6 +42,13 @@ ATTACKS = [
      "Permission denied", 0),
     ("fill_scratch_bytes", "f = open('/tmp/big', 'wb')\nfor _ in range(200):\n"
      "    f.write(b'x' * 1048576)\n    f.flush()", ERROR, "", 0),
+    ("fill_scratch_inodes", "for i in range(100000):\n    open(f'/tmp/f{i}', 'w').close()",
+     ERROR, "No space left on device", 0),
+    # a real shared object copied into scratch cannot be mapped executable there
+    ("scratch_is_noexec", IMP + "ct = imp.import_module('ctypes')\n"
+     "data = open(sys.modules['_ctypes'].__file__, 'rb').read()\n"
+     "open('/tmp/copy.so', 'wb').write(data)\nct.CDLL('/tmp/copy.so')", ERROR,
+     "failed to map segment", 0),
     ("pandas_reads_host_file", "pd.read_csv('/etc/shadow')", ERROR, GONE, 0),
     ("np_load_pickle_refused", "np.save('/tmp/a.npy', "
      "np.array([object()], dtype=object))\nnp.load('/tmp/a.npy')", ERROR, "allow_pickle", 0),

@@ -26,6 +26,13 @@ def _boxes() -> list[int]:
     return pids
 
 
+def _dead_owner(mount_line: str) -> bool:
+    import re
+
+    m = re.search(r"scratch-(\d+)-", mount_line)
+    return bool(m) and not Path(f"/proc/{m.group(1)}").exists()
+
+
 def _session(stub):
     table = common_pb2.Table(columns=[common_pb2.NamedColumn(name="y", values=[1.0]),
                                       common_pb2.NamedColumn(name="x", values=[2.0])])
@@ -62,6 +69,12 @@ def test_sigkill_mid_call_leaves_no_box_and_a_restart_serves(tasks_dir, tmp_path
             time.sleep(0.1)
         assert not set(_boxes()) - before, "box processes outlived the service"
         restarted = cluster.start_one("sandbox")
+        import subprocess
+
+        mounts = subprocess.run(["mount"], capture_output=True, text=True).stdout
+        stale = [ln for ln in mounts.splitlines() if "lawlab-scratch" in ln
+                 and f"scratch-{restarted.process.pid}-" not in ln]
+        assert not [ln for ln in stale if _dead_owner(ln)], "stale scratch mounts survived a restart"
         stub = sandbox_pb2_grpc.SandboxServiceStub(sync_channel(restarted.address))
         r = stub.Execute(pb.ExecuteRequest(session_id=_session(stub), code="print(6 * 7)"),
                          timeout=60)
