@@ -10,6 +10,8 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
+
 from lawlab import config
 
 
@@ -185,6 +187,65 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 0 if clean and not failed and len(trials) == 2 else 1
 
 
+def cmd_fit(args: argparse.Namespace) -> int:
+    """Nonlinear least squares of an expression to CSV columns (the world builder's engine)."""
+    import pandas as pd
+
+    from lawlab.expr import Expression, ExpressionError
+    from lawlab.fitting import FitError, fit_expression
+
+    try:
+        expr = Expression(args.expr)
+    except ExpressionError as err:
+        print(f"error: --expr: {err}", file=sys.stderr)
+        return 2
+    try:
+        frame = pd.read_csv(args.data)
+    except (OSError, ValueError) as err:
+        print(f"error: --data: cannot read {args.data}: {err}", file=sys.stderr)
+        return 2
+    if args.target not in frame.columns:
+        print(f"error: --target: no column {args.target!r} in {args.data}; columns are "
+              f"{list(frame.columns)}", file=sys.stderr)
+        return 2
+    inputs = sorted(n for n in expr.names if n in frame.columns and n != args.target)
+    constants = sorted(expr.names - set(inputs))
+    if args.target in expr.names:
+        print(f"error: --expr uses the target column {args.target!r}", file=sys.stderr)
+        return 2
+    init: dict[str, float] = {}
+    for item in filter(None, (args.init or "").split(",")):
+        name, _, value = item.partition("=")
+        if name.strip() not in constants:
+            print(f"error: --init: {name.strip()!r} is not a constant of the expression "
+                  f"(constants: {constants})", file=sys.stderr)
+            return 2
+        try:
+            init[name.strip()] = float(value)
+        except ValueError:
+            print(f"error: --init: {item!r} is not name=number", file=sys.stderr)
+            return 2
+    data = {n: frame[n].to_numpy(float) for n in inputs}
+    y = frame[args.target].to_numpy(float)
+    keep = np.all([np.isfinite(v) for v in [*data.values(), y]], axis=0)
+    try:
+        result = fit_expression(expr, {k: v[keep] for k, v in data.items()}, y[keep], constants,
+                                init, space=args.space, n_starts=args.starts)
+    except FitError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
+    if args.json:
+        print(json.dumps({"expr": expr.text, "inputs": inputs, **result.as_dict(),
+                          "rows_used": int(keep.sum())}, indent=2))
+        return 0
+    print(f"{expr.text}   ({int(keep.sum())} rows; inputs {', '.join(inputs)}; "
+          f"{args.space} residuals)")
+    rows = [[n, f"{result.constants[n]:.6g}", f"{result.stderr[n]:.3g}"] for n in constants]
+    print(_table(rows, ["constant", "value", "std error"]))
+    print(f"RSS {result.rss:.6g}   R^2 {result.r2:.6f}")
+    return 0
+
+
 def cmd_sandbox_exec(args: argparse.Namespace) -> int:
     """Run a file in a fresh session of a running sandbox service."""
     import pandas as pd
@@ -274,6 +335,16 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--agent-addr", default=config.service_address("agent"))
     p.add_argument("--json", action="store_true")
 
+    p = sub.add_parser("fit", help="fit an expression's constants to CSV data")
+    p.add_argument("--expr", required=True, help='e.g. "b1*(1-exp(-b2*x))"')
+    p.add_argument("--data", required=True, help="CSV with the inputs and the target")
+    p.add_argument("--target", required=True)
+    p.add_argument("--init", help="starting values, e.g. b1=500,b2=1e-4")
+    p.add_argument("--space", choices=["linear", "log10"], default="linear",
+                   help="residual space (log10 for multi-decade positive targets)")
+    p.add_argument("--starts", type=int, default=24, help="multi-start count")
+    p.add_argument("--json", action="store_true")
+
     sandbox = sub.add_parser("sandbox", help="the sandbox").add_subparsers(dest="verb", required=True)
     p = sandbox.add_parser("exec", help="run a file in a fresh session of a running sandbox")
     p.add_argument("--file", required=True)
@@ -297,6 +368,8 @@ def main(argv: list[str] | None = None) -> int:
         return cmd_trial_run(args)
     if args.command == "sandbox":
         return cmd_sandbox_exec(args)
+    if args.command == "fit":
+        return cmd_fit(args)
     parser.error("unknown command")
     return 2
 

@@ -279,7 +279,7 @@ class Zygote:
     misbehaving zygote) kills it; the next call starts a fresh one. It is also
     recycled after ``max_calls`` calls."""
 
-    def __init__(self, uid: int, data_file: Path, max_calls: int = 50) -> None:
+    def __init__(self, uid: int, data_file: Path, max_calls: int = 1000) -> None:
         self.uid = uid
         self.scratch: Scratch | None = None
         self.data_file = data_file
