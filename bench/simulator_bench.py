@@ -1,0 +1,149 @@
+"""Simulator benchmarks (issue: simulator). Prints a Markdown section for bench/RESULTS.md.
+
+    .venv/bin/python bench/simulator_bench.py [--quick]
+
+Query latency through a real simulator service on loopback for 1, 10 and 100
+points; the same query evaluated in-process (world sampling plus the ledger's
+charge transaction, no gRPC), so the overhead is a ratio from one run; and
+throughput with 1, 16 and 64 concurrent sessions from one asyncio client
+process on the same 2-core machine (the client competes with the server).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import platform
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from lawlab.common.v1 import common_pb2
+from lawlab.launcher import Cluster
+from lawlab.rpc.client import aio_channel
+from lawlab.simulator.v1 import simulator_pb2 as pb
+from lawlab.simulator.v1 import simulator_pb2_grpc
+from lawlab.tasks import TaskLibrary
+from lawlab.world import World
+from lawlab_simulator.ledger import Ledger
+
+ROOT = Path(__file__).resolve().parents[1]
+TASK = "mauna_loa_co2"  # 2,000+ training rows: up to 180 points per call
+
+
+def request(session_id: str, n: int, rid: str, rng: np.random.Generator) -> pb.QueryRequest:
+    req = pb.QueryRequest(session_id=session_id, request_id=rid, n_samples=1)
+    req.inputs["t"].values.extend(rng.uniform(1958.5, 1992.5, n).tolist())
+    return req
+
+
+async def latency(stub, n: int, calls: int) -> list[float]:
+    rng = np.random.default_rng(n)
+    out: list[float] = []
+    while len(out) < calls:
+        s = await stub.OpenSession(pb.OpenSessionRequest(
+            task_id=TASK, setting=common_pb2.SETTING_PARALLEL, seed=len(out) + 1), timeout=10)
+        for k in range(10):
+            t = time.perf_counter()
+            await stub.Query(request(s.session_id, n, f"r{k}", rng), timeout=10)
+            out.append(time.perf_counter() - t)
+    return out[:calls]
+
+
+def in_process(n: int, calls: int, tmp: Path) -> list[float]:
+    task = TaskLibrary(ROOT / "var" / "tasks").get(TASK)
+    world = World(task.world_spec(), task.world_arrays())
+    ledger = Ledger(tmp / "inproc.sqlite")
+    rng = np.random.default_rng(n)
+    out = []
+    for c in range(calls):
+        if c % 10 == 0:
+            sid = f"s{n}-{c}"
+            ledger.open_session(sid, TASK, "parallel", c + 1, 10)
+        x = {"t": rng.uniform(1958.5, 1992.5, n)}
+        t = time.perf_counter()
+
+        def observe(i: int) -> bytes:
+            clipped, flags = world.clip(x)
+            y = world.sample(clipped, None, np.random.default_rng([c, i]))
+            return y.tobytes() + flags.tobytes()
+
+        ledger.charge(sid, f"r{c}", n, observe)
+        out.append(time.perf_counter() - t)
+    ledger.close()
+    return out
+
+
+async def throughput(address: str, sessions: int, seconds: float, n: int) -> tuple[float, float]:
+    channels = [aio_channel(address) for _ in range(min(sessions, 8))]
+    stubs = [simulator_pb2_grpc.SimulatorServiceStub(c) for c in channels]
+    count = 0
+    lat: list[float] = []
+    stop = time.perf_counter() + seconds
+
+    async def worker(k: int) -> None:
+        nonlocal count
+        stub = stubs[k % len(stubs)]
+        rng = np.random.default_rng(k)
+        while time.perf_counter() < stop:
+            s = await stub.OpenSession(pb.OpenSessionRequest(
+                task_id=TASK, setting=common_pb2.SETTING_PARALLEL, seed=k + 1), timeout=10)
+            for j in range(10):
+                if time.perf_counter() >= stop:
+                    break
+                t = time.perf_counter()
+                await stub.Query(request(s.session_id, n, f"q{j}", rng), timeout=10)
+                lat.append(time.perf_counter() - t)
+                count += 1
+
+    t0 = time.perf_counter()
+    await asyncio.gather(*(worker(k) for k in range(sessions)))
+    elapsed = time.perf_counter() - t0
+    for c in channels:
+        await c.close()
+    return count / elapsed, float(np.percentile(lat, 99))
+
+
+async def run(args: argparse.Namespace) -> None:
+    calls, secs = (50, 3.0) if args.quick else (300, 10.0)
+    tmp = Path(tempfile.mkdtemp(prefix="lawlab-simbench-"))
+    cluster = Cluster(ROOT / "var" / "tasks", tmp, log_dir=tmp / "logs")
+    cluster.start(names=("simulator",), extra_env={"LAWLAB_LOG_LEVEL": "WARNING"})
+    rows, tput = [], {}
+    try:
+        channel = aio_channel(cluster.address("simulator"))
+        stub = simulator_pb2_grpc.SimulatorServiceStub(channel)
+        await latency(stub, 10, 20)  # warm-up (world load)
+        for n in (1, 10, 100):
+            grpc_lat = await latency(stub, n, calls)
+            local = in_process(n, calls, tmp)
+            rows.append((n, grpc_lat, local))
+        await channel.close()
+        for k in (1, 16, 64):
+            tput[k] = await throughput(cluster.address("simulator"), k, secs, 100)
+    finally:
+        cluster.stop()
+    print(f"### Simulator ({time.strftime('%Y-%m-%d')}, {platform.node()}, {os.cpu_count()} cores, "
+          f"Python {platform.python_version()})\n")
+    print(f"Command: `.venv/bin/python bench/simulator_bench.py`. Task `{TASK}`; every call is "
+          "charged in the SQLite ledger (synchronous=FULL) before it returns.\n")
+    print("| points per Query | n | gRPC p50 | gRPC p99 | in-process p50 | overhead (p50 ratio) |")
+    print("|---|---|---|---|---|---|")
+    for n, g, loc in rows:
+        p50, p99, l50 = (np.percentile(g, 50), np.percentile(g, 99), np.percentile(loc, 50))
+        print(f"| {n} | {len(g)} | {p50 * 1000:.2f} ms | {p99 * 1000:.2f} ms | "
+              f"{l50 * 1000:.2f} ms | {p50 / l50:.2f}x |")
+    print()
+    print("| concurrent sessions (100-point queries) | queries/s | p99 |")
+    print("|---|---|---|")
+    for k, (qps, p99) in tput.items():
+        print(f"| {k} | {qps:.0f} | {p99 * 1000:.1f} ms |")
+
+
+if __name__ == "__main__":
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--quick", action="store_true")
+    asyncio.run(run(ap.parse_args()))
