@@ -10,7 +10,6 @@ PY := $(BIN)/python
 TASKS_DIR ?= var/tasks
 PROTOS := $(shell find protos -name '*.proto')
 GEN_STAMP := libs/lawlab/common/v1/common_pb2.py
-APT_PACKAGES := bubblewrap
 
 .PHONY: install apt deps proto sandbox-access tasks run test test-all lint clean distclean
 
@@ -23,6 +22,7 @@ apt:
 	test -e /usr/lib/x86_64-linux-gnu/libseccomp.so.2 -o -e /usr/lib/aarch64-linux-gnu/libseccomp.so.2 \
 	  || missing="$$missing libseccomp2"; \
 	$(PYTHON) -c 'import venv, ensurepip' 2>/dev/null || missing="$$missing python3-venv"; \
+	ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing="$$missing postgresql"; \
 	if [ -n "$$missing" ]; then \
 	  echo "installing apt packages:$$missing"; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \

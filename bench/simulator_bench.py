@@ -28,7 +28,7 @@ from lawlab.simulator.v1 import simulator_pb2 as pb
 from lawlab.simulator.v1 import simulator_pb2_grpc
 from lawlab.tasks import TaskLibrary
 from lawlab.world import World
-from lawlab_simulator.ledger import Ledger
+from lawlab_simulator.ledger import SqliteLedger
 
 ROOT = Path(__file__).resolve().parents[1]
 TASK = "mauna_loa_co2"  # 2,000+ training rows: up to 180 points per call
@@ -56,7 +56,7 @@ async def latency(stub, n: int, calls: int) -> list[float]:
 def in_process(n: int, calls: int, tmp: Path) -> list[float]:
     task = TaskLibrary(ROOT / "var" / "tasks").get(TASK)
     world = World(task.world_spec(), task.world_arrays())
-    ledger = Ledger(tmp / "inproc.sqlite")
+    ledger = SqliteLedger(tmp / "inproc.sqlite")
     rng = np.random.default_rng(n)
     out = []
     for c in range(calls):

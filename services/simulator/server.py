@@ -3,18 +3,21 @@
 from __future__ import annotations
 
 import argparse
+import os
 from pathlib import Path
 
 from lawlab.rpc.server import ServiceSpec
 from lawlab.simulator.v1 import simulator_pb2, simulator_pb2_grpc
 from lawlab.tasks import TaskLibrary
-from lawlab_simulator.ledger import Ledger
+from lawlab_simulator.ledger import open_ledger
 from lawlab_simulator.servicer import SimulatorServicer
 
 
 async def build(args: argparse.Namespace):
     library = TaskLibrary(Path(args.tasks_dir))
-    ledger = Ledger(Path(args.data_dir) / "simulator" / "ledger.sqlite")
+    url = os.environ.get("LAWLAB_LEDGER_URL") or (
+        f"sqlite:///{Path(args.data_dir).resolve() / 'simulator' / 'ledger.sqlite'}")
+    ledger = open_ledger(url)
     servicer = SimulatorServicer(library, ledger)
 
     async def close() -> None:
