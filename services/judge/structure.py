@@ -72,6 +72,34 @@ def form_from_expression(expr: Expression, constants: Mapping[str, float], input
     return Form(expr.to_sympy(table), params, [float(v) for v in constants.values()], list(inputs))
 
 
+def _fold(node: ast.AST) -> float | None:
+    """The value of a purely numeric expression (numbers and + - * / **), else None."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) \
+            and not isinstance(node.value, bool):
+        return float(node.value)
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        v = _fold(node.operand)
+        return None if v is None else (-v if isinstance(node.op, ast.USub) else v)
+    if isinstance(node, ast.BinOp):
+        a, b = _fold(node.left), _fold(node.right)
+        if a is None or b is None:
+            return None
+        try:
+            if isinstance(node.op, ast.Add):
+                return a + b
+            if isinstance(node.op, ast.Sub):
+                return a - b
+            if isinstance(node.op, ast.Mult):
+                return a * b
+            if isinstance(node.op, ast.Div):
+                return a / b
+            if isinstance(node.op, ast.Pow):
+                return float(a**b)
+        except (ArithmeticError, ValueError, TypeError):
+            return None
+    return None
+
+
 class _Translator:
     def __init__(self, used_inputs: Sequence[str], constants: Mapping[str, float]) -> None:
         self.used = list(used_inputs)
@@ -110,7 +138,9 @@ class _Translator:
                 return self.constant(node.id)
             raise TranslationError(f"unknown name {node.id!r}")
         if isinstance(node, ast.BinOp):
-            a, b = self.expr(node.left), self.expr(node.right)
+            a = self.expr(node.left)
+            fixed = self.fixed_exponent(node.right) if isinstance(node.op, ast.Pow) else None
+            b = fixed if fixed is not None else self.expr(node.right)
             ops = {ast.Add: lambda: a + b, ast.Sub: lambda: a - b, ast.Mult: lambda: a * b,
                    ast.Div: lambda: a / b, ast.Pow: lambda: a**b}
             if type(node.op) not in ops:
@@ -127,6 +157,18 @@ class _Translator:
                 and node.value.id in ("np", "numpy", "math") and node.attr in ("pi", "e"):
             return sympy.pi if node.attr == "pi" else sympy.E
         raise TranslationError(f"{type(node).__name__} is outside the translatable subset")
+
+    @staticmethod
+    def fixed_exponent(node: ast.AST) -> sympy.Rational | None:
+        """A literal exponent that is a simple rational (m ** 0.75, x ** (1/3)) is a
+        structural choice, not a fitted constant; anything else is left to number()."""
+        value = _fold(node)
+        if value is None:
+            return None
+        rational = sympy.Rational(value).limit_denominator(12)
+        if abs(float(rational) - value) < 1e-9:
+            return rational
+        return None
 
     def subscript(self, node: ast.Subscript) -> sympy.Expr:
         base = node.value

@@ -338,14 +338,30 @@ def run_submission(req: dict, out) -> int:
 
 
 def _wipe_scratch() -> None:
-    """Fresh scratch for the next call (rmtree never follows symlinks)."""
-    import shutil
+    """Fresh scratch for the next call. Never follows symlinks, and leaves alone
+    what is not scratch: read-only binds that sit under /tmp (an interpreter in a
+    clone under /tmp) and the directories that hold them."""
+    import errno
+    import stat
 
-    for entry in os.scandir("/tmp"):
-        if entry.is_dir(follow_symlinks=False):
-            shutil.rmtree(entry.path)
-        else:
-            os.unlink(entry.path)
+    root_dev = os.lstat("/tmp").st_dev
+
+    def wipe(path: str) -> None:
+        for entry in os.scandir(path):
+            info = entry.stat(follow_symlinks=False)
+            if info.st_dev != root_dev:
+                continue
+            if stat.S_ISDIR(info.st_mode):
+                wipe(entry.path)
+                try:
+                    os.rmdir(entry.path)
+                except OSError as err:
+                    if err.errno not in (errno.ENOTEMPTY, errno.EBUSY):
+                        raise
+            else:
+                os.unlink(entry.path)
+
+    wipe("/tmp")
 
 
 def _recv_exact(sock, n: int) -> bytes:

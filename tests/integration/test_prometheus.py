@@ -1,0 +1,95 @@
+"""A real Prometheus server (the Debian package) scrapes every service during a trial."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import socket
+import subprocess
+import time
+import urllib.parse
+import urllib.request
+
+import pytest
+
+from lawlab.agent.v1 import agent_pb2, agent_pb2_grpc
+from lawlab.common.v1 import common_pb2
+from lawlab.rpc.client import TRIAL_CALL, sync_channel
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _query(port: int, expr: str) -> list[dict]:
+    url = f"http://127.0.0.1:{port}/api/v1/query?" + urllib.parse.urlencode({"query": expr})
+    doc = json.loads(urllib.request.urlopen(url, timeout=10).read())
+    assert doc["status"] == "success", doc
+    return doc["data"]["result"]
+
+
+@pytest.fixture()
+def prometheus(cluster, tmp_path):
+    binary = shutil.which("prometheus")
+    if binary is None:
+        pytest.fail("prometheus is not installed; run `make install` (apt package prometheus)")
+    port = _free_port()
+    targets = {name: f"127.0.0.1:{r.metrics_port}" for name, r in cluster.services.items()}
+    config = tmp_path / "prometheus.yml"
+    config.write_text(
+        "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nscrape_configs:\n"
+        + "".join(f"  - job_name: {name}\n    static_configs:\n      - targets: ['{t}']\n"
+                  for name, t in targets.items()))
+    proc = subprocess.Popen([binary, f"--config.file={config}", f"--storage.tsdb.path={tmp_path / 'db'}",
+                             f"--web.listen-address=127.0.0.1:{port}"],
+                            stdout=subprocess.DEVNULL, stderr=open(tmp_path / "prom.log", "wb"))
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                up = _query(port, "up")
+                if len(up) == len(targets) and all(r["value"][1] == "1" for r in up):
+                    break
+            except OSError:
+                pass
+            if proc.poll() is not None or time.monotonic() > deadline:
+                pytest.fail("prometheus never scraped all targets: "
+                            + (tmp_path / "prom.log").read_text()[-2000:])
+            time.sleep(0.5)
+        yield port
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+def _total(port: int, expr: str) -> float:
+    return sum(float(r["value"][1]) for r in _query(port, expr))
+
+
+def test_prometheus_scrapes_every_service_during_a_trial(cluster, prometheus):
+    before_handled = _total(prometheus, 'sum(grpc_server_handled_total{grpc_code="OK"})')
+    before_trials = _total(prometheus, "sum(lawlab_agent_trials_total)")
+    stub = agent_pb2_grpc.AgentServiceStub(sync_channel(cluster.address("agent")))
+    trial = stub.RunTrial(agent_pb2.RunTrialRequest(
+        task_id="mercury_vapour_pressure", setting=common_pb2.SETTING_PARALLEL, agent="template",
+        seed=99), timeout=TRIAL_CALL)
+    assert trial.status == agent_pb2.TRIAL_STATUS_COMPLETED, trial.error
+    time.sleep(3)  # at least two scrapes
+    assert _total(prometheus, 'sum(grpc_server_handled_total{grpc_code="OK"})') > before_handled
+    assert _total(prometheus, "sum(lawlab_agent_trials_total)") == before_trials + 1
+    # each service's own series moved
+    for expr in ('sum(grpc_server_handled_total{job="simulator",grpc_method="Query"})',
+                 'sum(lawlab_simulator_query_points_total)',
+                 'sum(lawlab_sandbox_runs_total{mode="exec"})',
+                 'sum(grpc_server_handled_total{job="judge",grpc_method="JudgeStructure"})',
+                 'sum(lawlab_judge_verdicts_total{kind="structure"})'):
+        assert _total(prometheus, expr) > 0, expr
+    names = {r["metric"]["__name__"] for r in _query(prometheus, '{__name__=~"lawlab_.+"}')}
+    assert names and all(n.startswith("lawlab_") for n in names)
+    # conventions: no id-like label values (cardinality), counters end in _total
+    for r in _query(prometheus, '{__name__=~"lawlab_.+|grpc_server_.+"}'):
+        for key, value in r["metric"].items():
+            assert key not in ("trial_id", "session_id", "request_id"), r["metric"]
+            assert len(value) < 64, r["metric"]
