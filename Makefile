@@ -23,6 +23,7 @@ apt:
 	  || missing="$$missing libseccomp2"; \
 	$(PYTHON) -c 'import venv, ensurepip' 2>/dev/null || missing="$$missing python3-venv"; \
 	ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing="$$missing postgresql"; \
+	command -v prometheus >/dev/null || missing="$$missing prometheus"; \
 	if [ -n "$$missing" ]; then \
 	  echo "installing apt packages:$$missing"; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
