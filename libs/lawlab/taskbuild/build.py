@@ -26,7 +26,8 @@ from lawlab.contract import law_module
 from lawlab.expr import Expression
 from lawlab.fitting import FitResult, fit_expression, fit_grouped, to_residual_space
 from lawlab.tasks import GROUP_COL
-from lawlab.taskbuild import synthesis
+from lawlab.taskbuild import report, synthesis
+from lawlab.world import World
 from lawlab.taskbuild.specs import SPECS, RefSpec, TaskSpec
 
 log = logging.getLogger("lawlab.taskbuild")
@@ -287,8 +288,13 @@ def build_task(spec: TaskSpec, out: Path) -> dict[str, Any]:
         {"edit": v.edit, "expr": v.expr, "screen": v.screen, "bic": v.bic, "effect": v.effect,
          "r2": v.fit.r2 if v.fit else None} for v in variants])
     _dump_json(root / "simulator" / "world.json", world_spec)
-    _write_npz(root / "simulator" / "residuals.npz",
-               {"coords": x, "residuals": debiased, "groups": groups.astype(str)})
+    arrays = {"coords": x, "residuals": debiased, "groups": groups.astype(str)}
+    _write_npz(root / "simulator" / "residuals.npz", arrays)
+    world = World(world_spec, arrays)
+    report.figure(world, world_train, target, inputs, root / "simulator" / "world.png", spec.title)
+    synthesis_rows = json.loads((root / "eval" / "synthesis.json").read_text())
+    (root / "simulator" / "report.md").write_text(
+        report.markdown(spec.task_id, world_spec, ref_scores, synthesis_rows))
     return {"task_id": spec.task_id, "type": meta["type"], "rows": len(df),
             "best_reference": best.name, "hidden_edit": chosen.edit,
             "world_r2": float(np.nanmedian(list(r2_by_group.values())))}
