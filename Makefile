@@ -64,13 +64,14 @@ run: install
 	$(BIN)/lawlab run --tasks $(TASKS_DIR)
 
 test: install
+	$(BIN)/ruff check libs services tests bench
 	$(BIN)/pytest -q
 
 test-all: install
 	$(BIN)/pytest -q -m ''
 
 lint: install
-	$(BIN)/ruff check libs services tests
+	$(BIN)/ruff check libs services tests bench
 
 clean:
 	rm -rf var/run build .pytest_cache

@@ -9,12 +9,11 @@ local constants per group.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
-import warnings
-
 from scipy.optimize import least_squares
 
 from lawlab.expr import Expression
@@ -63,7 +62,9 @@ def _starts(init: np.ndarray, n_starts: int, rng: np.random.Generator) -> list[n
     return starts
 
 
-def _solve(residuals, x0s: list[np.ndarray], max_nfev: int) -> tuple[np.ndarray, float, np.ndarray | None, str]:
+def _solve(
+    residuals, x0s: list[np.ndarray], max_nfev: int
+) -> tuple[np.ndarray, float, np.ndarray | None, str]:
     best: tuple[np.ndarray, float, np.ndarray | None, str] | None = None
     for x0 in x0s:
         try:

@@ -26,7 +26,7 @@ from lawlab.simulator.v1 import simulator_pb2, simulator_pb2_grpc
 from lawlab_agent import prompts
 from lawlab_agent.blocks import first_block
 from lawlab_agent.policy import Policy, TrialContext
-from lawlab_agent.store import TrialRecord, Trajectory
+from lawlab_agent.store import Trajectory, TrialRecord
 
 log = logging.getLogger("lawlab.agent")
 

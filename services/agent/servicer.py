@@ -18,7 +18,7 @@ from lawlab_agent.builtin.template import TemplateAgent
 from lawlab_agent.harness import Clients, run_trial
 from lawlab_agent.llm import LLMConfigError, OpenAIChatPolicy
 from lawlab_agent.policy import Policy
-from lawlab_agent.store import FINAL_STATUSES, TrialRecord, TrialStore, Trajectory
+from lawlab_agent.store import FINAL_STATUSES, Trajectory, TrialRecord, TrialStore
 
 log = logging.getLogger("lawlab.agent")
 

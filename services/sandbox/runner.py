@@ -129,18 +129,19 @@ def _reseed(seed: int = 0) -> None:
 
 def _preload() -> None:
     """Import what agent code and submissions may use, before the runtime filter."""
+    import random  # noqa: F401
+    import statistics  # noqa: F401
+
     import numpy  # noqa: F401
     import pandas  # noqa: F401
     import scipy  # noqa: F401
-    import scipy.optimize  # noqa: F401
-    import scipy.stats  # noqa: F401
-    import scipy.special  # noqa: F401
     import scipy.integrate  # noqa: F401
     import scipy.interpolate  # noqa: F401
+    import scipy.optimize  # noqa: F401
+    import scipy.special  # noqa: F401
+    import scipy.stats  # noqa: F401
     import sklearn.linear_model  # noqa: F401
     import sklearn.preprocessing  # noqa: F401
-    import statistics  # noqa: F401
-    import random  # noqa: F401
 
 
 def run_exec(req: dict) -> int:
@@ -317,8 +318,8 @@ def run_submission(req: dict, out) -> int:
                 finally:
                     signal.setitimer(signal.ITIMER_REAL, 0)
                 if not isinstance(fitted, dict) or set(fitted) != set(names):
-                    raise ValueError(f"fit must return a dict with keys {names}, got "
-                                     f"{sorted(fitted) if isinstance(fitted, dict) else type(fitted).__name__}")
+                    got = sorted(fitted) if isinstance(fitted, dict) else type(fitted).__name__
+                    raise ValueError(f"fit must return a dict with keys {names}, got {got}")
                 local = {k: float(v) for k, v in fitted.items()}
                 if not all(math.isfinite(v) for v in local.values()):
                     raise ValueError("fit returned non-finite parameters")
@@ -374,6 +375,34 @@ def _recv_exact(sock, n: int) -> bytes:
     return buf
 
 
+def _wait_child(pid: int, sock) -> int | None:
+    """The child's exit code; or None after killing it if the host closed the
+    control socket meanwhile (the host died: the call has nobody to answer)."""
+    import select
+    import socket
+
+    pidfd = os.pidfd_open(pid)
+    try:
+        while True:
+            ready, _, _ = select.select([pidfd, sock], [], [])
+            if pidfd in ready:
+                _, status = os.waitpid(pid, 0)
+                return os.waitstatus_to_exitcode(status)
+            try:
+                alive = sock.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT)
+            except BlockingIOError:
+                alive = b"?"
+            except OSError:
+                alive = b""
+            if not alive:
+                os.kill(pid, 9)
+                os.waitpid(pid, 0)
+                return None
+            select.select([pidfd], [], [], 0.05)  # unexpected bytes: do not spin on them
+    finally:
+        os.close(pidfd)
+
+
 def run_zygote(fd: int) -> int:
     """Serve requests from the host: each is forked into a child that applies the
     runtime filter, runs the code with the passed pipes as stdout/stderr, and exits.
@@ -408,8 +437,9 @@ def run_zygote(fd: int) -> int:
                 os._exit(status)
         os.close(fds[0])
         os.close(fds[1])
-        _, wait_status = os.waitpid(pid, 0)
-        code = os.waitstatus_to_exitcode(wait_status)
+        code = _wait_child(pid, sock)
+        if code is None:  # the host is gone: nothing may outlive it
+            return 0
         try:
             _wipe_scratch()
         except OSError:

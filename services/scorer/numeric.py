@@ -132,7 +132,8 @@ def score(task: Task, run: RunResult, ref_metrics: dict[str, dict[str, float]]) 
                                  float(np.mean(refs)) if refs else float("nan"),
                                  len(scores) - failed, failed, excluded))
     notes = "; ".join(f"{k}: {v}" for k, v in list(run.errors.items())[:3])
+    finite_subs = [s.m_sub for s in seeds if np.isfinite(s.m_sub)]
     return NumericOutcome(
         "ok", notes, float(np.mean([s.s_n for s in seeds])),
-        float(np.nanmean([s.m_sub for s in seeds])) if any(np.isfinite(s.m_sub) for s in seeds) else float("nan"),
+        float(np.mean(finite_subs)) if finite_subs else float("nan"),
         float(np.nanmean([s.m_ref for s in seeds])), ref_name, seeds)

@@ -14,7 +14,7 @@ from prometheus_client import Counter, Histogram
 
 from lawlab import convert
 from lawlab.common.v1 import common_pb2
-from lawlab.errors import (FailedPrecondition, InvalidArgument, NotFound, ResourceExhausted)
+from lawlab.errors import FailedPrecondition, InvalidArgument, NotFound, ResourceExhausted
 from lawlab.simulator.v1 import simulator_pb2, simulator_pb2_grpc
 from lawlab.tasks import GROUP_COL, Task, TaskLibrary
 from lawlab.world import World
@@ -130,7 +130,9 @@ class SimulatorServicer(simulator_pb2_grpc.SimulatorServiceServicer):
             heldout_input_ranges=[convert.variable_to_proto(v) for v in task.heldout_input_ranges()])
 
     # ---- queries ----------------------------------------------------------------
-    def _validate_query(self, request, task: Task, world: World) -> tuple[dict[str, np.ndarray], list[str] | None, int]:
+    def _validate_query(
+        self, request, task: Task, world: World
+    ) -> tuple[dict[str, np.ndarray], list[str] | None, int]:
         meta = task.meta
         caps = meta.caps
         names = meta.input_names

@@ -21,14 +21,16 @@ import numpy as np
 import pandas as pd
 import yaml
 
-from lawlab import metrics, rubric as rubric_mod, world as world_mod
+from lawlab import metrics
+from lawlab import rubric as rubric_mod
+from lawlab import world as world_mod
 from lawlab.contract import law_module
 from lawlab.expr import Expression
 from lawlab.fitting import FitResult, fit_expression, fit_grouped, to_residual_space
-from lawlab.tasks import GROUP_COL
 from lawlab.taskbuild import report, synthesis
-from lawlab.world import World
 from lawlab.taskbuild.specs import SPECS, RefSpec, TaskSpec
+from lawlab.tasks import GROUP_COL
+from lawlab.world import World
 
 log = logging.getLogger("lawlab.taskbuild")
 MIN_GROUP_ROWS = 8
@@ -83,7 +85,9 @@ def _heldout_metric(spec: TaskSpec, ref: RefSpec, fit: FitResult, parts: dict[st
     return float(np.mean(values))
 
 
-def _coords_and_groups(spec: TaskSpec, train: pd.DataFrame) -> tuple[world_mod.Coordinates, np.ndarray, np.ndarray]:
+def _coords_and_groups(
+    spec: TaskSpec, train: pd.DataFrame
+) -> tuple[world_mod.Coordinates, np.ndarray, np.ndarray]:
     inputs = [v["name"] for v in spec.inputs]
     coords = world_mod.Coordinates.fit(_columns(train, inputs), inputs)
     x = coords.transform(_columns(train, inputs))

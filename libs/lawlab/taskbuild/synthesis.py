@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from lawlab.expr import Expression
 from lawlab.fitting import FitResult, to_residual_space
 from lawlab.world import is_multi_decade
 

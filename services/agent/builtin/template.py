@@ -27,7 +27,7 @@ def design(task: common_pb2.TaskMetadata, call: int, seed: int) -> dict:
     rng = np.random.default_rng([seed % 2**32, call])
     n = task.caps.max_points_per_call
     payload: dict = {}
-    for j, v in enumerate(task.inputs):
+    for v in task.inputs:
         lo, hi = v.min, v.max
         # stratified (Latin-hypercube-like) positions, shifted per call
         u = (rng.permutation(n) + rng.random(n)) / n
