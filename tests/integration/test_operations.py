@@ -75,3 +75,43 @@ def test_sandbox_exec_cli(cluster, tasks_dir, tmp_path):
          "--timeout", "1", "--sandbox-addr", cluster.address("sandbox")],
         capture_output=True, text=True, timeout=60)
     assert out.returncode == 1 and "status timeout" in out.stderr
+
+
+def test_reflection_only_when_enabled(cluster, tasks_dir, tmp_path):
+    import grpc
+    from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
+
+    from lawlab.launcher import Cluster
+
+    def services(address: str) -> list[str]:
+        stub = reflection_pb2_grpc.ServerReflectionStub(sync_channel(address))
+        reply = next(iter(stub.ServerReflectionInfo(
+            iter([reflection_pb2.ServerReflectionRequest(list_services="")]), timeout=5)))
+        return [s.name for s in reply.list_services_response.service]
+
+    try:
+        services(cluster.address("simulator"))
+        raise AssertionError("reflection answered without --reflection")
+    except grpc.RpcError as err:
+        assert err.code() == grpc.StatusCode.UNIMPLEMENTED
+    other = Cluster(tasks_dir, tmp_path, log_dir=tmp_path / "logs")
+    other.start(names=("simulator",), extra_env={"LAWLAB_REFLECTION": "1"})
+    try:
+        assert "lawlab.simulator.v1.SimulatorService" in services(other.address("simulator"))
+    finally:
+        other.stop()
+
+
+def test_trial_run_and_tasks_list_verbs(cluster, tasks_dir):
+    env = dict(os.environ, LAWLAB_TASKS_DIR=str(tasks_dir))
+    listed = subprocess.run([sys.executable, "-m", "lawlab.cli", "tasks", "list"], env=env,
+                            capture_output=True, text=True, timeout=60)
+    assert listed.returncode == 0
+    for task in ("mercury_vapour_pressure", "mauna_loa_co2", "dnase_elisa", "theophylline_pk"):
+        assert task in listed.stdout
+    run = subprocess.run([sys.executable, "-m", "lawlab.cli", "trial", "run", "--task",
+                          "mercury_vapour_pressure", "--setting", "real", "--seed", "21",
+                          "--agent-addr", cluster.address("agent")],
+                         capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "completed" in run.stdout and "trajectory:" in run.stdout

@@ -186,3 +186,15 @@ def test_no_response_leaks_answer_keys(sim, library):
             if value not in public:
                 assert struct.pack("<d", float(value)) not in blob, f"held-out target {value}"
         assert len(observed) == 10 * 3 * par.budget.max_points_per_call
+
+
+def test_columns_of_different_lengths_name_the_column(sim):
+    s = _open(sim, "theophylline_pk")
+    req = pb.QueryRequest(session_id=s.session_id, n_samples=1)
+    req.inputs["time"].values.extend([1.0, 2.0, 3.0])
+    req.inputs["dose"].values.extend([4.0, 4.0])
+    req.group_ids.extend(["subject01"] * 3)
+    code, msg = _code(lambda: sim.Query(req, timeout=5))
+    assert code == grpc.StatusCode.INVALID_ARGUMENT and "dose" in msg and "3" in msg
+    assert sim.GetSession(pb.GetSessionRequest(session_id=s.session_id),
+                          timeout=5).budget.calls_used == 0
