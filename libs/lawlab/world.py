@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
+from scipy.spatial import cKDTree
 
 from lawlab.expr import Expression
 from lawlab.fitting import LOG_FLOOR, to_residual_space
@@ -122,6 +123,17 @@ class World:
         self.pool_residuals = np.asarray(arrays["residuals"], dtype=float)
         self.pool_groups = np.asarray(arrays["groups"]).astype(str)
         self._group_index = {g: np.flatnonzero(self.pool_groups == g) for g in set(self.pool_groups)}
+        self._trees: dict[str, tuple[np.ndarray, cKDTree]] = {}
+
+    def _pool(self, key: str) -> tuple[np.ndarray, cKDTree]:
+        """The residual pool for a group (or the whole pool for small groups) and a
+        KD-tree over its coordinates, built once."""
+        if key not in self._trees:
+            pool = self._group_index.get(key)
+            if pool is None or len(pool) < GLOBAL_POOL_BELOW:
+                pool = np.arange(len(self.pool_residuals))
+            self._trees[key] = (pool, cKDTree(self.pool_coords[pool]))
+        return self._trees[key]
 
     @property
     def multi_group(self) -> bool:
@@ -162,12 +174,11 @@ class World:
         keys = list(groups) if groups is not None else [GLOBAL_GROUP] * len(f)
         for key in sorted(set(keys)):
             rows = np.flatnonzero(np.asarray(keys) == key)
-            pool = self._group_index.get(key)
-            if pool is None or len(pool) < GLOBAL_POOL_BELOW:
-                pool = np.arange(len(self.pool_residuals))
-            k = noise_k(len(pool))
-            near = _knn(self.pool_coords[pool], q[rows], k)
-            pick = near[np.arange(len(rows)), rng.integers(0, near.shape[1], size=len(rows))]
+            pool, tree = self._pool(key)
+            k = min(noise_k(len(pool)), len(pool))
+            _, near = tree.query(q[rows], k=k)
+            near = np.asarray(near).reshape(len(rows), k)
+            pick = near[np.arange(len(rows)), rng.integers(0, k, size=len(rows))]
             s = self.s.get(key, self.s.get(GLOBAL_GROUP, 1.0))
             noise[rows] = s * self.pool_residuals[pool[pick]]
         return inverse_space(f + noise, self.space)

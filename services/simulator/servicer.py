@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import hashlib
 import logging
 import math
@@ -218,7 +219,7 @@ class SimulatorServicer(simulator_pb2_grpc.SimulatorServiceServicer):
                 ).SerializeToString()
 
         try:
-            raw, replayed, _ = await asyncio.to_thread(
+            raw, replayed, calls_used = await asyncio.to_thread(
                 self.ledger.charge, row.session_id, request_id, n_points, observe)
         except BudgetExhausted as err:
             REFUSALS.labels("exhausted").inc()
@@ -226,11 +227,11 @@ class SimulatorServicer(simulator_pb2_grpc.SimulatorServiceServicer):
             raise ResourceExhausted(str(err)) from None
         response = simulator_pb2.QueryResponse.FromString(raw)
         response.replayed = replayed
-        response.budget.CopyFrom(self._budget(task, self._session(row.session_id)))
+        response.budget.CopyFrom(self._budget(task, dataclasses.replace(row, calls_used=calls_used)))
         QUERIES.labels("replayed" if replayed else "ok").inc()
         if not replayed:
             POINTS.inc(n_points * n_samples)
-        log.info("query", extra={"session_id": row.session_id, "request_id": request_id,
+        log.debug("query", extra={"session_id": row.session_id, "request_id": request_id,
                                  "points": n_points, "replayed": replayed})
         if not math.isfinite(sum(response.observations.columns[0].values)):
             log.warning("non-finite observations", extra={"task_id": task.task_id})
