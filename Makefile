@@ -11,7 +11,7 @@ TASKS_DIR ?= var/tasks
 PROTOS := $(shell find protos -name '*.proto')
 GEN_STAMP := libs/lawlab/common/v1/common_pb2.py
 
-.PHONY: install apt deps proto sandbox-access tasks run test test-all lint clean distclean
+.PHONY: install apt deps proto sandbox-access tasks run test test-all baselines lint clean distclean
 
 install: apt deps proto sandbox-access tasks
 
@@ -69,6 +69,10 @@ test: install
 
 test-all: install
 	$(BIN)/pytest -q -m ''
+
+# the built-in agents over the whole library, both settings -> docs/baselines.md
+baselines: install
+	$(PY) bench/baselines.py
 
 lint: install
 	$(BIN)/ruff check libs services tests bench

@@ -55,9 +55,13 @@ class Form:
     init: list[float]
     inputs: list[str]
 
+    _compiled: object = field(default=None, repr=False, compare=False)
+
     def evaluate(self, data: Mapping[str, np.ndarray], theta: Sequence[float]) -> np.ndarray:
-        syms = [sympy.Symbol(n, real=True) for n in self.inputs]
-        fn = sympy.lambdify([*syms, *self.params], self.expr, modules="numpy")
+        if self._compiled is None:  # lambdify once: evaluate runs inside the refit loops
+            syms = [sympy.Symbol(n, real=True) for n in self.inputs]
+            self._compiled = sympy.lambdify([*syms, *self.params], self.expr, modules="numpy")
+        fn = self._compiled
         n = len(next(iter(data.values())))
         with np.errstate(all="ignore"):
             out = fn(*[data[s] for s in self.inputs], *theta)

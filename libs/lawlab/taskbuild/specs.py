@@ -87,12 +87,42 @@ def load_theoph() -> pd.DataFrame:
                          GROUP_COL: "subject" + d["Subject"].astype(str).str.zfill(2)})
 
 
+def load_mammals() -> pd.DataFrame:
+    d = _rdata("MASS", "mammals")
+    return pd.DataFrame({"brain": d["brain"].astype(float), "body": d["body"].astype(float)})
+
+
+def load_wtloss() -> pd.DataFrame:
+    d = _rdata("MASS", "wtloss")
+    return pd.DataFrame({"weight": d["Weight"].astype(float), "days": d["Days"].astype(float)})
+
+
+def load_indometh() -> pd.DataFrame:
+    d = _rdata("datasets", "Indometh")
+    return pd.DataFrame({"conc": d["conc"].astype(float), "time": d["time"].astype(float),
+                         GROUP_COL: "subject" + d["Subject"].astype(str)})
+
+
+def load_cooling() -> pd.DataFrame:
+    d = _rdata("mosaicData", "CoolingWater")
+    return pd.DataFrame({"temp": d["temp"].astype(float), "time": d["time"].astype(float)})
+
+
 # ---- splits ----------------------------------------------------------------
 
 def split_top(col: str, n: int) -> Callable[[pd.DataFrame], dict[str, pd.DataFrame]]:
     def split(df: pd.DataFrame) -> dict[str, pd.DataFrame]:
         order = df.sort_values(col)
         return {"train": order.iloc[:-n], "test": order.iloc[-n:]}
+    return split
+
+
+def split_every(col: str, k: int, offset: int = 2) -> Callable[[pd.DataFrame], dict[str, pd.DataFrame]]:
+    """Interpolation: every k-th record in order of ``col`` is held out."""
+    def split(df: pd.DataFrame) -> dict[str, pd.DataFrame]:
+        order = df.sort_values(col).reset_index(drop=True)
+        held = (order.index % k) == offset
+        return {"train": order[~held], "test": order[held]}
     return split
 
 
@@ -292,5 +322,159 @@ SPECS: list[TaskSpec] = [
         source="R datasets::Theoph; Boeckmann, A. J., Sheiner, L. B. and Beal, S. L. (1994) "
                "NONMEM Users Guide: Part V",
         license="GPL-2 | GPL-3 (R datasets package)",
+    ),
+    TaskSpec(
+        task_id="brain_body_allometry",
+        title="Brain mass against body mass across mammal species",
+        discipline="biology",
+        context=(
+            "Across mammal species spanning six orders of magnitude in body mass, brain mass grows "
+            "with body mass but less than proportionally. The relation is a classic question of "
+            "allometric scaling: what functional form links the two, and with which exponent? "
+            "Find a law for typical brain mass given body mass that predicts species not used to "
+            "fit it."
+        ),
+        target={"name": "brain", "symbol": "M_b", "unit": "g", "description": "brain mass"},
+        inputs=[{"name": "body", "symbol": "M", "unit": "kg", "description": "body mass"}],
+        metric="log_mae",
+        load=load_mammals,
+        split=split_every("body", 5),
+        split_kind="interpolation",
+        split_rationale="every fifth species in order of body mass is held out, so the held-out "
+                        "species cover the whole range",
+        references=[
+            RefSpec("power_law", "allometric power law (Jerison 1973; Allison & Cicchetti 1976)",
+                    "a * body ** b", ["a", "b"], init={"a": 10.0, "b": 0.75}),
+            RefSpec("two_thirds", "surface-area scaling with exponent 2/3 (Jerison 1973)",
+                    "a * body ** (2 / 3)", ["a"], init={"a": 10.0}),
+        ],
+        rubric=[
+            {"id": "increasing_in_body", "kind": "monotone", "input": "body",
+             "direction": "increasing", "description": "heavier species have heavier brains"},
+            {"id": "positive", "kind": "positive", "description": "brain mass is positive"},
+            {"id": "finite", "kind": "finite", "description": "finite over the input range"},
+        ],
+        source="R MASS::mammals; Weisberg, S. (1985) Applied Linear Regression, 2nd ed., Wiley "
+               "(from Allison & Cicchetti 1976, Science 194:732)",
+        license="GPL-2 | GPL-3 (R MASS package)",
+    ),
+    TaskSpec(
+        task_id="obese_weight_loss",
+        title="Weight of an obese patient on a weight-reduction programme",
+        discipline="physiology",
+        context=(
+            "A patient's body weight was recorded over eight months of a supervised "
+            "weight-reduction programme. Weight falls quickly at first and then more slowly, as "
+            "if approaching a floor set by the diet's energy balance. Find a law for weight "
+            "against time on the programme that forecasts the final weeks."
+        ),
+        target={"name": "weight", "symbol": "W", "unit": "kg", "description": "body weight"},
+        inputs=[{"name": "days", "symbol": "t", "unit": "day",
+                 "description": "days since the start of the programme"}],
+        metric="rmse",
+        load=load_wtloss,
+        split=split_top("days", 8),
+        split_kind="temporal",
+        split_rationale="the last eight weigh-ins are held out: the law must forecast",
+        references=[
+            RefSpec("exponential_to_floor",
+                    "weight decays exponentially to a floor, W = b0 + b1 2^(-t/theta) "
+                    "(Venables & Ripley 2002, sec. 8.1)",
+                    "b0 + b1 * 2 ** (-days / theta)", ["b0", "b1", "theta"],
+                    init={"b0": 80.0, "b1": 100.0, "theta": 140.0}),
+            RefSpec("linear_loss", "constant rate of loss (a linear trend)", "a + b * days",
+                    ["a", "b"], init={"a": 180.0, "b": -0.3}),
+        ],
+        rubric=[
+            {"id": "decreasing_in_days", "kind": "monotone", "input": "days",
+             "direction": "decreasing", "description": "weight falls during the programme"},
+            {"id": "bounded", "kind": "bounded", "lo": 50.0, "hi": 250.0,
+             "description": "an adult's weight stays within 50-250 kg"},
+            {"id": "finite", "kind": "finite", "description": "finite over the input range"},
+        ],
+        source="R MASS::wtloss; Venables, W. N. and Ripley, B. D. (2002) Modern Applied "
+               "Statistics with S, 4th ed., Springer",
+        license="GPL-2 | GPL-3 (R MASS package)",
+    ),
+    TaskSpec(
+        task_id="indomethacin_pk",
+        title="Indomethacin plasma concentration after an intravenous dose",
+        discipline="pharmacology",
+        context=(
+            "Six volunteers received the same intravenous injection of indomethacin and its "
+            "plasma concentration was measured over the following eight hours. After an "
+            "intravenous dose the drug distributes from the blood into tissues and is "
+            "eliminated, so concentration falls quickly and then slowly. Find a law for "
+            "concentration over time whose per-subject parameters can be calibrated on part of a "
+            "new subject's samples."
+        ),
+        target={"name": "conc", "symbol": "C", "unit": "mcg/ml",
+                "description": "indomethacin concentration in plasma"},
+        inputs=[{"name": "time", "symbol": "t", "unit": "h", "description": "time since injection"}],
+        metric="rmse",
+        load=load_indometh,
+        split=split_groups(["subject2", "subject5"], "time"),
+        split_kind="held-out groups",
+        split_rationale="two whole subjects are held out; each is calibrated on alternate samples "
+                        "and scored on the others",
+        group_description="subject",
+        references=[
+            RefSpec("biexponential",
+                    "two-compartment bi-exponential decay (Kwan et al. 1976; Pinheiro & Bates "
+                    "2000, sec. 6.2)",
+                    "A1 * exp(-k1 * time) + A2 * exp(-k2 * time)", ["k1", "k2"], ["A1", "A2"],
+                    init={"A1": 2.0, "A2": 0.5, "k1": 2.0, "k2": 0.25}),
+            RefSpec("monoexponential", "one-compartment exponential decay",
+                    "A * exp(-k * time)", ["k"], ["A"], init={"A": 2.0, "k": 0.8}),
+        ],
+        rubric=[
+            {"id": "decreasing_in_time", "kind": "monotone", "input": "time",
+             "direction": "decreasing", "description": "concentration falls after the dose"},
+            {"id": "nonnegative", "kind": "nonnegative", "description": "concentration >= 0"},
+            {"id": "finite", "kind": "finite", "description": "finite over the input range"},
+        ],
+        source="R datasets::Indometh; Kwan, K. C. et al. (1976) J. Pharmacokinetics and "
+               "Biopharmaceutics 4:255-280",
+        license="GPL-2 | GPL-3 (R datasets package)",
+    ),
+    TaskSpec(
+        task_id="newton_cooling",
+        title="Cooling of hot water in a mug",
+        discipline="physics",
+        context=(
+            "Water heated to near boiling was left to cool in a mug in a room, and its temperature "
+            "was read every minute for almost four hours. Heat flows from the water to its "
+            "surroundings at a rate that depends on the temperature difference. Find a law for "
+            "the water temperature against time that extrapolates to the final hour."
+        ),
+        target={"name": "temp", "symbol": "T", "unit": "degC", "description": "water temperature"},
+        inputs=[{"name": "time", "symbol": "t", "unit": "min",
+                 "description": "minutes since the water was poured"}],
+        metric="rmse",
+        load=load_cooling,
+        split=split_after("time", 170.0),
+        split_kind="extrapolation",
+        split_rationale="readings from minute 170 on are held out: the law must extrapolate the "
+                        "approach to room temperature",
+        references=[
+            RefSpec("newton", "Newton's law of cooling, T = Ta + (T0 - Ta) exp(-k t) (Newton 1701)",
+                    "Ta + (T0 - Ta) * exp(-k * time)", ["Ta", "T0", "k"],
+                    init={"Ta": 25.0, "T0": 95.0, "k": 0.02}),
+            RefSpec("two_body_cooling",
+                    "two exponentials: water and mug cooling at different rates "
+                    "(Kaplan & Pruim, mosaicData documentation)",
+                    "Ta + A * exp(-k1 * time) + B * exp(-k2 * time)", ["Ta", "A", "k1", "B", "k2"],
+                    init={"Ta": 25.0, "A": 20.0, "k1": 0.1, "B": 50.0, "k2": 0.01}),
+        ],
+        rubric=[
+            {"id": "decreasing_in_time", "kind": "monotone", "input": "time",
+             "direction": "decreasing", "description": "the water cools"},
+            {"id": "bounded", "kind": "bounded", "lo": 0.0, "hi": 100.0,
+             "description": "liquid water between 0 and 100 degC"},
+            {"id": "finite", "kind": "finite", "description": "finite over the input range"},
+        ],
+        source="R mosaicData::CoolingWater; Kaplan, D. and Pruim, R., mosaicData package "
+               "(measurements by Stan Wagon)",
+        license="GPL-2 | GPL-3 (R mosaicData package)",
     ),
 ]
