@@ -180,8 +180,14 @@ def test_no_response_leaks_answer_keys(sim, library):
             if value != 0:
                 assert struct.pack("<d", float(value)) not in blob
         held = np.concatenate([f[meta.target.name].to_numpy(float) for f in task.heldout().values()])
-        # a held-out target may coincide with a value solvers legitimately see
-        public = set(task.train[[meta.target.name, *meta.input_names]].to_numpy(float).ravel())
+        # a held-out target may coincide with a value solvers legitimately see: any
+        # task's public training data or metadata (ListTasks returns every task)
+        public: set[float] = set()
+        for other in library:
+            om = other.meta
+            public |= set(other.train[[om.target.name, *om.input_names]].to_numpy(float).ravel())
+            public |= {om.target.min, om.target.max}
+            public |= {v for var in om.inputs for v in (var.min, var.max)}
         for value in held:
             if value not in public:
                 assert struct.pack("<d", float(value)) not in blob, f"held-out target {value}"
