@@ -296,6 +296,9 @@ def misfit(form: Form, data: Mapping[str, np.ndarray], target: np.ndarray, space
             best = min(best, value)
             if best < MATCH_TOL:
                 break
+            # a converged start far from a match: two more starts confirm it, not seven
+            if k >= 2 and sol.status > 0 and best > 100 * MATCH_TOL:
+                break
     return best
 
 
