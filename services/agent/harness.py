@@ -53,7 +53,7 @@ def _fmt_exec(resp: sandbox_pb2.ExecuteResponse) -> str:
     return f"<python_output status=\"{status}\">\n{text[:OUTPUT_CHARS]}\n</python_output>"
 
 
-def _experiment_request(payload: str, task: common_pb2.TaskMetadata, session_id: str,
+def _experiment_request(payload: str, session_id: str,
                         request_id: str) -> simulator_pb2.QueryRequest:
     try:
         doc = json.loads(payload)
@@ -147,7 +147,7 @@ async def run_trial(record: TrialRecord, policy: Policy, clients: Clients,
                     result = "<error>experiments are available in the Parallel setting only</error>"
                 else:
                     try:
-                        req = _experiment_request(block.content, task, session.session_id,
+                        req = _experiment_request(block.content, session.session_id,
                                                   f"{record.trial_id}:{record.attempts}:{turn}")
                         resp = await clients.simulator.Query(req, timeout=FAST_CALL)
                     except ValueError as err:

@@ -58,6 +58,11 @@ class Scratch:
             raise SandboxUnavailable(f"cannot mount a scratch tmpfs: {done.stderr.strip()}")
         self.path = path
 
+    @classmethod
+    def fallback(cls) -> "Scratch":
+        """bubblewrap's own byte-capped tmpfs (no inode cap, no noexec)."""
+        return cls(SCRATCH_ROOT, None)
+
     def bwrap_args(self) -> list[str]:
         if self.path is None:
             return ["--size", str(SCRATCH_BYTES), "--tmpfs", "/tmp"]
@@ -132,7 +137,7 @@ def bwrap_argv(mode: str, data_file: Path | None, extra: list[str] | None = None
         "--hostname", "box",
         # scratch first: binds below may live under /tmp (a clone there) and must
         # sit on top of the scratch tmpfs, not be hidden by it
-        *(scratch.bwrap_args() if scratch else ["--size", str(SCRATCH_BYTES), "--tmpfs", "/tmp"]),
+        *(scratch or Scratch.fallback()).bwrap_args(),
         "--ro-bind", "/usr", "/usr",
         "--symlink", "usr/lib", "/lib",
         "--symlink", "usr/lib64", "/lib64",
