@@ -11,9 +11,9 @@ TASKS_DIR ?= var/tasks
 PROTOS := $(shell find protos -name '*.proto')
 GEN_STAMP := libs/lawlab/common/v1/common_pb2.py
 
-.PHONY: install apt deps proto sandbox-access tasks run test test-all baselines lint clean distclean
+.PHONY: install apt deps proto sandbox-access tasks node-client certs run test test-all baselines lint clean distclean
 
-install: apt deps proto sandbox-access tasks
+install: apt deps proto sandbox-access tasks node-client
 
 # System packages: installed only when a binary is missing.
 apt:
@@ -24,6 +24,9 @@ apt:
 	$(PYTHON) -c 'import venv, ensurepip' 2>/dev/null || missing="$$missing python3-venv"; \
 	ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing="$$missing postgresql"; \
 	command -v prometheus >/dev/null || missing="$$missing prometheus"; \
+	command -v node >/dev/null || missing="$$missing nodejs"; \
+	command -v npm >/dev/null || missing="$$missing npm"; \
+	command -v openssl >/dev/null || missing="$$missing openssl"; \
 	if [ -n "$$missing" ]; then \
 	  echo "installing apt packages:$$missing"; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; \
@@ -59,6 +62,18 @@ $(TASKS_DIR)/.stamp: $(GEN_STAMP) $(shell find libs/lawlab/taskbuild -name '*.py
 	touch $@
 
 tasks: $(TASKS_DIR)/.stamp
+
+# The Node.js example client (tests prove the protos compile with another
+# language's standard gRPC toolchain). Exact versions from package-lock.json.
+clients/node/node_modules/.stamp: clients/node/package-lock.json
+	cd clients/node && npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
+node-client: clients/node/node_modules/.stamp
+
+# A self-signed TLS pair for local use (var/certs/server.pem, server.key).
+certs:
+	@scripts/make-certs.sh var/certs
 
 run: install
 	$(BIN)/lawlab run --tasks $(TASKS_DIR)

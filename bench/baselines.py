@@ -15,7 +15,7 @@ from pathlib import Path
 from lawlab.agent.v1 import agent_pb2, agent_pb2_grpc
 from lawlab.common.v1 import common_pb2
 from lawlab.launcher import Cluster
-from lawlab.rpc.client import TRIAL_CALL, aio_channel
+from lawlab.rpc.client import TRIAL_CALL
 from lawlab.tasks import TaskLibrary
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -32,7 +32,7 @@ async def run(args: argparse.Namespace) -> None:
     cluster.start()
     rows = []
     try:
-        async with aio_channel(cluster.address("agent")) as channel:
+        async with cluster.aio_channel("agent") as channel:
             stub = agent_pb2_grpc.AgentServiceStub(channel)
             plan = [(a, t, s) for a in args.agents for t in library.ids()
                     for s in (common_pb2.SETTING_REAL, common_pb2.SETTING_PARALLEL)]

@@ -77,8 +77,8 @@ def in_process(n: int, calls: int, tmp: Path) -> list[float]:
     return out
 
 
-async def throughput(address: str, sessions: int, seconds: float, n: int) -> tuple[float, float]:
-    channels = [aio_channel(address) for _ in range(min(sessions, 8))]
+async def throughput(address: str, token: str, sessions: int, seconds: float, n: int) -> tuple[float, float]:
+    channels = [aio_channel(address, token=token) for _ in range(min(sessions, 8))]
     stubs = [simulator_pb2_grpc.SimulatorServiceStub(c) for c in channels]
     count = 0
     lat: list[float] = []
@@ -114,7 +114,7 @@ async def run(args: argparse.Namespace) -> None:
     cluster.start(names=("simulator",), extra_env={"LAWLAB_LOG_LEVEL": "WARNING"})
     rows, tput = [], {}
     try:
-        channel = aio_channel(cluster.address("simulator"))
+        channel = cluster.aio_channel("simulator")
         stub = simulator_pb2_grpc.SimulatorServiceStub(channel)
         await latency(stub, 10, 20)  # warm-up (world load)
         for n in (1, 10, 100):
@@ -123,7 +123,7 @@ async def run(args: argparse.Namespace) -> None:
             rows.append((n, grpc_lat, local))
         await channel.close()
         for k in (1, 16, 64):
-            tput[k] = await throughput(cluster.address("simulator"), k, secs, 100)
+            tput[k] = await throughput(cluster.address("simulator"), cluster.internal_token, k, secs, 100)
     finally:
         cluster.stop()
     print(f"### Simulator ({time.strftime('%Y-%m-%d')}, {platform.node()}, {os.cpu_count()} cores, "

@@ -13,14 +13,8 @@ from pathlib import Path
 import numpy as np
 
 from lawlab import config
-
-
-def _table(rows: list[list[str]], header: list[str]) -> str:
-    widths = [max(len(str(x)) for x in col) for col in zip(header, *rows)]
-    line = "  ".join(h.ljust(w) for h, w in zip(header, widths))
-    sep = "  ".join("-" * w for w in widths)
-    body = ["  ".join(str(x).ljust(w) for x, w in zip(r, widths)) for r in rows]
-    return "\n".join([line, sep, *body])
+from lawlab.cli_sim import add_sim_parser, add_token_parser, cmd_sim, cmd_token
+from lawlab.tables import table as _table
 
 
 def _fmt(value: object) -> str:
@@ -41,7 +35,15 @@ def cmd_tasks_build(args: argparse.Namespace) -> int:
     out = Path(args.out)
     print(f"building the task library into {out} ...", flush=True)
     start = time.perf_counter()
-    summary = build_all(out, args.only or None)
+    proposer = None
+    if args.llm_base_url:
+        from lawlab.taskbuild.llm_variants import openai_proposer
+
+        if not args.llm_model:
+            print("lawlab tasks build: --llm-model is required with --llm-base-url", file=sys.stderr)
+            return 2
+        proposer = openai_proposer(args.llm_base_url, args.llm_model)
+    summary = build_all(out, args.only or None, proposer)
     rows = [[s["task_id"], s["type"], s["rows"], s["best_reference"], s["hidden_edit"],
              f"{s['world_r2']:.3f}"] for s in summary]
     print(_table(rows, ["task", "type", "rows", "best reference", "hidden edit", "world R2"]))
@@ -324,6 +326,9 @@ def main(argv: list[str] | None = None) -> int:
     p = tasks.add_parser("build")
     p.add_argument("--out", default=str(config.tasks_dir()))
     p.add_argument("--only", nargs="*")
+    p.add_argument("--llm-base-url", help="optional: an OpenAI-compatible endpoint that proposes "
+                                          "hidden-law variants into the same screen")
+    p.add_argument("--llm-model", help="model name for --llm-base-url (key: LAWLAB_LLM_API_KEY)")
 
     trial = sub.add_parser("trial", help="trials").add_subparsers(dest="verb", required=True)
     p = trial.add_parser("run", help="run one trial through a running agent service")
@@ -353,6 +358,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--json", action="store_true")
     p.add_argument("--sandbox-addr", default=config.service_address("sandbox"))
 
+    add_sim_parser(sub)
+    add_token_parser(sub)
+
     args, rest = parser.parse_known_args(argv)
     if args.command == "serve":
         return cmd_serve(args, rest)
@@ -370,6 +378,10 @@ def main(argv: list[str] | None = None) -> int:
         return cmd_sandbox_exec(args)
     if args.command == "fit":
         return cmd_fit(args)
+    if args.command == "sim":
+        return cmd_sim(args)
+    if args.command == "token":
+        return cmd_token(args)
     parser.error("unknown command")
     return 2
 

@@ -11,6 +11,7 @@ import grpc
 
 class LawlabError(Exception):
     code: grpc.StatusCode = grpc.StatusCode.INTERNAL
+    trailing_metadata: tuple[tuple[str, str], ...] = ()
 
     def __init__(self, message: str) -> None:
         super().__init__(message)
@@ -36,7 +37,15 @@ class FailedPrecondition(LawlabError):
 
 
 class ResourceExhausted(LawlabError):
+    """Over a budget or a quota. ``retry_after_ms`` (when retrying can help) is
+    sent as the trailing metadata ``retry-after-ms``."""
+
     code = grpc.StatusCode.RESOURCE_EXHAUSTED
+
+    def __init__(self, message: str, retry_after_ms: int | None = None) -> None:
+        super().__init__(message)
+        if retry_after_ms is not None:
+            self.trailing_metadata = (("retry-after-ms", str(retry_after_ms)),)
 
 
 class PermissionDenied(LawlabError):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import signal
 import subprocess
 import sys
@@ -45,6 +46,10 @@ class Cluster:
     data_dir: Path
     services: dict[str, Running] = field(default_factory=dict)
     log_dir: Path | None = None
+    # Shared by the services to authenticate one another (the simulator
+    # accepts it as the internal identity); generated unless set in the env.
+    internal_token: str = field(default_factory=lambda: os.environ.get(
+        "LAWLAB_INTERNAL_TOKEN") or secrets.token_urlsafe(32))
 
     def address(self, name: str) -> str:
         return self.services[name].address
@@ -53,7 +58,19 @@ class Cluster:
         env = {f"LAWLAB_{n.upper()}_ADDR": r.address for n, r in self.services.items()}
         env["LAWLAB_TASKS_DIR"] = str(self.tasks_dir)
         env["LAWLAB_DATA_DIR"] = str(self.data_dir)
+        env["LAWLAB_INTERNAL_TOKEN"] = self.internal_token
         return env
+
+    def channel(self, name: str, retry: bool = True):
+        """A blocking channel to a running service, with the internal token."""
+        from lawlab.rpc.client import sync_channel
+
+        return sync_channel(self.address(name), retry=retry, token=self.internal_token)
+
+    def aio_channel(self, name: str, retry: bool = True):
+        from lawlab.rpc.client import aio_channel
+
+        return aio_channel(self.address(name), retry=retry, token=self.internal_token)
 
     def start(self, names: tuple[str, ...] = START_ORDER, default_ports: bool = False,
               timeout: float = 60.0, extra_env: dict[str, str] | None = None) -> None:

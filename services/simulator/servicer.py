@@ -15,11 +15,18 @@ from prometheus_client import Counter, Histogram
 
 from lawlab import convert
 from lawlab.common.v1 import common_pb2
-from lawlab.errors import FailedPrecondition, InvalidArgument, NotFound, ResourceExhausted
+from lawlab.errors import (
+    FailedPrecondition,
+    InvalidArgument,
+    LawlabError,
+    NotFound,
+    ResourceExhausted,
+)
 from lawlab.simulator.v1 import simulator_pb2, simulator_pb2_grpc
 from lawlab.tasks import GROUP_COL, Task, TaskLibrary
 from lawlab.world import World
-from lawlab_simulator.ledger import BudgetExhausted, Ledger, SessionRow
+from lawlab_simulator.auth import Authenticator, Identity, RateLimiter
+from lawlab_simulator.ledger import BudgetExhausted, Ledger, QuotaExceeded, SessionRow
 
 log = logging.getLogger("lawlab.simulator")
 
@@ -28,6 +35,10 @@ QUERIES = Counter("lawlab_simulator_queries_total", "Parallel queries, by outcom
 POINTS = Counter("lawlab_simulator_query_points_total", "Points evaluated by charged queries.")
 REFUSALS = Counter("lawlab_simulator_budget_refusals_total", "Queries refused, by reason.",
                    ["reason"])
+AUTH_REFUSALS = Counter("lawlab_simulator_auth_refusals_total",
+                        "Calls refused for missing, malformed or revoked credentials.")
+QUOTA_REFUSALS = Counter("lawlab_simulator_quota_refusals_total",
+                         "Calls refused by a team quota, by kind.", ["kind"])
 QUERY_SECONDS = Histogram("lawlab_simulator_world_sample_seconds",
                           "Time to sample the world for one query.",
                           buckets=(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.5))
@@ -39,10 +50,20 @@ def _stream(*parts: object) -> int:
 
 
 class SimulatorServicer(simulator_pb2_grpc.SimulatorServiceServicer):
-    def __init__(self, library: TaskLibrary, ledger: Ledger) -> None:
+    def __init__(self, library: TaskLibrary, ledger: Ledger,
+                 auth: Authenticator | None = None) -> None:
         self.library = library
         self.ledger = ledger
+        self.auth = auth or Authenticator(ledger, None, mode="none")
+        self.rates = RateLimiter()
         self._worlds: dict[str, World] = {}
+
+    def _identify(self, context) -> Identity:
+        try:
+            return self.auth.identify(context.invocation_metadata())
+        except LawlabError:
+            AUTH_REFUSALS.inc()
+            raise
 
     # ---- helpers -----------------------------------------------------------
     def _task(self, task_id: str, field: str = "task_id") -> Task:
@@ -59,11 +80,13 @@ class SimulatorServicer(simulator_pb2_grpc.SimulatorServiceServicer):
             self._worlds[task.task_id] = world
         return world
 
-    def _session(self, session_id: str) -> SessionRow:
+    def _session(self, session_id: str, who: Identity) -> SessionRow:
+        """The session, if it exists and the caller may see it: another team's
+        session is indistinguishable from a missing one."""
         if not session_id:
             raise InvalidArgument("session_id", "is required")
         row = self.ledger.get(session_id)
-        if row is None:
+        if row is None or not (who.sees_all_sessions or row.owner == who.team):
             raise NotFound(f"session {session_id!r} not found")
         return row
 
@@ -86,15 +109,18 @@ class SimulatorServicer(simulator_pb2_grpc.SimulatorServiceServicer):
 
     # ---- catalogue -----------------------------------------------------------
     async def ListTasks(self, request, context):
+        self._identify(context)
         return simulator_pb2.ListTasksResponse(
             tasks=[convert.meta_to_proto(t.meta, t.group_ids) for t in self.library])
 
     async def GetTask(self, request, context):
+        self._identify(context)
         task = self._task(request.task_id)
         return simulator_pb2.GetTaskResponse(task=convert.meta_to_proto(task.meta, task.group_ids))
 
     # ---- sessions --------------------------------------------------------------
     async def OpenSession(self, request, context):
+        who = self._identify(context)
         task = self._task(request.task_id)
         if request.setting == common_pb2.SETTING_REAL:
             setting, calls_max = "real", 0
@@ -105,21 +131,30 @@ class SimulatorServicer(simulator_pb2_grpc.SimulatorServiceServicer):
         else:
             raise InvalidArgument("setting", "must be SETTING_REAL or SETTING_PARALLEL")
         seed = request.seed or secrets.randbits(63)
-        row = await asyncio.to_thread(self.ledger.open_session, uuid.uuid4().hex, task.task_id,
-                                      setting, seed, calls_max)
+        max_open = who.max_open_sessions if who.role == "team" else None
+        try:
+            row = await asyncio.to_thread(self.ledger.open_session, uuid.uuid4().hex,
+                                          task.task_id, setting, seed, calls_max, who.team,
+                                          max_open)
+        except QuotaExceeded as err:
+            QUOTA_REFUSALS.labels("open_sessions").inc()
+            await asyncio.to_thread(self.ledger.record, who.team, "open_refused", None, str(err))
+            raise ResourceExhausted(str(err)) from None
         SESSIONS_OPENED.labels(setting).inc()
         return self._session_proto(row)
 
     async def GetSession(self, request, context):
-        return self._session_proto(self._session(request.session_id))
+        return self._session_proto(self._session(request.session_id, self._identify(context)))
 
     async def CloseSession(self, request, context):
-        row = self._session(request.session_id)
-        await asyncio.to_thread(self.ledger.close_session, row.session_id)
-        return self._session_proto(self._session(row.session_id))
+        who = self._identify(context)
+        row = self._session(request.session_id, who)
+        closed = await asyncio.to_thread(self.ledger.close_session, row.session_id, who.team)
+        assert closed is not None
+        return self._session_proto(closed)
 
     async def GetTrainingData(self, request, context):
-        row = self._session(request.session_id)
+        row = self._session(request.session_id, self._identify(context))
         if row.setting != "real":
             raise FailedPrecondition("training data is served to Real sessions only; "
                                      "a Parallel session gathers data with Query")
@@ -181,7 +216,14 @@ class SimulatorServicer(simulator_pb2_grpc.SimulatorServiceServicer):
         return data, groups, n_samples
 
     async def Query(self, request, context):
-        row = self._session(request.session_id)
+        who = self._identify(context)
+        if who.role == "team" and who.queries_per_second:
+            try:
+                self.rates.take(who.team, who.queries_per_second)
+            except ResourceExhausted:
+                QUOTA_REFUSALS.labels("queries_per_second").inc()
+                raise
+        row = self._session(request.session_id, who)
         if row.setting != "parallel":
             QUERIES.labels("refused").inc()
             raise FailedPrecondition("Query is for Parallel sessions; this session is Real")
@@ -220,10 +262,11 @@ class SimulatorServicer(simulator_pb2_grpc.SimulatorServiceServicer):
 
         try:
             raw, replayed, calls_used = await asyncio.to_thread(
-                self.ledger.charge, row.session_id, request_id, n_points, observe)
+                self.ledger.charge, row.session_id, request_id, n_points, observe, who.team)
         except BudgetExhausted as err:
             REFUSALS.labels("exhausted").inc()
             QUERIES.labels("exhausted").inc()
+            await asyncio.to_thread(self.ledger.record, who.team, "query_refused", row, str(err))
             raise ResourceExhausted(str(err)) from None
         response = simulator_pb2.QueryResponse.FromString(raw)
         response.replayed = replayed

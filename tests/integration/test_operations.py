@@ -15,7 +15,7 @@ from lawlab.simulator.v1 import simulator_pb2_grpc
 
 
 def test_metrics_count_final_status_codes(cluster):
-    sim = simulator_pb2_grpc.SimulatorServiceStub(sync_channel(cluster.address("simulator")))
+    sim = simulator_pb2_grpc.SimulatorServiceStub(cluster.channel("simulator"))
     try:
         sim.GetTask(pb.GetTaskRequest(task_id="nope"), timeout=5)
     except Exception:  # noqa: BLE001 (the NOT_FOUND is the point)

@@ -14,7 +14,7 @@ import pytest
 
 from lawlab.agent.v1 import agent_pb2, agent_pb2_grpc
 from lawlab.common.v1 import common_pb2
-from lawlab.rpc.client import TRIAL_CALL, sync_channel
+from lawlab.rpc.client import TRIAL_CALL
 
 
 def _free_port() -> int:
@@ -71,7 +71,7 @@ def _total(port: int, expr: str) -> float:
 def test_prometheus_scrapes_every_service_during_a_trial(cluster, prometheus):
     before_handled = _total(prometheus, 'sum(grpc_server_handled_total{grpc_code="OK"})')
     before_trials = _total(prometheus, "sum(lawlab_agent_trials_total)")
-    stub = agent_pb2_grpc.AgentServiceStub(sync_channel(cluster.address("agent")))
+    stub = agent_pb2_grpc.AgentServiceStub(cluster.channel("agent"))
     trial = stub.RunTrial(agent_pb2.RunTrialRequest(
         task_id="mercury_vapour_pressure", setting=common_pb2.SETTING_PARALLEL, agent="template",
         seed=99), timeout=TRIAL_CALL)

@@ -7,7 +7,6 @@ import grpc
 import pytest
 
 from lawlab.common.v1 import common_pb2
-from lawlab.rpc.client import sync_channel
 from lawlab.sandbox.v1 import sandbox_pb2 as pb
 from lawlab.sandbox.v1 import sandbox_pb2_grpc
 
@@ -16,7 +15,7 @@ OK, ERROR, TIMEOUT = pb.EXEC_STATUS_OK, pb.EXEC_STATUS_ERROR, pb.EXEC_STATUS_TIM
 
 @pytest.fixture(scope="module")
 def box(cluster):
-    channel = sync_channel(cluster.address("sandbox"))
+    channel = cluster.channel("sandbox")
     stub = sandbox_pb2_grpc.SandboxServiceStub(channel)
     table = common_pb2.Table(columns=[common_pb2.NamedColumn(name="y", values=[1.0, 2.0, 3.0]),
                                       common_pb2.NamedColumn(name="x", values=[0.5, 1.0, 1.5])])

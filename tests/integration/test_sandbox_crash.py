@@ -47,7 +47,7 @@ def test_sigkill_mid_call_leaves_no_box_and_a_restart_serves(tasks_dir, tmp_path
     cluster.start(names=("sandbox",))
     try:
         before = set(_boxes())
-        stub = sandbox_pb2_grpc.SandboxServiceStub(sync_channel(cluster.address("sandbox")))
+        stub = sandbox_pb2_grpc.SandboxServiceStub(cluster.channel("sandbox"))
         sid = _session(stub)
         errors: list[grpc.RpcError] = []
 
@@ -78,7 +78,8 @@ def test_sigkill_mid_call_leaves_no_box_and_a_restart_serves(tasks_dir, tmp_path
         stale = [ln for ln in mounts.splitlines() if "lawlab-scratch" in ln
                  and f"scratch-{restarted.process.pid}-" not in ln]
         assert not [ln for ln in stale if _dead_owner(ln)], "stale scratch mounts survived a restart"
-        stub = sandbox_pb2_grpc.SandboxServiceStub(sync_channel(restarted.address))
+        stub = sandbox_pb2_grpc.SandboxServiceStub(
+            sync_channel(restarted.address, token=cluster.internal_token))
         r = stub.Execute(pb.ExecuteRequest(session_id=_session(stub), code="print(6 * 7)"),
                          timeout=60)
         assert r.status == pb.EXEC_STATUS_OK and r.stdout.strip() == "42"

@@ -10,7 +10,6 @@ import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from lawlab.common.v1 import common_pb2
-from lawlab.rpc.client import sync_channel
 from lawlab.simulator.v1 import simulator_pb2 as pb
 from lawlab.simulator.v1 import simulator_pb2_grpc
 
@@ -20,7 +19,7 @@ TASK_II = "dnase_elisa"
 
 @pytest.fixture(scope="module")
 def sim(cluster):
-    channel = sync_channel(cluster.address("simulator"))
+    channel = cluster.channel("simulator")
     yield simulator_pb2_grpc.SimulatorServiceStub(channel)
     channel.close()
 
@@ -45,7 +44,7 @@ def _code(call):
 
 
 def test_health_is_serving_per_service_and_overall(cluster):
-    channel = sync_channel(cluster.address("simulator"))
+    channel = cluster.channel("simulator")
     health = health_pb2_grpc.HealthStub(channel)
     for name in ("", "lawlab.simulator.v1.SimulatorService"):
         resp = health.Check(health_pb2.HealthCheckRequest(service=name), timeout=5)

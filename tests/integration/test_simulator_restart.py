@@ -25,7 +25,7 @@ def test_restart_mid_session_keeps_the_budget(backend, tasks_dir, tmp_path, requ
     cluster = Cluster(tasks_dir, tmp_path, log_dir=tmp_path / "logs")
     cluster.start(names=("simulator",), extra_env=env)
     try:
-        stub = simulator_pb2_grpc.SimulatorServiceStub(sync_channel(cluster.address("simulator")))
+        stub = simulator_pb2_grpc.SimulatorServiceStub(cluster.channel("simulator"))
         s = stub.OpenSession(pb.OpenSessionRequest(task_id="mercury_vapour_pressure",
                                                    setting=common_pb2.SETTING_PARALLEL, seed=3),
                              timeout=10)
@@ -38,7 +38,8 @@ def test_restart_mid_session_keeps_the_budget(backend, tasks_dir, tmp_path, requ
         first = [query(f"r{i}") for i in range(3)]
         cluster.stop_one("simulator", kill=True)
         restarted = cluster.start_one("simulator", extra_env=env)
-        stub = simulator_pb2_grpc.SimulatorServiceStub(sync_channel(restarted.address))
+        stub = simulator_pb2_grpc.SimulatorServiceStub(
+            sync_channel(restarted.address, token=cluster.internal_token))
         assert stub.GetSession(pb.GetSessionRequest(session_id=s.session_id),
                                timeout=10).budget.calls_used == 3
         replay = query("r1")  # a retry after the crash: the same observations, no charge

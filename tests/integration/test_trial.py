@@ -9,12 +9,12 @@ import pytest
 
 from lawlab.agent.v1 import agent_pb2, agent_pb2_grpc
 from lawlab.common.v1 import common_pb2
-from lawlab.rpc.client import TRIAL_CALL, sync_channel
+from lawlab.rpc.client import TRIAL_CALL
 
 
 @pytest.fixture(scope="module")
 def agent(cluster):
-    channel = sync_channel(cluster.address("agent"))
+    channel = cluster.channel("agent")
     yield agent_pb2_grpc.AgentServiceStub(channel)
     channel.close()
 

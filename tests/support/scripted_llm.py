@@ -32,7 +32,10 @@ FAIL_ONCE = {1: 500}  # turn -> HTTP status served once first (the backend retri
 
 
 class ScriptedLLM:
-    def __init__(self) -> None:
+    """``respond(body) -> content`` replaces the trial script when given."""
+
+    def __init__(self, respond=None) -> None:
+        self.respond = respond
         self.requests: list[dict] = []
         self._failed: set[int] = set()
         handler = self._handler()
@@ -59,7 +62,8 @@ class ScriptedLLM:
                     self.send_response(FAIL_ONCE[turn])
                     self.end_headers()
                     return
-                entry = SCRIPT[min(turn, len(SCRIPT) - 1)]
+                entry = (outer.respond(body) if outer.respond is not None
+                         else SCRIPT[min(turn, len(SCRIPT) - 1)])
                 doc = {"id": "x", "object": "chat.completion", "model": body["model"],
                        "choices": [{"index": 0, "finish_reason": "stop",
                                     "message": {"role": "assistant", "content": entry}}],

@@ -6,7 +6,9 @@ the constants below are the defaults per kind of call.
 
 from __future__ import annotations
 
+import collections
 import json
+import os
 
 import grpc
 
@@ -44,10 +46,66 @@ def _options(retry: bool) -> list[tuple[str, object]]:
     ]
 
 
-def aio_channel(target: str, retry: bool = True) -> grpc.aio.Channel:
-    """An asyncio channel. Retry only where the call is safe to repeat."""
-    return grpc.aio.insecure_channel(target, options=_options(retry))
+def _bearer(token: str | None) -> tuple[str, str] | None:
+    token = token if token is not None else os.environ.get("LAWLAB_INTERNAL_TOKEN")
+    return ("authorization", f"Bearer {token}") if token else None
 
 
-def sync_channel(target: str, retry: bool = True) -> grpc.Channel:
-    return grpc.insecure_channel(target, options=_options(retry))
+class _AioAuth(grpc.aio.UnaryUnaryClientInterceptor):
+    def __init__(self, header: tuple[str, str]) -> None:
+        self.header = header
+
+    async def intercept_unary_unary(self, continuation, details, request):
+        metadata = grpc.aio.Metadata(*(details.metadata or ()), self.header)
+        return await continuation(details._replace(metadata=metadata), request)
+
+
+class _Details(collections.namedtuple(
+        "_Details", ("method", "timeout", "metadata", "credentials", "wait_for_ready",
+                     "compression")), grpc.ClientCallDetails):
+    pass
+
+
+class _SyncAuth(grpc.UnaryUnaryClientInterceptor):
+    def __init__(self, header: tuple[str, str]) -> None:
+        self.header = header
+
+    def intercept_unary_unary(self, continuation, details, request):
+        new = _Details(details.method, details.timeout,
+                       [*(details.metadata or ()), self.header], details.credentials,
+                       getattr(details, "wait_for_ready", None),
+                       getattr(details, "compression", None))
+        return continuation(new, request)
+
+
+def _tls(ca_file: str | None) -> grpc.ChannelCredentials | None:
+    if not ca_file:
+        return None
+    with open(ca_file, "rb") as fh:
+        return grpc.ssl_channel_credentials(root_certificates=fh.read())
+
+
+def aio_channel(target: str, retry: bool = True, token: str | None = None,
+                ca_file: str | None = None) -> grpc.aio.Channel:
+    """An asyncio channel. Retry only where the call is safe to repeat.
+
+    ``token`` is sent as ``authorization: Bearer`` metadata on every call
+    (default: LAWLAB_INTERNAL_TOKEN, which lawlab's own services share);
+    ``ca_file`` switches to TLS, trusting that PEM bundle.
+    """
+    header = _bearer(token)
+    interceptors = [_AioAuth(header)] if header else None
+    credentials = _tls(ca_file)
+    if credentials is not None:
+        return grpc.aio.secure_channel(target, credentials, options=_options(retry),
+                                       interceptors=interceptors)
+    return grpc.aio.insecure_channel(target, options=_options(retry), interceptors=interceptors)
+
+
+def sync_channel(target: str, retry: bool = True, token: str | None = None,
+                 ca_file: str | None = None) -> grpc.Channel:
+    credentials = _tls(ca_file)
+    channel = (grpc.secure_channel(target, credentials, options=_options(retry))
+               if credentials is not None else grpc.insecure_channel(target, options=_options(retry)))
+    header = _bearer(token)
+    return grpc.intercept_channel(channel, _SyncAuth(header)) if header else channel

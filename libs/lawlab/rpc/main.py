@@ -30,6 +30,11 @@ def service_parser(name: str) -> argparse.ArgumentParser:
                    help="task library (env LAWLAB_TASKS_DIR)")
     p.add_argument("--data-dir", default=str(config.data_dir()),
                    help="durable state (env LAWLAB_DATA_DIR)")
+    p.add_argument("--tls-cert", default=os.environ.get("LAWLAB_TLS_CERT") or None,
+                   help="PEM certificate chain: serve TLS on the gRPC port (env LAWLAB_TLS_CERT; "
+                        "`make certs` makes a self-signed pair for local use)")
+    p.add_argument("--tls-key", default=os.environ.get("LAWLAB_TLS_KEY") or None,
+                   help="PEM private key for --tls-cert (env LAWLAB_TLS_KEY)")
     p.add_argument("--log-level", default=os.environ.get("LAWLAB_LOG_LEVEL", "INFO"))
     return p
 
@@ -44,6 +49,7 @@ def service_main(name: str, argv: Sequence[str] | None = None) -> None:
         options = ServerOptions(
             name=name, host=args.host, port=args.port, metrics_port=args.metrics_port,
             reflection=args.reflection, ready_file=args.ready_file,
+            tls_cert=args.tls_cert, tls_key=args.tls_key,
             on_start=on_start, on_stop=on_stop)
         await run_server(options, specs)
 

@@ -106,7 +106,8 @@ class ServerInterceptor(grpc.aio.ServerInterceptor):
             except LawlabError as err:
                 code = err.code
                 log.info("rpc refused", extra={"rpc": method, "code": code.name, "reason": err.message})
-                await context.abort(err.code, err.message)
+                await context.abort(err.code, err.message,
+                                    trailing_metadata=err.trailing_metadata)
             except grpc.aio.AbortError:
                 code = _final_code(context)
                 raise
@@ -160,6 +161,8 @@ class ServerOptions:
     reflection: bool = False
     grace_seconds: float = 10.0
     ready_file: str | None = None
+    tls_cert: str | None = None  # PEM certificate chain; with tls_key, serve TLS only
+    tls_key: str | None = None
     on_start: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
     on_stop: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
 
@@ -188,7 +191,17 @@ async def run_server(options: ServerOptions, specs: list[ServiceSpec]) -> None:
              reflection.SERVICE_NAME],
             server,
         )
-    port = server.add_insecure_port(f"{options.host}:{options.port}")
+    if bool(options.tls_cert) != bool(options.tls_key):
+        raise ValueError("TLS needs both a certificate and a key (--tls-cert and --tls-key)")
+    if options.tls_cert and options.tls_key:
+        with open(options.tls_key, "rb") as fh:
+            key = fh.read()
+        with open(options.tls_cert, "rb") as fh:
+            chain = fh.read()
+        credentials = grpc.ssl_server_credentials([(key, chain)])
+        port = server.add_secure_port(f"{options.host}:{options.port}", credentials)
+    else:
+        port = server.add_insecure_port(f"{options.host}:{options.port}")
     if port == 0:
         raise RuntimeError(f"could not bind {options.host}:{options.port}")
     metrics_server, _ = start_http_server(options.metrics_port, addr=options.host)
@@ -206,7 +219,7 @@ async def run_server(options: ServerOptions, specs: list[ServiceSpec]) -> None:
         await health.set(name, health_pb2.HealthCheckResponse.SERVING)
     await health.set("", health_pb2.HealthCheckResponse.SERVING)
     ready = {"event": "serving", "service": options.name, "host": options.host,
-             "port": port, "metrics_port": metrics_port}
+             "port": port, "metrics_port": metrics_port, "tls": bool(options.tls_cert)}
     log.info("serving", extra=ready)
     if options.ready_file:
         with open(options.ready_file + ".tmp", "w") as fh:

@@ -27,7 +27,7 @@ from lawlab import world as world_mod
 from lawlab.contract import law_module
 from lawlab.expr import Expression
 from lawlab.fitting import FitResult, fit_expression, fit_grouped, to_residual_space
-from lawlab.taskbuild import report, synthesis
+from lawlab.taskbuild import llm_variants, report, synthesis
 from lawlab.taskbuild.specs import SPECS, RefSpec, TaskSpec
 from lawlab.tasks import GROUP_COL
 from lawlab.world import World
@@ -137,7 +137,10 @@ def _dump_json(path: Path, obj: Any) -> None:
     path.write_text(json.dumps(obj, indent=2, sort_keys=False, default=float) + "\n")
 
 
-def build_task(spec: TaskSpec, out: Path) -> dict[str, Any]:
+def build_task(spec: TaskSpec, out: Path,
+               proposer: llm_variants.Proposer | None = None) -> dict[str, Any]:
+    """Build one task. ``proposer`` (optional) lets an LLM add candidate hidden
+    laws to the grammar's; they face the same screen and choice rule."""
     df = spec.load().reset_index(drop=True)
     parts = {k: v.reset_index(drop=True) for k, v in spec.split(df).items()}
     train = parts["train"]
@@ -186,6 +189,18 @@ def build_task(spec: TaskSpec, out: Path) -> dict[str, Any]:
         sizes = train.groupby(GROUP_COL).size()
         world_train = train[train[GROUP_COL].isin(sizes[sizes >= MIN_GROUP_ROWS].index)]
     variants = synthesis.generate(base.expr, inputs, _columns(train, inputs))
+    llm_record: dict[str, Any] | None = None
+    if proposer is not None:
+        req = llm_variants.ProposalRequest(spec.task_id, spec.context, target, inputs, base.expr,
+                                           [*base.global_names, *base.local_names])
+        try:
+            reply = proposer(req)
+        except (OSError, ValueError, KeyError, IndexError) as err:
+            reply, llm_record = "", {"error": f"{type(err).__name__}: {err}"}
+        proposed, rejected = llm_variants.parse(reply, req) if reply else ([], [])
+        variants += proposed
+        llm_record = {**(llm_record or {}), "proposed": [v.expr for v in proposed],
+                      "rejected": rejected}
     start = dict(base.init)
     start.update(base_fit.constants)
     for name in base.local_names:
@@ -226,8 +241,11 @@ def build_task(spec: TaskSpec, out: Path) -> dict[str, Any]:
         s = world_mod.calibration_factor(v_f, v_r)
         s_by_group[g] = s
         r2_by_group[g] = v_f / (v_f + s * s * v_r) if v_f + v_r > 0 else float("nan")
+    if llm_record is not None:
+        llm_record["screened"] = {v.expr: v.screen for v in variants if v.edit == "llm_proposal"}
     world_spec = {
         "law": {
+            **({"llm_proposals": llm_record} if llm_record is not None else {}),
             "expr": chosen.expr, "constants": chosen.fit.constants, "local": chosen.fit.local,
             "base_reference": base.name, "base_expr": base.expr, "edit": chosen.edit,
             "added_terms": [chosen.added_term],
@@ -324,13 +342,14 @@ def manifest(out: Path) -> dict[str, str]:
     return {str(p.relative_to(out)): hashlib.sha256(p.read_bytes()).hexdigest() for p in files}
 
 
-def build_all(out: Path, only: list[str] | None = None) -> list[dict[str, Any]]:
+def build_all(out: Path, only: list[str] | None = None,
+              proposer: llm_variants.Proposer | None = None) -> list[dict[str, Any]]:
     out.mkdir(parents=True, exist_ok=True)
     summary = []
     for spec in SPECS:
         if only and spec.task_id not in only:
             continue
         log.info("building task", extra={"task_id": spec.task_id})
-        summary.append(build_task(spec, out))
+        summary.append(build_task(spec, out, proposer))
     _dump_json(out / "MANIFEST.json", manifest(out))
     return summary

@@ -1,0 +1,212 @@
+"""``lawlab sim`` (external teams: the simulator's public API) and
+``lawlab token`` (operators: API tokens in the simulator's ledger)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+import grpc
+
+from lawlab import config
+from lawlab.tables import table as _table
+
+# ---- lawlab sim ------------------------------------------------------------------
+
+def _client(args: argparse.Namespace):
+    from lawlab.client import SimulatorClient
+
+    return SimulatorClient(args.addr, token=args.token, ca_file=args.ca)
+
+
+def _parse_inputs(specs: list[str]) -> dict[str, list[float]]:
+    inputs: dict[str, list[float]] = {}
+    for spec in specs:
+        name, sep, values = spec.partition("=")
+        if not sep or not name:
+            raise SystemExit(f"--input {spec!r}: use NAME=v1,v2,... (one value per point)")
+        try:
+            inputs[name] = [float(v) for v in values.split(",") if v.strip()]
+        except ValueError as err:
+            raise SystemExit(f"--input {name}: {err}") from None
+    return inputs
+
+
+def cmd_sim(args: argparse.Namespace) -> int:
+    try:
+        with _client(args) as sim:
+            return _sim_verb(sim, args)
+    except grpc.RpcError as err:
+        print(f"lawlab sim {args.verb}: {err.code().name}: {err.details()}", file=sys.stderr)
+        return 1
+
+
+def _sim_verb(sim, args: argparse.Namespace) -> int:
+    if args.verb == "tasks":
+        tasks = sim.tasks()
+        if args.json:
+            print(json.dumps(tasks, indent=2))
+        else:
+            kind = {"TASK_TYPE_SINGLE_GROUP": "I", "TASK_TYPE_MULTI_GROUP": "II"}
+            rows = [[t["task_id"], t.get("discipline", ""), kind.get(t["type"], "?"),
+                     t["target"]["name"], ", ".join(v["name"] for v in t["inputs"]),
+                     str(t["caps"]["max_experiment_calls"])] for t in tasks]
+            print(_table(rows, ["task", "discipline", "type", "target", "inputs", "calls"]))
+        return 0
+    if args.verb == "show":
+        print(json.dumps(sim.task(args.task_id), indent=2))
+        return 0
+    if args.verb == "open":
+        s = sim.open(args.task_id, args.setting, args.seed)
+        if args.json:
+            print(json.dumps(s, indent=2))
+        else:
+            b = s["budget"]
+            print(f"session {s['session_id']} ({s['task_id']}, {args.setting}): "
+                  f"{b['calls_used']}/{b['calls_max']} calls used, up to "
+                  f"{b['max_points_per_call']} points per call")
+            print(s["session_id"], file=sys.stderr if sys.stdout.isatty() else sys.stdout)
+        return 0
+    if args.verb == "status":
+        print(json.dumps(sim.status(args.session_id), indent=2))
+        return 0
+    if args.verb == "close":
+        print(json.dumps(sim.close_session(args.session_id), indent=2))
+        return 0
+    if args.verb == "data":
+        frame = sim.training_data(args.session_id)
+        frame.to_csv(args.out or sys.stdout, index=False)
+        return 0
+    if args.verb == "query":
+        if args.csv:
+            import pandas as pd
+
+            points = pd.read_csv(args.csv)
+            groups = points.pop("group_id").astype(str).tolist() if "group_id" in points else None
+            inputs = {c: points[c].tolist() for c in points.columns}
+        else:
+            inputs = _parse_inputs(args.input or [])
+            groups = args.groups.split(",") if args.groups else None
+        obs = sim.query(args.session_id, inputs, groups, args.samples, args.request_id)
+        obs.frame.to_csv(args.out or sys.stdout, index=False)
+        b = obs.budget
+        print(f"[{len(obs.frame)} observations; {b['calls_used']}/{b['calls_max']} calls used"
+              f"{'; replayed, not charged' if obs.replayed else ''}"
+              f"{'; some inputs clipped to the support' if obs.frame['clipped'].any() else ''}; "
+              f"request id {obs.request_id}]", file=sys.stderr)
+        return 0
+    raise AssertionError(args.verb)
+
+
+def add_sim_parser(sub: argparse._SubParsersAction) -> None:
+    sim = sub.add_parser("sim", help="the simulator's public API (for external teams)",
+                         description="Talk to a simulator: LAWLAB_SIMULATOR_ADDR, LAWLAB_TOKEN "
+                                     "and LAWLAB_TLS_CA are the defaults of --addr, --token, --ca.")
+    verbs = sim.add_subparsers(dest="verb", required=True)
+
+    def common(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
+        p.add_argument("--addr", default=config.service_address("simulator"))
+        p.add_argument("--token", default=os.environ.get("LAWLAB_TOKEN", ""),
+                       help="API token (env LAWLAB_TOKEN)")
+        p.add_argument("--ca", default=os.environ.get("LAWLAB_TLS_CA") or None,
+                       help="PEM CA bundle: connect with TLS (env LAWLAB_TLS_CA)")
+        return p
+
+    common(verbs.add_parser("tasks", help="list tasks")).add_argument("--json", action="store_true")
+    common(verbs.add_parser("show", help="one task's metadata as JSON")).add_argument("task_id")
+    p = common(verbs.add_parser("open", help="open a session; prints its id"))
+    p.add_argument("task_id")
+    p.add_argument("--setting", choices=["parallel", "real"], default="parallel")
+    p.add_argument("--seed", type=int, default=0, help="0 lets the server choose")
+    p.add_argument("--json", action="store_true")
+    for verb, text in (("status", "a session's budget and state"), ("close", "close a session")):
+        common(verbs.add_parser(verb, help=text)).add_argument("session_id")
+    p = common(verbs.add_parser("data", help="a Real session's training data as CSV"))
+    p.add_argument("session_id")
+    p.add_argument("--out")
+    p = common(verbs.add_parser("query", help="one experiment; observations as CSV"))
+    p.add_argument("session_id")
+    p.add_argument("--input", action="append", metavar="NAME=v1,v2,...",
+                   help="values of one input, one per point (repeat per input)")
+    p.add_argument("--groups", help="Type II: comma-separated group id per point")
+    p.add_argument("--csv", help="points from a CSV (input columns, optional group_id)")
+    p.add_argument("--samples", type=int, default=0, help="samples per point (0: the minimum)")
+    p.add_argument("--request-id", help="make a retry idempotent (default: a fresh id)")
+    p.add_argument("--out", help="write the CSV here instead of stdout")
+
+
+# ---- lawlab token ------------------------------------------------------------------
+
+def _ledger_url(args: argparse.Namespace) -> str:
+    return args.ledger or os.environ.get("LAWLAB_LEDGER_URL") or (
+        f"sqlite:///{Path(args.data_dir).resolve() / 'simulator' / 'ledger.sqlite'}")
+
+
+def cmd_token(args: argparse.Namespace) -> int:
+    from lawlab_simulator.ledger import open_ledger
+
+    ledger = open_ledger(_ledger_url(args))
+    try:
+        if args.verb == "create":
+            try:
+                token, row = ledger.create_token(args.team, args.role, args.max_sessions, args.qps)
+            except ValueError as err:
+                print(f"lawlab token create: {err}", file=sys.stderr)
+                return 2
+            print(token)
+            print(f"[token {row.token_id} for team {row.team!r} ({row.role}): at most "
+                  f"{row.max_open_sessions} open sessions, {row.queries_per_second:g} queries/s. "
+                  "It is shown once; only its hash is stored.]", file=sys.stderr)
+            return 0
+        if args.verb == "list":
+            rows = [[t.token_id, t.team, t.role, str(t.max_open_sessions),
+                     f"{t.queries_per_second:g}", time.strftime("%Y-%m-%d %H:%M", time.gmtime(t.created)),
+                     "revoked" if t.revoked else "active"] for t in ledger.list_tokens()]
+            print(_table(rows, ["id", "team", "role", "sessions", "qps", "created (UTC)", "state"])
+                  if rows else "no tokens")
+            return 0
+        if args.verb == "revoke":
+            if not ledger.revoke_token(args.token_id):
+                print(f"lawlab token revoke: no active token {args.token_id!r} (see lawlab token list)",
+                      file=sys.stderr)
+                return 1
+            print(f"revoked {args.token_id} (every replica refuses it within 5 s)")
+            return 0
+        if args.verb == "audit":
+            for a in ledger.audit(args.session, args.team, args.limit):
+                print(json.dumps({"ts": a.ts, "team": a.team, "action": a.action,
+                                  "session_id": a.session_id, "task_id": a.task_id,
+                                  "n_points": a.n_points, "calls_used": a.calls_used,
+                                  "calls_max": a.calls_max, "detail": a.detail}))
+            return 0
+    finally:
+        ledger.close()
+    raise AssertionError(args.verb)
+
+
+def add_token_parser(sub: argparse._SubParsersAction) -> None:
+    token = sub.add_parser("token", help="API tokens of external teams (operators)",
+                           description="Acts on the simulator's ledger directly: --ledger, "
+                                       "LAWLAB_LEDGER_URL, or DATA_DIR/simulator/ledger.sqlite.")
+    verbs = token.add_subparsers(dest="verb", required=True)
+
+    def common(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
+        p.add_argument("--ledger", help="sqlite:///PATH or postgresql://... (env LAWLAB_LEDGER_URL)")
+        p.add_argument("--data-dir", default=str(config.data_dir()))
+        return p
+
+    p = common(verbs.add_parser("create", help="create a token; printed once"))
+    p.add_argument("--team", required=True)
+    p.add_argument("--role", choices=["team", "operator"], default="team")
+    p.add_argument("--max-sessions", type=int, default=8, help="open sessions at once")
+    p.add_argument("--qps", type=float, default=20.0, help="queries per second")
+    common(verbs.add_parser("list", help="tokens (never their secrets)"))
+    common(verbs.add_parser("revoke", help="revoke a token by id")).add_argument("token_id")
+    p = common(verbs.add_parser("audit", help="the audit log as JSON lines"))
+    p.add_argument("--session")
+    p.add_argument("--team")
+    p.add_argument("--limit", type=int, default=1000)
