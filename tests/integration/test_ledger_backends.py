@@ -7,7 +7,7 @@ import uuid
 
 import pytest
 
-from lawlab_simulator.ledger import BudgetExhausted, open_ledger
+from lawlab_simulator.ledger import BudgetExhausted, QuotaExceeded, open_ledger
 from tests.support.postgres import postgres_server
 
 
@@ -127,6 +127,77 @@ def test_same_request_id_racing_is_charged_once(url):
     finally:
         for r in replicas:
             r.close()
+
+
+def test_open_session_quota_holds_across_racing_replicas(url):
+    """Six replicas race to open sessions for one team whose quota is 3."""
+    replicas = [open_ledger(url) for _ in range(6)]
+    team = f"team{_sid()[:8]}"
+    try:
+        opened, refused = [], []
+        barrier = threading.Barrier(len(replicas))
+
+        def go(k):
+            barrier.wait()
+            try:
+                opened.append(replicas[k].open_session(_sid(), "t", "parallel", 1, 10, team, 3))
+            except QuotaExceeded:
+                refused.append(k)
+
+        threads = [threading.Thread(target=go, args=(k,)) for k in range(len(replicas))]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert len(opened) == 3 and len(refused) == 3
+        assert all(r.owner == team for r in opened)
+        replicas[0].close_session(opened[0].session_id, team)
+        replicas[1].open_session(_sid(), "t", "parallel", 1, 10, team, 3)  # a slot freed
+    finally:
+        for r in replicas:
+            r.close()
+
+
+def test_tokens_are_hashed_verified_and_revocable(url):
+    ledger = open_ledger(url)
+    try:
+        token, row = ledger.create_token(f"t{_sid()[:6]}", "team", 4, 5.0)
+        assert ledger.verify_token(token) == row
+        assert ledger.verify_token(token[:-1] + ("x" if token[-1] != "x" else "y")) is None
+        assert ledger.verify_token("lawlab_" + row.token_id) is None
+        assert ledger.verify_token("garbage") is None
+        assert token.split("_", 2)[2] not in repr(ledger.list_tokens())
+        assert ledger.revoke_token(row.token_id) and not ledger.revoke_token(row.token_id)
+        assert ledger.verify_token(token) is None
+        with pytest.raises(ValueError, match="reserved"):
+            ledger.create_token("internal")
+        with pytest.raises(ValueError, match="role"):
+            ledger.create_token("x", role="root")
+    finally:
+        ledger.close()
+
+
+def test_audit_rows_commit_with_the_charge(url):
+    ledger = open_ledger(url)
+    sid = _sid()
+    ledger.open_session(sid, "t", "parallel", 7, calls_max=2, owner="acme")
+    ledger.charge(sid, "a", 3, lambda i: b"x", actor="acme")
+    ledger.charge(sid, "a", 3, lambda i: b"x", actor="acme")  # replay
+
+    def boom(i):
+        raise RuntimeError("world failed")
+
+    with pytest.raises(RuntimeError):
+        ledger.charge(sid, "b", 3, boom, actor="acme")  # rolled back: no charge, no row
+    ledger.charge(sid, "c", 4, lambda i: b"y", actor="acme")
+    with pytest.raises(BudgetExhausted):
+        ledger.charge(sid, "d", 4, lambda i: b"z", actor="acme")
+    rows = ledger.audit(session_id=sid)
+    assert [r.action for r in rows] == ["open_session", "query", "query_replayed", "query"]
+    assert [r.calls_used for r in rows if r.action == "query"] == [1, 2]
+    assert ledger.get(sid).calls_used == sum(r.action == "query" for r in rows)
+    assert {r.team for r in rows} == {"acme"} and rows[1].n_points == 3
+    ledger.close()
 
 
 def test_unknown_url_scheme_is_refused():
