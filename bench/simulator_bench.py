@@ -107,12 +107,59 @@ async def throughput(address: str, token: str, sessions: int, seconds: float, n:
     return count / elapsed, float(np.percentile(lat, 99))
 
 
+def cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+async def open_loop(address: str, token: str, sessions: int, rate: float, seconds: float,
+                    n: int) -> tuple[float, float, float, int]:
+    """``sessions`` sessions sending 100-point queries as Poisson arrivals at a
+    total offered ``rate`` (how agents behave: an experiment every few seconds
+    each), so latency is measured below saturation rather than as queueing.
+    Returns (achieved q/s, p50, p99, errors)."""
+    channels = [aio_channel(address, token=token) for _ in range(min(sessions, 8))]
+    stubs = [simulator_pb2_grpc.SimulatorServiceStub(c) for c in channels]
+    lat: list[float] = []
+    errors = 0
+    stop = time.perf_counter() + seconds
+
+    async def worker(k: int) -> None:
+        nonlocal errors
+        stub = stubs[k % len(stubs)]
+        rng = np.random.default_rng(1000 + k)
+        s, used = None, 10
+        await asyncio.sleep(rng.exponential(sessions / rate))
+        while time.perf_counter() < stop:
+            if used == 10:
+                s = await stub.OpenSession(pb.OpenSessionRequest(
+                    task_id=TASK, setting=common_pb2.SETTING_PARALLEL, seed=k + 1), timeout=10)
+                used = 0
+            t = time.perf_counter()
+            try:
+                await stub.Query(request(s.session_id, n, f"q{used}", rng), timeout=10)
+                lat.append(time.perf_counter() - t)
+            except Exception:  # noqa: BLE001 (counted and reported)
+                errors += 1
+            used += 1
+            await asyncio.sleep(max(0.0, rng.exponential(sessions / rate)
+                                    - (time.perf_counter() - t)))
+
+    t0 = time.perf_counter()
+    await asyncio.gather(*(worker(k) for k in range(sessions)))
+    elapsed = time.perf_counter() - t0
+    for c in channels:
+        await c.close()
+    return (len(lat) / elapsed, float(np.percentile(lat, 50)), float(np.percentile(lat, 99)),
+            errors)
+
+
 async def run(args: argparse.Namespace) -> None:
     calls, secs = (50, 3.0) if args.quick else (300, 10.0)
     tmp = Path(tempfile.mkdtemp(prefix="lawlab-simbench-"))
     cluster = Cluster(ROOT / "var" / "tasks", tmp, log_dir=tmp / "logs")
     cluster.start(names=("simulator",), extra_env={"LAWLAB_LOG_LEVEL": "WARNING"})
-    rows, tput = [], {}
+    rows, tput, offered, cores = [], {}, {}, {}
     try:
         channel = cluster.aio_channel("simulator")
         stub = simulator_pb2_grpc.SimulatorServiceStub(channel)
@@ -122,8 +169,15 @@ async def run(args: argparse.Namespace) -> None:
             local = in_process(n, calls, tmp)
             rows.append((n, grpc_lat, local))
         await channel.close()
+        pid = cluster.services["simulator"].process.pid
         for k in (1, 16, 64):
-            tput[k] = await throughput(cluster.address("simulator"), cluster.internal_token, k, secs, 100)
+            c0, t0 = cpu_seconds(pid), time.perf_counter()
+            tput[k] = await throughput(cluster.address("simulator"), cluster.internal_token, k,
+                                       secs, 100)
+            cores[k] = (cpu_seconds(pid) - c0) / (time.perf_counter() - t0)
+        for rate in (100, 200, 300, 400):
+            offered[rate] = await open_loop(cluster.address("simulator"), cluster.internal_token,
+                                            64, rate, secs, 100)
     finally:
         cluster.stop()
     print(f"### Simulator ({time.strftime('%Y-%m-%d')}, {platform.node()}, {os.cpu_count()} cores, "
@@ -137,10 +191,17 @@ async def run(args: argparse.Namespace) -> None:
         print(f"| {n} | {len(g)} | {p50 * 1000:.2f} ms | {p99 * 1000:.2f} ms | "
               f"{l50 * 1000:.2f} ms | {p50 / l50:.2f}x |")
     print()
-    print("| concurrent sessions (100-point queries) | queries/s | p99 |")
-    print("|---|---|---|")
+    print("| concurrent sessions, closed loop (100-point queries) | queries/s | p99 | "
+          "server CPU (cores) |")
+    print("|---|---|---|---|")
     for k, (qps, p99) in tput.items():
-        print(f"| {k} | {qps:.0f} | {p99 * 1000:.1f} ms |")
+        print(f"| {k} | {qps:.0f} | {p99 * 1000:.1f} ms | {cores[k]:.2f} |")
+    print()
+    print("| 64 sessions, offered load (100-point queries, Poisson) | achieved q/s | p50 | p99 | "
+          "errors |")
+    print("|---|---|---|---|---|")
+    for rate, (qps, p50, p99, errs) in offered.items():
+        print(f"| {rate} q/s | {qps:.0f} | {p50 * 1000:.2f} ms | {p99 * 1000:.1f} ms | {errs} |")
 
 
 if __name__ == "__main__":
