@@ -66,10 +66,9 @@ def _sim_verb(sim, args: argparse.Namespace) -> int:
             print(json.dumps(s, indent=2))
         else:
             b = s["budget"]
-            print(f"session {s['session_id']} ({s['task_id']}, {args.setting}): "
-                  f"{b['calls_used']}/{b['calls_max']} calls used, up to "
-                  f"{b['max_points_per_call']} points per call")
-            print(s["session_id"], file=sys.stderr if sys.stdout.isatty() else sys.stdout)
+            print(f"[session of {s['task_id']} ({args.setting}): {b['calls_used']}/{b['calls_max']} "
+                  f"calls used, up to {b['max_points_per_call']} points per call]", file=sys.stderr)
+            print(s["session_id"])  # alone on stdout: S=$(lawlab sim open TASK)
         return 0
     if args.verb == "status":
         print(json.dumps(sim.status(args.session_id), indent=2))
