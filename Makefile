@@ -57,7 +57,10 @@ proto: $(GEN_STAMP)
 sandbox-access: deps
 	@$(PY) -m lawlab_sandbox.access --fix
 
-$(TASKS_DIR)/.stamp: $(GEN_STAMP) $(shell find libs/lawlab/taskbuild -name '*.py')
+# Rebuilt when the builder or anything it evaluates with changes.
+TASK_SOURCES := $(shell find libs/lawlab/taskbuild -name '*.py') \
+  $(addprefix libs/lawlab/,expr.py fitting.py rubric.py world.py contract.py metrics.py tasks.py)
+$(TASKS_DIR)/.stamp: $(GEN_STAMP) $(TASK_SOURCES)
 	$(BIN)/lawlab tasks build --out $(TASKS_DIR)
 	touch $@
 

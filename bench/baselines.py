@@ -34,8 +34,10 @@ async def run(args: argparse.Namespace) -> None:
     try:
         async with cluster.aio_channel("agent") as channel:
             stub = agent_pb2_grpc.AgentServiceStub(channel)
-            plan = [(a, t, s) for a in args.agents for t in library.ids()
-                    for s in (common_pb2.SETTING_REAL, common_pb2.SETTING_PARALLEL)]
+            # Parallel needs a world: LLM-SRBench-style problems have none
+            plan = [(a, t.task_id, s) for a in args.agents for t in library
+                    for s in (common_pb2.SETTING_REAL, common_pb2.SETTING_PARALLEL)
+                    if s == common_pb2.SETTING_REAL or t.has_world()]
             for i, (agent, task_id, setting) in enumerate(plan, 1):
                 start = time.perf_counter()
                 trial = await stub.RunTrial(agent_pb2.RunTrialRequest(
@@ -56,19 +58,26 @@ async def run(args: argparse.Namespace) -> None:
         "task of the library, both settings, through real services on loopback. Unsubmitted "
         "or failed trials count as 0 in the means.",
         "",
-        "| agent | task | type | setting | status | turns | S_N | S_V | S_S |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| agent | task | suite | type | setting | status | turns | S_N | S_V | S_S |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for agent, task, setting, trial, status in rows:
         lines.append(
-            f"| {agent} | {task.task_id} | {task.meta.type_label} | "
+            f"| {agent} | {task.task_id} | {task.meta.suite} | {task.meta.type_label} | "
             f"{'real' if setting == common_pb2.SETTING_REAL else 'parallel'} | {status} | "
             f"{trial.turns} | {fmt(trial.scores, 's_n')} | {fmt(trial.scores, 's_v')} | "
             f"{fmt(trial.scores, 's_s')} |")
-    lines += ["", "| agent | mean S_N (Real) | mean S_V (Real) | mean S_S (Parallel) |",
+    errors = [r for r in rows if r[4] == "error"]
+    lines += ["", f"Harness errors: {len(errors)} of {len(rows)} trials"
+              + (": " + ", ".join(f"{r[1].task_id} ({r[3].error[:80]})" for r in errors)
+                 if errors else "."),
+              "", "Means over the real-data tasks (LLM-SRBench-style problems have a perfect "
+              "reference, so S_N does not apply to them; their scores are NMSE and Acc_tau).",
+              "", "| agent | mean S_N (Real) | mean S_V (Real) | mean S_S (Parallel) |",
               "|---|---|---|---|"]
     for agent in args.agents:
-        real = [r[3] for r in rows if r[0] == agent and r[2] == common_pb2.SETTING_REAL]
+        real = [r[3] for r in rows if r[0] == agent and r[2] == common_pb2.SETTING_REAL
+                and r[1].meta.suite == "real"]
         par = [r[3] for r in rows if r[0] == agent and r[2] == common_pb2.SETTING_PARALLEL]
 
         def mean(trials: list, name: str) -> float:
@@ -77,6 +86,26 @@ async def run(args: argparse.Namespace) -> None:
 
         lines.append(f"| {agent} | {mean(real, 's_n'):.3f} | {mean(real, 's_v'):.3f} | "
                      f"{mean(par, 's_s'):.3f} |")
+    lines += ["", "LLM-SRBench-style problems: Acc_0.1 (share of problems whose every "
+              "prediction is within 10%) and median NMSE, in domain and out of domain; an "
+              "unsubmitted or failed trial counts as Acc 0 and NMSE infinite.", "",
+              "| agent | suite | problems | Acc_0.1 ID | Acc_0.1 OOD | median NMSE ID | "
+              "median NMSE OOD |", "|---|---|---|---|---|---|---|"]
+    for agent in args.agents:
+        for suite in ("lsr-transform", "lsr-synth"):
+            trials = [r[3] for r in rows if r[0] == agent and r[1].meta.suite == suite]
+            if not trials:
+                continue
+
+            def val(t, name: str, missing: float) -> float:
+                return getattr(t.scores, name) if t.scores.HasField(name) else missing
+
+            acc_id = sum(val(t, "acc_tau_id", 0.0) for t in trials) / len(trials)
+            acc_ood = sum(val(t, "acc_tau_ood", 0.0) for t in trials) / len(trials)
+            med_id = sorted(val(t, "nmse_id", float("inf")) for t in trials)[len(trials) // 2]
+            med_ood = sorted(val(t, "nmse_ood", float("inf")) for t in trials)[len(trials) // 2]
+            lines.append(f"| {agent} | {suite} | {len(trials)} | {acc_id:.3f} | {acc_ood:.3f} | "
+                         f"{med_id:.3g} | {med_ood:.3g} |")
     out = ROOT / "docs" / "baselines.md"
     out.write_text("\n".join(lines) + "\n")
     print(f"wrote {out}")

@@ -51,6 +51,90 @@ def cmd_tasks_build(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_tasks_validate(args: argparse.Namespace) -> int:
+    from lawlab.taskbuild.validate import validate_library
+
+    reports, manifest_problems = validate_library(Path(args.tasks_dir))
+    bad = [r for r in reports if not r.ok]
+    for r in reports:
+        if r.ok:
+            print(f"ok    {r.task_id} ({r.checks} checks)")
+        else:
+            print(f"FAIL  {r.task_id}")
+            for p in r.problems:
+                print(f"      - {p}")
+    for p in manifest_problems:
+        print(f"FAIL  MANIFEST: {p}")
+    print(f"{len(reports) - len(bad)} of {len(reports)} tasks valid"
+          f"{'; MANIFEST matches' if not manifest_problems else '; MANIFEST problems above'}")
+    return 0 if not bad and not manifest_problems else 1
+
+
+def cmd_tasks_show(args: argparse.Namespace) -> int:
+    from lawlab.tasks import TaskLibrary
+
+    library = TaskLibrary(Path(args.tasks_dir))
+    if args.task_id not in library:
+        print(f"lawlab tasks show: no task {args.task_id!r} (see lawlab tasks list)", file=sys.stderr)
+        return 2
+    task = library.get(args.task_id)
+    m = task.meta
+    print(f"{m.task_id}: {m.title}\n")
+    print(f"discipline {m.discipline}; Type {m.type_label}"
+          f"{f' (groups: {m.group_description}, {len(task.group_ids)})' if m.multi_group else ''};"
+          f" metric {m.metric}; {len(task.train)} training rows")
+    print(f"split: {m.split_kind}: {m.split_rationale}\n")
+    print(m.context, "\n")
+    rows = [[v.name, v.symbol, v.unit, f"{v.min:.4g}", f"{v.max:.4g}", v.description]
+            for v in (m.target, *m.inputs)]
+    print(_table(rows, ["variable", "symbol", "unit", "min", "max", "description"]))
+    print(f"\nsource: {m.source}\nlicence: {m.license}")
+    if args.answer_key:
+        print("\n-- answer key (operators only) --")
+        metrics_ = json.loads((task.root / "eval" / "reference_metrics.json").read_text())
+        for r in task.references():
+            held = metrics_["references"][r.name]["heldout_metric"]
+            mark = " (best)" if r.name == metrics_["best_reference"] else ""
+            print(f"reference {r.name}{mark}: {r.expr}   held-out {m.metric} {held:.4g}")
+            print(f"    {r.citation}")
+        print(f"naive baseline: {metrics_['naive_baseline']:.4g}")
+        for item in task.rubric():
+            print(f"rubric {item['id']}: {item.get('description', '')}")
+        if task.has_world():
+            law = task.hidden_law()
+            print(f"hidden law: {law.expr}\n    {law.rationale}")
+    return 0
+
+
+def cmd_tasks_catalogue(args: argparse.Namespace) -> int:
+    from lawlab.taskbuild.catalogue import catalogue
+
+    text = catalogue(Path(args.tasks_dir))
+    if args.out:
+        Path(args.out).write_text(text)
+        print(f"wrote {args.out}")
+    else:
+        print(text, end="")
+    return 0
+
+
+def cmd_tasks_import(args: argparse.Namespace) -> int:
+    from lawlab.taskbuild.importer import import_all
+
+    reports = import_all(Path(args.source), Path(args.out))
+    for r in reports:
+        print(f"{'ok  ' if r.ok else 'FAIL'}  {r.task_id}")
+        for line in r.converted:
+            print(f"      converted: {line}")
+        for line in r.unconvertible:
+            print(f"      NOT converted: {line}")
+        for line in r.problems:
+            print(f"      validation: {line}")
+    good = sum(r.ok for r in reports)
+    print(f"imported {good} of {len(reports)} tasks into {args.out}")
+    return 0 if reports and good == len(reports) else 1
+
+
 def cmd_tasks_list(args: argparse.Namespace) -> int:
     from lawlab.tasks import TaskLibrary
 
@@ -323,6 +407,18 @@ def main(argv: list[str] | None = None) -> int:
     tasks = sub.add_parser("tasks", help="the task library").add_subparsers(dest="verb", required=True)
     p = tasks.add_parser("list")
     with_dirs(p)
+    p = tasks.add_parser("validate", help="check every task's files and claims")
+    with_dirs(p)
+    p = tasks.add_parser("show", help="one task's metadata (--answer-key: references, law)")
+    with_dirs(p)
+    p.add_argument("task_id")
+    p.add_argument("--answer-key", action="store_true")
+    p = tasks.add_parser("catalogue", help="the Markdown catalogue of the library (docs/tasks.md)")
+    with_dirs(p)
+    p.add_argument("--out")
+    p = tasks.add_parser("import", help="convert official SciLaws-Bench task folders")
+    p.add_argument("source", help="a task folder or a folder of task folders")
+    p.add_argument("--out", default="var/imported", help="where converted tasks go")
     p = tasks.add_parser("build")
     p.add_argument("--out", default=str(config.tasks_dir()))
     p.add_argument("--only", nargs="*")
@@ -371,7 +467,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "run":
         return cmd_run(args)
     if args.command == "tasks":
-        return {"list": cmd_tasks_list, "build": cmd_tasks_build}[args.verb](args)
+        return {"list": cmd_tasks_list, "build": cmd_tasks_build, "validate": cmd_tasks_validate,
+                "show": cmd_tasks_show, "catalogue": cmd_tasks_catalogue,
+                "import": cmd_tasks_import}[args.verb](args)
     if args.command == "trial":
         return cmd_trial_run(args)
     if args.command == "sandbox":

@@ -40,6 +40,7 @@ def law_module(
     lines = [
         f'"""{title}"""',
         "import numpy as np",
+        *(["import scipy.special"] if "erf" in e.functions else []),
         "",
         f"USED_INPUTS = {json.dumps(list(used_inputs))}",
         f"LAW_CONSTANTS = {{{', '.join(f'{k!r}: {float(v)!r}' for k, v in constants.items())}}}",

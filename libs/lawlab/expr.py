@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
+import scipy.special
 import sympy
 
 FUNCTIONS: dict[str, Any] = {
@@ -30,7 +31,9 @@ FUNCTIONS: dict[str, Any] = {
     "sinh": np.sinh,
     "cosh": np.cosh,
     "atan": np.arctan,
+    "asin": np.arcsin,
     "abs": np.abs,
+    "erf": scipy.special.erf,
 }
 SYMPY_FUNCTIONS: dict[str, Any] = {
     "exp": sympy.exp,
@@ -45,7 +48,9 @@ SYMPY_FUNCTIONS: dict[str, Any] = {
     "sinh": sympy.sinh,
     "cosh": sympy.cosh,
     "atan": sympy.atan,
+    "asin": sympy.asin,
     "abs": sympy.Abs,
+    "erf": sympy.erf,
 }
 NAMED_NUMBERS = {"pi": math.pi, "e": math.e}
 MAX_LENGTH = 4000
@@ -179,7 +184,12 @@ class Expression:
             def visit_Call(self, node: ast.Call) -> ast.AST:
                 self.generic_visit(node)
                 assert isinstance(node.func, ast.Name)
-                name = {"atan": "arctan"}.get(node.func.id, node.func.id)
+                if node.func.id == "erf":  # the module imports scipy.special for it
+                    node.func = ast.Attribute(
+                        value=ast.Attribute(value=ast.Name("scipy", ast.Load()), attr="special",
+                                            ctx=ast.Load()), attr="erf", ctx=ast.Load())
+                    return node
+                name = {"atan": "arctan", "asin": "arcsin"}.get(node.func.id, node.func.id)
                 node.func = ast.Attribute(value=ast.Name("np", ast.Load()), attr=name, ctx=ast.Load())
                 return node
 

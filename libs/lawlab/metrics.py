@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-LOWER_IS_BETTER = {"rmse", "mae", "mse", "mdae", "smape", "mape", "log_mae"}
+LOWER_IS_BETTER = {"rmse", "mae", "mse", "mdae", "smape", "mape", "log_mae", "nmse"}
 METRICS = LOWER_IS_BETTER | {"r2"}
 
 
@@ -25,6 +25,9 @@ def compute(metric: str, y: np.ndarray, pred: np.ndarray) -> float:
         return float(np.sqrt(np.mean(err**2)))
     if metric == "mse":
         return float(np.mean(err**2))
+    if metric == "nmse":
+        var = float(np.var(y))
+        return float(np.mean(err**2) / var) if var > 0 else float("nan")
     if metric == "mae":
         return float(np.mean(np.abs(err)))
     if metric == "mdae":

@@ -1,7 +1,8 @@
 """Executable validity rubrics: probe plans and verdicts.
 
 A rubric item is data, e.g. ``{"id": "increasing_in_conc", "kind": "monotone",
-"input": "conc", "direction": "increasing"}``. :func:`probe_inputs` says where
+"input": "conc", "direction": "increasing"}``; with ``"domain": "records"`` it
+is probed only at the task's records (for inputs that are not independent). :func:`probe_inputs` says where
 to evaluate a law for an item; :func:`verdict` judges the predictions there.
 The judge gets predictions by running a submission in the sandbox; the task
 builder evaluates laws it trusts (its own expressions) directly.
@@ -17,6 +18,7 @@ import pandas as pd
 
 KINDS = {"finite", "positive", "nonnegative", "bounded", "monotone", "depends_on"}
 GRID = 41
+RECORD_NUDGE = 1e-6
 
 
 def validate_item(item: Mapping[str, Any], inputs: Sequence[str]) -> None:
@@ -52,6 +54,16 @@ def probe_inputs(
     ranges = dict(ranges) if ranges else _ranges(frame, inputs)
     medians = {n: float(frame[n].median()) for n in inputs}
     kind = item["kind"]
+    if item.get("domain") == "records":
+        # inputs that are not independent (e.g. one is a function of the others) are
+        # probed only where records exist; paired items compare each record with a copy
+        # whose probed input is nudged by RECORD_NUDGE
+        rows = frame[list(inputs)].reset_index(drop=True)
+        if kind in {"monotone", "depends_on"}:
+            nudged = rows.copy()
+            nudged[item["input"]] = nudged[item["input"]] * (1 + RECORD_NUDGE)
+            return pd.concat([rows, nudged], ignore_index=True)
+        return rows
     if kind in {"monotone", "depends_on"}:
         name = item["input"]
         xs = _axis(*ranges[name], GRID)
@@ -83,6 +95,15 @@ def verdict(item: Mapping[str, Any], probes: pd.DataFrame, pred: np.ndarray) -> 
     if kind == "finite":
         bad = int((~finite).sum())
         return bad == 0, f"{bad} of {len(pred)} probe predictions non-finite"
+    if item.get("domain") == "records" and kind in {"depends_on", "monotone"}:
+        # a nudged record may leave the law's domain (a log's argument crossing zero):
+        # judge the pairs where both predictions exist
+        half = len(pred) // 2
+        both = finite[:half] & finite[half:]
+        if not both.any():
+            return False, "no record where the law is finite both before and after the nudge"
+        pred = np.concatenate([pred[:half][both], pred[half:][both]])
+        finite = np.isfinite(pred)
     if not finite.all():
         return False, f"{int((~finite).sum())} non-finite predictions at probe points"
     if kind == "positive":
@@ -95,6 +116,12 @@ def verdict(item: Mapping[str, Any], probes: pd.DataFrame, pred: np.ndarray) -> 
         lo, hi = float(item["lo"]), float(item["hi"])
         a, b = float(pred.min()), float(pred.max())
         return (a >= lo and b <= hi), f"predictions span [{a:.4g}, {b:.4g}], bound [{lo:.4g}, {hi:.4g}]"
+    paired = bool(item.get("step")) or item.get("domain") == "records"
+    if kind == "depends_on" and paired:
+        half = len(pred) // 2
+        change = float(np.abs(pred[half:] - pred[:half]).max())
+        scale = max(float(np.abs(pred).max()), 1e-12)
+        return change > 1e-9 * scale, f"nudging {item['input']} changes predictions by {change:.4g}"
     if kind == "depends_on":
         spread = float(pred.max() - pred.min())
         scale = max(float(np.abs(pred).max()), 1e-12)
@@ -102,7 +129,7 @@ def verdict(item: Mapping[str, Any], probes: pd.DataFrame, pred: np.ndarray) -> 
         return ok, f"varying {item['input']} changes predictions by {spread:.4g}"
     if kind == "monotone":
         sign = 1.0 if item.get("direction", "increasing") == "increasing" else -1.0
-        if item.get("step"):
+        if paired:
             half = len(pred) // 2
             diffs = sign * (pred[half:] - pred[:half])
         else:

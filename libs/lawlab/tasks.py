@@ -69,6 +69,7 @@ class TaskMeta:
     license: str = ""
     split_kind: str = ""
     split_rationale: str = ""
+    suite: str = "real"  # real | lsr-transform | lsr-synth
 
     @property
     def input_names(self) -> list[str]:
@@ -128,6 +129,7 @@ class Task:
             license=str(raw.get("license", "")),
             split_kind=str(raw.get("split", {}).get("kind", "")),
             split_rationale=str(raw.get("split", {}).get("rationale", "")),
+            suite=str(raw.get("suite", "real")),
         )
 
     @property
@@ -151,6 +153,11 @@ class Task:
             return {"test_fit": _read_csv(data / "test_fit.csv"),
                     "test_test": _read_csv(data / "test_test.csv")}
         return {"test": _read_csv(data / "test.csv")}
+
+    def heldout_ood(self) -> pd.DataFrame | None:
+        """LLM-SRBench-style problems: the out-of-domain test split."""
+        path = self.root / "data" / "test_ood.csv"
+        return _read_csv(path) if path.exists() else None
 
     def heldout_input_ranges(self) -> list[Variable]:
         frames = list(self.heldout().values())

@@ -216,13 +216,24 @@ async def run_trial(record: TrialRecord, policy: Policy, clients: Clients,
             task_id=task.task_id, submission=common_pb2.Submission(source=submission)),
             timeout=SCORING_CALL)
         record.s_n, record.s_v = score.s_n, validity.s_v
+        if score.HasField("srbench"):
+            sr = score.srbench
+            record.acc_tau_id, record.nmse_id = sr.acc_tau_id, sr.nmse_id
+            record.acc_tau_ood, record.nmse_ood = sr.acc_tau_ood, sr.nmse_ood
+            notes.append(f"Acc_{sr.tau:g} {sr.acc_tau_id:g} in domain, {sr.acc_tau_ood:g} out; "
+                         f"NMSE {sr.nmse_id:.3g} in domain, {sr.nmse_ood:.3g} out")
         notes.append(f"S_N {score.status}: {task.metric} {score.m_sub:.4g} vs reference "
                      f"{score.best_reference} {score.m_ref:.4g}")
         if score.message:
             notes.append(score.message)
         trajectory.write({"type": "score", "numeric": {
             "status": score.status, "s_n": score.s_n, "m_sub": score.m_sub, "m_ref": score.m_ref,
-            "best_reference": score.best_reference, "message": score.message},
+            "best_reference": score.best_reference, "message": score.message,
+            **({"srbench": {"tau": score.srbench.tau, "acc_tau_id": score.srbench.acc_tau_id,
+                            "nmse_id": score.srbench.nmse_id,
+                            "acc_tau_ood": score.srbench.acc_tau_ood,
+                            "nmse_ood": score.srbench.nmse_ood}}
+               if score.HasField("srbench") else {})},
             "validity": {"s_v": validity.s_v, "status": validity.status,
                          "anti_hacking_passed": validity.anti_hacking_passed,
                          "items": [{"id": i.item_id, "passed": i.passed, "evidence": i.evidence}

@@ -41,6 +41,9 @@ _STATUS = {
 }
 
 
+SCORE_FIELDS = ("s_n", "s_v", "s_s", "acc_tau_id", "nmse_id", "acc_tau_ood", "nmse_ood")
+
+
 def trial_id_for(task_id: str, setting: str, agent: str, model: str, seed: int) -> str:
     key = f"{task_id}|{setting}|{agent}|{model}|{seed}"
     return f"{task_id}-{setting}-{agent}-" + hashlib.sha256(key.encode()).hexdigest()[:12]
@@ -48,7 +51,7 @@ def trial_id_for(task_id: str, setting: str, agent: str, model: str, seed: int) 
 
 def record_to_proto(r: TrialRecord) -> agent_pb2.Trial:
     scores = common_pb2.Scores()
-    for name in ("s_n", "s_v", "s_s"):
+    for name in SCORE_FIELDS:
         value = getattr(r, name)
         if value is not None:
             setattr(scores, name, value)

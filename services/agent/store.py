@@ -29,6 +29,10 @@ CREATE TABLE IF NOT EXISTS trials (
     s_n        REAL,
     s_v        REAL,
     s_s        REAL,
+    acc_tau_id REAL,
+    nmse_id    REAL,
+    acc_tau_ood REAL,
+    nmse_ood   REAL,
     wall_seconds REAL,
     trajectory TEXT,
     error      TEXT DEFAULT '',
@@ -53,6 +57,10 @@ class TrialRecord:
     s_n: float | None = None
     s_v: float | None = None
     s_s: float | None = None
+    acc_tau_id: float | None = None
+    nmse_id: float | None = None
+    acc_tau_ood: float | None = None
+    nmse_ood: float | None = None
     wall_seconds: float = 0.0
     trajectory: str = ""
     error: str = ""
@@ -69,6 +77,10 @@ class TrialStore:
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=FULL")
         self._db.executescript(SCHEMA)
+        have = {r[1] for r in self._db.execute("PRAGMA table_info(trials)")}
+        for name in ("acc_tau_id", "nmse_id", "acc_tau_ood", "nmse_ood"):
+            if name not in have:  # stores written before these scores existed
+                self._db.execute(f"ALTER TABLE trials ADD COLUMN {name} REAL")
         self._lock = threading.Lock()
 
     def close(self) -> None:

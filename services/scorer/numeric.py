@@ -33,6 +33,35 @@ class SeedOutcome:
 
 
 @dataclass
+class SrbenchOutcome:
+    tau: float
+    acc_tau_id: float
+    nmse_id: float
+    acc_tau_ood: float
+    nmse_ood: float
+
+
+TAU = 0.1
+
+
+def srbench(task: Task, run: RunResult, tau: float = TAU) -> SrbenchOutcome | None:
+    """Acc_tau and NMSE in and out of domain (LLM-SRBench); None for real-data tasks.
+    Failed predictions count as Acc 0 and NMSE infinite."""
+    if task.meta.suite == "real":
+        return None
+    target = task.meta.target.name
+    out = []
+    for job, frame in (("test", task.heldout()["test"]), ("test_ood", task.heldout_ood())):
+        pred = run.predictions.get(job) if run.status == "ok" else None
+        if frame is None or pred is None or not np.all(np.isfinite(pred)):
+            out += [0.0, float("inf")]
+            continue
+        y = frame[target].to_numpy(float)
+        out += [metrics.acc_tau(y, pred, tau), metrics.nmse(y, pred)]
+    return SrbenchOutcome(tau, *out)
+
+
+@dataclass
 class NumericOutcome:
     status: str
     message: str = ""
@@ -41,6 +70,7 @@ class NumericOutcome:
     m_ref: float = float("nan")
     best_reference: str = ""
     seeds: list[SeedOutcome] = field(default_factory=list)
+    srbench: SrbenchOutcome | None = None
 
 
 def build_jobs(task: Task) -> list[Job]:
@@ -48,7 +78,11 @@ def build_jobs(task: Task) -> list[Job]:
     parts = task.heldout()
     inputs, target = meta.input_names, meta.target.name
     if not meta.multi_group:
-        return [Job("test", parts["test"][inputs])]
+        jobs = [Job("test", parts["test"][inputs])]
+        ood = task.heldout_ood()
+        if ood is not None:
+            jobs.append(Job("test_ood", ood[inputs]))
+        return jobs
     jobs = []
     for seed in SEEDS:
         for g, rows in parts["test_test"].groupby(GROUP_COL):
@@ -100,13 +134,17 @@ def score(task: Task, run: RunResult, ref_metrics: dict[str, dict[str, float]]) 
     ref_name = best_reference(task, ref_metrics)
     ref = ref_metrics[ref_name]
     if run.status != "ok":
-        return NumericOutcome(run.status, run.message, 0.0, best_reference=ref_name)
+        return NumericOutcome(run.status, run.message, 0.0, best_reference=ref_name,
+                              srbench=srbench(task, run))
     sub = group_metrics(task, run)
     if not meta.multi_group:
         m_sub, m_ref = sub["test"], ref["test"]
         if metrics.reference_is_perfect(metric, m_ref):
-            return NumericOutcome("ok", "the reference is already perfect on this task; S_N is 0 "
-                                        "by convention", 0.0, m_sub, m_ref, ref_name)
+            note = ("a problem with a known ground truth: scored by Acc_tau and NMSE, S_N is 0 "
+                    "by convention" if meta.suite != "real" else
+                    "the reference is already perfect on this task; S_N is 0 by convention")
+            return NumericOutcome("ok", note, 0.0, m_sub, m_ref, ref_name,
+                                  srbench=srbench(task, run))
         value = metrics.s_n(metric, m_sub, m_ref)
         note = "" if np.isfinite(m_sub) else f"predictions failed: {run.errors.get('test', '')}"
         return NumericOutcome("ok", note, value, m_sub, m_ref, ref_name,

@@ -61,7 +61,11 @@ class ScorerServicer(scorer_pb2_grpc.ScorerServiceServicer):
         outcome = numeric.score(task, run, refs)
         SCORED.labels(outcome.status).inc()
         S_N.observe(outcome.s_n)
+        sr = outcome.srbench
         return scorer_pb2.NumericScore(
+            srbench=(scorer_pb2.SrbenchScore(
+                tau=sr.tau, acc_tau_id=sr.acc_tau_id, nmse_id=sr.nmse_id,
+                acc_tau_ood=sr.acc_tau_ood, nmse_ood=sr.nmse_ood) if sr else None),
             status=outcome.status, message=outcome.message, s_n=outcome.s_n,
             metric=task.meta.metric, m_sub=outcome.m_sub, m_ref=outcome.m_ref,
             best_reference=outcome.best_reference,

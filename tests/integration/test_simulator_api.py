@@ -134,63 +134,98 @@ def _numbers(blob: bytes) -> set[str]:
 
 
 def test_no_response_leaks_answer_keys(sim, library):
-    """Drive full sessions and scan every response for hidden material."""
+    """Drive full sessions and scan every response for hidden material: as text, and
+    every number each response carries (decoded field by field, not as raw bytes,
+    where round numbers such as 8.0 match unrelated bytes by chance)."""
+
+    # a held-out target may coincide with a value solvers legitimately see: any
+    # task's public training data or metadata (ListTasks returns every task)
+    public: set[float] = set()
+    for other in library:
+        om = other.meta
+        public |= set(other.train[[om.target.name, *om.input_names]].to_numpy(float).ravel())
+        public |= {om.target.min, om.target.max}
+        public |= {v for var in om.inputs for v in (var.min, var.max)}
+        # Real sessions show the held-out *input* ranges
+        public |= {v for var in other.heldout_input_ranges() for v in (var.min, var.max)}
+    listing = sim.ListTasks(pb.ListTasksRequest(), timeout=5)
     for task in library:
-        responses: list[bytes] = []
+        responses = [listing]
         meta = task.meta
-        responses.append(sim.ListTasks(pb.ListTasksRequest(), timeout=5).SerializeToString())
-        responses.append(sim.GetTask(pb.GetTaskRequest(task_id=task.task_id), timeout=5)
-                         .SerializeToString())
+        responses.append(sim.GetTask(pb.GetTaskRequest(task_id=task.task_id), timeout=5))
         real = _open(sim, task.task_id, common_pb2.SETTING_REAL)
         train = sim.GetTrainingData(pb.GetTrainingDataRequest(session_id=real.session_id),
                                     timeout=5)
-        responses.append(train.SerializeToString())
-        par = _open(sim, task.task_id)
-        responses.append(par.SerializeToString())
-        rng = np.random.default_rng(0)
-        observed: list[float] = []
-        for call in range(10):
-            req = pb.QueryRequest(session_id=par.session_id, request_id=f"c{call}", n_samples=3)
-            n = par.budget.max_points_per_call
-            for v in meta.inputs:
-                req.inputs[v.name].values.extend(rng.uniform(v.min, v.max, n).tolist())
-            if meta.multi_group:
-                req.group_ids.extend(rng.choice(task.group_ids, n).tolist())
-            resp = sim.Query(req, timeout=10)
-            responses.append(resp.SerializeToString())
-            observed.extend(resp.observations.columns[0].values)
-        blob = b"\n".join(responses)
-        law = task.hidden_law()
+        responses.append(train)
+        secrets: list[float] = []
+        expressions = [r.expr for r in task.references()]
+        if task.has_world():
+            par = _open(sim, task.task_id)
+            responses.append(par)
+            rng = np.random.default_rng(0)
+            observed: list[float] = []
+            for call in range(10):
+                req = pb.QueryRequest(session_id=par.session_id, request_id=f"c{call}",
+                                      n_samples=3)
+                n = par.budget.max_points_per_call
+                for v in meta.inputs:
+                    req.inputs[v.name].values.extend(rng.uniform(v.min, v.max, n).tolist())
+                if meta.multi_group:
+                    req.group_ids.extend(rng.choice(task.group_ids, n).tolist())
+                resp = sim.Query(req, timeout=10)
+                responses.append(resp)
+                observed.extend(resp.observations.columns[0].values)
+            assert len(observed) == 10 * 3 * par.budget.max_points_per_call
+            law = task.hidden_law()
+            expressions += [law.expr, law.base_expr]
+            secrets += [*law.constants.values(),
+                        *(v for table in law.local.values() for v in table.values())]
+        else:  # no world: Parallel sessions are refused, not improvised
+            code, _ = _code(lambda: _open(sim, task.task_id))
+            assert code == grpc.StatusCode.FAILED_PRECONDITION
+        blob = b"\n".join(m.SerializeToString() for m in responses)
         text = blob.decode("latin-1")
-        assert law.expr not in text
-        assert "h *" not in text and law.base_expr not in text
-        # fitted constants (to 6 significant digits) never appear in any response
-        secrets = [*law.constants.values(),
-                   *(v for table in law.local.values() for v in table.values())]
+        numbers = _doubles(responses)
+        for expr in expressions:
+            assert expr not in text, f"{task.task_id}: an answer-key expression leaked"
+        assert "h *" not in text
+        # fitted constants (to 6 significant digits, and as raw float64) never appear
         for value in secrets:
             assert f"{value:.6g}" not in text, f"constant {value} leaked for {task.task_id}"
-        # protobuf doubles: check the raw 8-byte encodings too
-        import struct
+            assert value not in numbers, f"constant {value} leaked for {task.task_id}"
+        if task.has_world():
+            # (a pool value equal to a public one, e.g. a residual of exactly 8.0, is chance)
+            pool = {float(v) for v in task.world_arrays()["residuals"] if v != 0} - public
+            assert not pool & numbers, f"{task.task_id}: residual-pool values {sorted(pool & numbers)[:5]}"
+        frames = list(task.heldout().values())
+        if task.heldout_ood() is not None:
+            frames.append(task.heldout_ood())
+        held = np.concatenate([f[meta.target.name].to_numpy(float) for f in frames])
+        leaked = {float(v) for v in held} & numbers - public
+        assert not leaked, f"{task.task_id}: held-out targets {sorted(leaked)[:5]} in responses"
 
-        for value in secrets:
-            assert struct.pack("<d", value) not in blob
-        residuals = task.world_arrays()["residuals"]
-        for value in residuals[:200]:
-            if value != 0:
-                assert struct.pack("<d", float(value)) not in blob
-        held = np.concatenate([f[meta.target.name].to_numpy(float) for f in task.heldout().values()])
-        # a held-out target may coincide with a value solvers legitimately see: any
-        # task's public training data or metadata (ListTasks returns every task)
-        public: set[float] = set()
-        for other in library:
-            om = other.meta
-            public |= set(other.train[[om.target.name, *om.input_names]].to_numpy(float).ravel())
-            public |= {om.target.min, om.target.max}
-            public |= {v for var in om.inputs for v in (var.min, var.max)}
-        for value in held:
-            if value not in public:
-                assert struct.pack("<d", float(value)) not in blob, f"held-out target {value}"
-        assert len(observed) == 10 * 3 * par.budget.max_points_per_call
+
+def _doubles(messages: list) -> set[float]:
+    """Every float/double value carried by the response messages, walked field by field."""
+    out: set[float] = set()
+
+    def walk(msg) -> None:
+        for field, value in msg.ListFields():
+            repeated = field.is_repeated if hasattr(field, "is_repeated") \
+                else field.label == field.LABEL_REPEATED
+            if field.type == field.TYPE_MESSAGE:
+                if field.message_type.GetOptions().map_entry:
+                    items = list(value.values())
+                else:
+                    items = list(value) if repeated else [value]
+                for item in items:
+                    walk(item)
+            elif field.type in (field.TYPE_DOUBLE, field.TYPE_FLOAT):
+                out.update(float(v) for v in (value if repeated else [value]))
+
+    for msg in messages:
+        walk(msg)
+    return out
 
 
 def test_columns_of_different_lengths_name_the_column(sim):

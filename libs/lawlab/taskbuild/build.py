@@ -304,6 +304,9 @@ def build_task(spec: TaskSpec, out: Path,
         (root / "eval" / "references" / f"{r['name']}.py").write_text(r.pop("module"))
     _dump_json(root / "eval" / "references.json", refs_out)
     _dump_json(root / "eval" / "rubric.json", spec.rubric)
+    if spec.multi_group:  # per-group constants of each reference, fitted on the training groups
+        _dump_json(root / "eval" / "reference_local.json",
+                   {r.name: ref_fits[r.name].local for r in spec.references})
     _dump_json(root / "eval" / "reference_metrics.json",
                {"best_reference": best.name, "naive_baseline": naive, "references": ref_scores})
     _dump_json(root / "eval" / "synthesis.json", [
@@ -313,7 +316,13 @@ def build_task(spec: TaskSpec, out: Path,
     arrays = {"coords": x, "residuals": debiased, "groups": groups.astype(str)}
     _write_npz(root / "simulator" / "residuals.npz", arrays)
     world = World(world_spec, arrays)
-    report.figure(world, world_train, target, inputs, root / "simulator" / "world.png", spec.title)
+    best_fit = ref_fits[best.name]
+
+    def reference_curve(rows: pd.DataFrame) -> np.ndarray:
+        return _predict(best.expr, rows, inputs, best_fit.constants, best_fit.local)
+
+    report.figure(world, world_train, target, inputs, root / "simulator" / "world.png", spec.title,
+                  reference=(best.name, reference_curve))
     synthesis_rows = json.loads((root / "eval" / "synthesis.json").read_text())
     (root / "simulator" / "report.md").write_text(
         report.markdown(spec.task_id, world_spec, ref_scores, synthesis_rows))
@@ -351,5 +360,10 @@ def build_all(out: Path, only: list[str] | None = None,
             continue
         log.info("building task", extra={"task_id": spec.task_id})
         summary.append(build_task(spec, out, proposer))
+    from lawlab.taskbuild import lsr, lsr_build
+
+    for problem in lsr.problems(only):
+        log.info("building problem", extra={"task_id": problem.problem_id})
+        summary.append(lsr_build.build_problem(problem, out))
     _dump_json(out / "MANIFEST.json", manifest(out))
     return summary

@@ -8,6 +8,7 @@ against samples drawn from the world at the same inputs.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import matplotlib
@@ -22,8 +23,10 @@ from lawlab.world import World, is_multi_decade  # noqa: E402
 
 
 def figure(world: World, train: pd.DataFrame, target: str, inputs: list[str], out: Path,
-           title: str) -> None:
-    """Real records against one world sample per record (Figure 3 of the paper)."""
+           title: str,
+           reference: tuple[str, Callable[[pd.DataFrame], np.ndarray]] | None = None) -> None:
+    """Real records, the best published reference's fit, and one world sample per
+    record with the hidden law's mean (Figure 3 of the paper)."""
     primary = inputs[0]
     groups = sorted(train[GROUP_COL].astype(str).unique())[:6] if GROUP_COL in train else [None]
     groups = [g for g in groups if g is None or g in world.groups] or [None]
@@ -42,6 +45,11 @@ def figure(world: World, train: pd.DataFrame, target: str, inputs: list[str], ou
         ax.scatter(data[primary], sample, s=14, marker="x", color="tab:red", label="world sample")
         ax.plot(data[primary][order], world.mean(clipped, labels)[order], color="tab:red", lw=1,
                 alpha=0.6, label="hidden law")
+        if reference is not None:
+            with np.errstate(all="ignore"):
+                ref = np.asarray(reference[1](rows), float)
+            ax.plot(data[primary][order], ref[order], color="tab:blue", lw=1, ls="--",
+                    label=f"reference: {reference[0]}")
         if is_multi_decade(data[primary]):
             ax.set_xscale("log")
         if world.space == "log10":

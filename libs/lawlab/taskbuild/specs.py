@@ -478,3 +478,9 @@ SPECS: list[TaskSpec] = [
         license="GPL-2 | GPL-3 (R mosaicData package)",
     ),
 ]
+
+
+# The rest of the library lives in its own module (it imports the helpers above).
+from lawlab.taskbuild.specs_more import MORE_SPECS  # noqa: E402
+
+SPECS += MORE_SPECS

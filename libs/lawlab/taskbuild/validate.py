@@ -1,0 +1,187 @@
+"""``lawlab tasks validate``: every claim a task makes, checked on its files.
+
+For each task directory: the layout of PROTOCOL.md section 1 is complete; the
+metadata loads and names a known metric; rubric items are valid; the best
+reference beats the naive baseline and satisfies every rubric item; the hidden
+law (where there is a world) differs structurally from its base reference,
+satisfies the rubric on every training group and has its residual-space R^2
+in [0.9, 1] unless s = 1; the MANIFEST hashes match the files.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from lawlab import metrics
+from lawlab import rubric as rubric_mod
+from lawlab.expr import Expression
+from lawlab.tasks import GROUP_COL, Task, TaskLibrary
+
+
+@dataclass
+class Report:
+    task_id: str
+    problems: list[str] = field(default_factory=list)
+    checks: int = 0
+
+    def check(self, ok: bool, problem: str) -> None:
+        self.checks += 1
+        if not ok:
+            self.problems.append(problem)
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+
+def rubric_failures(task: Task, expr: str, constants: Mapping[str, float],
+                    local: Mapping[str, Mapping[str, float]], items: Sequence[dict[str, Any]],
+                    frame: pd.DataFrame | None = None) -> list[str]:
+    """Rubric items a restricted-expression law fails, per training group."""
+    inputs = task.meta.input_names
+    train = task.train if frame is None else frame
+    ranges = rubric_mod.input_ranges(train, inputs)
+    groups = ([(g, f) for g, f in train.groupby(GROUP_COL)
+               if g in next(iter(local.values()), {})] if local else [(None, train)])
+    e = Expression(expr)
+    out = []
+    for g, rows in groups:
+        consts = dict(constants)
+        consts.update({k: v[g] for k, v in local.items()})
+        for item in items:
+            probes = rubric_mod.probe_inputs(item, rows, inputs, ranges)
+            env = {n: probes[n].to_numpy(float) for n in inputs}
+            env.update(consts)
+            with np.errstate(all="ignore"):
+                pred = np.broadcast_to(np.asarray(e.evaluate(env), float), (len(probes),))
+            ok, why = rubric_mod.verdict(item, probes, pred)
+            if not ok:
+                out.append(f"{item['id']} ({'global' if g is None else g}): {why}")
+    return out
+
+
+def _required_files(task: Task) -> list[str]:
+    files = ["metadata.yaml", "data/train.csv", "eval/references.json", "eval/rubric.json",
+             "eval/reference_metrics.json"]
+    files += (["data/test_fit.csv", "data/test_test.csv"] if task.meta.multi_group
+              else ["data/test.csv"])
+    return files
+
+
+def validate_task(task: Task) -> Report:
+    rep = Report(task.task_id)
+    for rel in _required_files(task):
+        rep.check((task.root / rel).is_file(), f"missing {rel}")
+    if rep.problems:
+        return rep
+    meta = task.meta
+    rep.check(meta.metric in metrics.METRICS, f"unknown metric {meta.metric!r}")
+    rep.check(bool(meta.context.strip()) and bool(meta.source) and bool(meta.license),
+              "metadata lacks context, source or licence")
+    rep.check(len(task.train) > 0, "empty training split")
+    for col in [meta.target.name, *meta.input_names]:
+        rep.check(col in task.train.columns, f"train.csv lacks column {col!r}")
+    items = task.rubric()
+    rep.check(len(items) >= 3, f"rubric has {len(items)} items (at least 3 required)")
+    for item in items:
+        try:
+            rubric_mod.validate_item(item, meta.input_names)
+        except ValueError as err:
+            rep.check(False, str(err))
+    refs = {r.name: r for r in task.references()}
+    rep.check(bool(refs), "no reference formula")
+    if not refs:
+        return rep
+    ref_metrics = json.loads((task.root / "eval" / "reference_metrics.json").read_text())
+    best = ref_metrics["best_reference"]
+    best_value = ref_metrics["references"][best]["heldout_metric"]
+    better = (best_value > ref_metrics["naive_baseline"] if meta.metric == "r2"
+              else best_value < ref_metrics["naive_baseline"])
+    rep.check(better, f"best reference {best} ({best_value:.4g}) does not beat the naive "
+                      f"baseline ({ref_metrics['naive_baseline']:.4g})")
+    ref = refs.get(best)
+    if ref is not None and not meta.multi_group:
+        fails = rubric_failures(task, ref.expr, ref.constants, {}, items)
+        rep.check(not fails, f"best reference {best} fails its rubric: {fails[:3]}")
+    if ref is not None and meta.multi_group:
+        local = _reference_local_fits(task, ref)
+        if local is not None:
+            fails = rubric_failures(task, ref.expr, ref.constants, local, items)
+            rep.check(not fails, f"best reference {best} fails its rubric: {fails[:3]}")
+    if meta.suite != "real":
+        _validate_lsr(task, rep)
+    if task.has_world():
+        law = task.hidden_law()
+        spec = task.world_spec()
+        rep.check(Expression(law.expr).to_sympy() != Expression(law.base_expr).to_sympy(),
+                  "hidden law equals its base reference")
+        fails = rubric_failures(task, law.expr, law.constants, law.local, items)
+        rep.check(not fails, f"hidden law fails the rubric: {fails[:3]}")
+        for g, r2 in spec["world_r2"].items():
+            s = spec["s"][g]
+            rep.check(s >= 1 or 0.9 - 1e-9 <= r2 <= 1.0,
+                      f"world R^2 {r2:.3f} outside [0.9, 1] for group {g} with s = {s:.3f}")
+    return rep
+
+
+def _validate_lsr(task: Task, rep: Report) -> None:
+    """Ground truth exact in domain; out-of-domain rows outside the training ranges."""
+    truth = json.loads((task.root / "eval" / "ground_truth.json").read_text())
+    e = Expression(truth["expr"])
+    names = [task.meta.target.name, *task.meta.input_names]
+    for part, frame in (("test", task.heldout()["test"]), ("test_ood", task.heldout_ood())):
+        rep.check(frame is not None and len(frame) > 0, f"no {part} split")
+        if frame is None or not len(frame):
+            continue
+        env = {c: frame[c].to_numpy(float) for c in names[1:]}
+        env.update(truth["constants"])
+        with np.errstate(all="ignore"):
+            pred = np.broadcast_to(np.asarray(e.evaluate(env), float), (len(frame),))
+        y = frame[names[0]].to_numpy(float)
+        acc, nmse = metrics.acc_tau(y, pred, 0.1), metrics.nmse(y, pred)
+        rep.check(acc == 1.0 and nmse < 1e-6,
+                  f"ground truth on {part}: Acc_0.1 {acc:.2f}, NMSE {nmse:.2e} (need 1 and < 1e-6)")
+    ood = task.heldout_ood()
+    if ood is not None and len(ood):
+        outside = np.zeros(len(ood), bool)
+        for c in task.meta.input_names:
+            lo, hi = task.train[c].min(), task.train[c].max()
+            outside |= (ood[c].to_numpy() < lo) | (ood[c].to_numpy() > hi)
+        rep.check(bool(outside.all()),
+                  f"{int((~outside).sum())} out-of-domain rows lie inside every training range")
+
+
+def _reference_local_fits(task: Task, ref) -> dict[str, dict[str, float]] | None:
+    """Per-group constants of a Type II reference, as fitted by the builder."""
+    path = task.root / "eval" / "reference_local.json"
+    if not path.exists():
+        return None
+    return json.loads(path.read_text()).get(ref.name)
+
+
+def validate_manifest(root: Path) -> list[str]:
+    path = root / "MANIFEST.json"
+    if not path.exists():
+        return ["no MANIFEST.json (run `make tasks`)"]
+    recorded = json.loads(path.read_text())
+    problems = []
+    for rel, digest in recorded.items():
+        file = root / rel
+        if not file.exists():
+            problems.append(f"MANIFEST names a missing file {rel}")
+        elif hashlib.sha256(file.read_bytes()).hexdigest() != digest:
+            problems.append(f"{rel} differs from its MANIFEST hash")
+    return problems
+
+
+def validate_library(root: Path) -> tuple[list[Report], list[str]]:
+    library = TaskLibrary(root)
+    return [validate_task(t) for t in library], validate_manifest(root)

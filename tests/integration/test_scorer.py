@@ -1,0 +1,79 @@
+"""The scorer through a real service: LLM-SRBench metrics on problems with a known
+ground truth (Acc_tau and NMSE, in and out of domain), and S_N's convention there."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from lawlab.common.v1 import common_pb2
+from lawlab.scorer.v1 import scorer_pb2, scorer_pb2_grpc
+
+PROBLEM = "lsrt_i_12_2"  # r from F, q1, q2, epsilon (Coulomb's law re-posed)
+
+
+@pytest.fixture(scope="module")
+def scorer(cluster):
+    channel = cluster.channel("scorer")
+    yield scorer_pb2_grpc.ScorerServiceStub(channel)
+    channel.close()
+
+
+def _score(scorer, source: str, task_id: str = PROBLEM):
+    return scorer.ScoreSubmission(scorer_pb2.ScoreRequest(
+        task_id=task_id, submission=common_pb2.Submission(source=source)), timeout=300)
+
+
+TRUTH = '''import numpy as np
+USED_INPUTS = ["F", "q1", "q2", "epsilon"]
+LAW_CONSTANTS = {}
+OTHER_CONSTANTS = {}
+LOCAL_FITTABLE = {}
+
+def predict(X):
+    F, q1, q2, eps = (X[:, i] for i in range(4))
+    return np.sqrt(q1 * q2 / (4 * np.pi * eps * F))
+'''
+
+# right in shape, 8% off in scale: within tau = 0.1 everywhere, but NMSE is not ~0
+NEAR = TRUTH.replace("return np.sqrt", "return 1.08 * np.sqrt")
+# wrong exponent: fine for some points, far off for others
+WRONG = TRUTH.replace("np.sqrt(q1 * q2 / (4 * np.pi * eps * F))",
+                      "q1 * q2 / (4 * np.pi * eps * F)")
+
+
+def test_ground_truth_scores_acc_1_and_zero_nmse_in_and_out_of_domain(scorer):
+    s = _score(scorer, TRUTH)
+    assert s.status == "ok" and s.HasField("srbench")
+    assert s.srbench.tau == pytest.approx(0.1)
+    assert s.srbench.acc_tau_id == 1.0 and s.srbench.acc_tau_ood == 1.0
+    assert s.srbench.nmse_id < 1e-12 and s.srbench.nmse_ood < 1e-12
+    assert s.s_n == 0.0 and "known ground truth" in s.message
+
+
+def test_near_and_wrong_laws_are_told_apart(scorer):
+    near, wrong = _score(scorer, NEAR), _score(scorer, WRONG)
+    assert near.srbench.acc_tau_id == 1.0 and 1e-4 < near.srbench.nmse_id < 0.1
+    assert wrong.srbench.acc_tau_id == 0.0 and wrong.srbench.acc_tau_ood == 0.0
+    assert wrong.srbench.nmse_ood > near.srbench.nmse_ood
+
+
+def test_failing_submission_counts_as_acc_0_and_infinite_nmse(scorer):
+    s = _score(scorer, TRUTH.replace("return np.sqrt", "return np.log(-1.0) * np.sqrt"))
+    assert s.srbench.acc_tau_id == 0.0 and math.isinf(s.srbench.nmse_id)
+
+
+def test_real_data_tasks_have_no_srbench_block(scorer):
+    module = '''import numpy as np
+USED_INPUTS = ["temperature"]
+LAW_CONSTANTS = {"A": 8.0, "B": 3100.0, "C": 270.0}
+OTHER_CONSTANTS = {}
+LOCAL_FITTABLE = {}
+
+def predict(X, A=8.0, B=3100.0, C=270.0):
+    return 10 ** (A - B / (C + X[:, 0]))
+'''
+    s = _score(scorer, module, "mercury_vapour_pressure")
+    assert s.status == "ok" and not s.HasField("srbench") and math.isfinite(s.m_sub)
+    assert s.metric == "log_mae" and s.best_reference == "antoine"
