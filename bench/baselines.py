@@ -90,7 +90,7 @@ async def run(args: argparse.Namespace) -> None:
               "prediction is within 10%) and median NMSE, in domain and out of domain; an "
               "unsubmitted or failed trial counts as Acc 0 and NMSE infinite.", "",
               "| agent | suite | problems | Acc_0.1 ID | Acc_0.1 OOD | median NMSE ID | "
-              "median NMSE OOD |", "|---|---|---|---|---|---|---|"]
+              "median NMSE OOD | symbolic accuracy |", "|---|---|---|---|---|---|---|---|"]
     for agent in args.agents:
         for suite in ("lsr-transform", "lsr-synth"):
             trials = [r[3] for r in rows if r[0] == agent and r[1].meta.suite == suite]
@@ -104,8 +104,9 @@ async def run(args: argparse.Namespace) -> None:
             acc_ood = sum(val(t, "acc_tau_ood", 0.0) for t in trials) / len(trials)
             med_id = sorted(val(t, "nmse_id", float("inf")) for t in trials)[len(trials) // 2]
             med_ood = sorted(val(t, "nmse_ood", float("inf")) for t in trials)[len(trials) // 2]
+            sym = sum(val(t, "symbolic_accuracy", 0.0) for t in trials) / len(trials)
             lines.append(f"| {agent} | {suite} | {len(trials)} | {acc_id:.3f} | {acc_ood:.3f} | "
-                         f"{med_id:.3g} | {med_ood:.3g} |")
+                         f"{med_id:.3g} | {med_ood:.3g} | {sym:.3f} |")
     out = ROOT / "docs" / "baselines.md"
     out.write_text("\n".join(lines) + "\n")
     print(f"wrote {out}")

@@ -220,8 +220,13 @@ async def run_trial(record: TrialRecord, policy: Policy, clients: Clients,
             sr = score.srbench
             record.acc_tau_id, record.nmse_id = sr.acc_tau_id, sr.nmse_id
             record.acc_tau_ood, record.nmse_ood = sr.acc_tau_ood, sr.nmse_ood
+            symbolic = await clients.judge.JudgeStructure(judge_pb2.JudgeRequest(
+                task_id=task.task_id, submission=common_pb2.Submission(source=submission)),
+                timeout=SCORING_CALL)
+            record.symbolic_accuracy = symbolic.s_s
             notes.append(f"Acc_{sr.tau:g} {sr.acc_tau_id:g} in domain, {sr.acc_tau_ood:g} out; "
-                         f"NMSE {sr.nmse_id:.3g} in domain, {sr.nmse_ood:.3g} out")
+                         f"NMSE {sr.nmse_id:.3g} in domain, {sr.nmse_ood:.3g} out; symbolic "
+                         f"accuracy {symbolic.s_s:g} ({symbolic.explanation})")
         notes.append(f"S_N {score.status}: {task.metric} {score.m_sub:.4g} vs reference "
                      f"{score.best_reference} {score.m_ref:.4g}")
         if score.message:

@@ -41,7 +41,8 @@ _STATUS = {
 }
 
 
-SCORE_FIELDS = ("s_n", "s_v", "s_s", "acc_tau_id", "nmse_id", "acc_tau_ood", "nmse_ood")
+SCORE_FIELDS = ("s_n", "s_v", "s_s", "acc_tau_id", "nmse_id", "acc_tau_ood", "nmse_ood",
+                "symbolic_accuracy")
 
 
 def trial_id_for(task_id: str, setting: str, agent: str, model: str, seed: int) -> str:

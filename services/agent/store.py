@@ -33,6 +33,7 @@ CREATE TABLE IF NOT EXISTS trials (
     nmse_id    REAL,
     acc_tau_ood REAL,
     nmse_ood   REAL,
+    symbolic_accuracy REAL,
     wall_seconds REAL,
     trajectory TEXT,
     error      TEXT DEFAULT '',
@@ -61,6 +62,7 @@ class TrialRecord:
     nmse_id: float | None = None
     acc_tau_ood: float | None = None
     nmse_ood: float | None = None
+    symbolic_accuracy: float | None = None
     wall_seconds: float = 0.0
     trajectory: str = ""
     error: str = ""
@@ -78,7 +80,7 @@ class TrialStore:
         self._db.execute("PRAGMA synchronous=FULL")
         self._db.executescript(SCHEMA)
         have = {r[1] for r in self._db.execute("PRAGMA table_info(trials)")}
-        for name in ("acc_tau_id", "nmse_id", "acc_tau_ood", "nmse_ood"):
+        for name in ("acc_tau_id", "nmse_id", "acc_tau_ood", "nmse_ood", "symbolic_accuracy"):
             if name not in have:  # stores written before these scores existed
                 self._db.execute(f"ALTER TABLE trials ADD COLUMN {name} REAL")
         self._lock = threading.Lock()

@@ -349,3 +349,22 @@ def judge(source: str, hidden: Form, hidden_values: Sequence[float], base: Form,
                                 f"relevant variables and trend (Spearman {trend:.2f}) only")
     return StructureOutcome(0.0, [], ["base form", *added_terms], "high",
                             "unrelated to the hidden law")
+
+
+def symbolic_match(source: str, truth: Form, probes: Mapping[str, np.ndarray]) -> StructureOutcome:
+    """LLM-SRBench symbolic accuracy: 1 when the submission's form reproduces the
+    ground truth (its constants refitted) and the ground truth reproduces the
+    submission as declared (so its constants must be right too), else 0."""
+    target = truth.evaluate(probes, truth.init)
+    try:
+        sub = translate(source)
+        sub_pred = sub.evaluate(probes, sub.init)
+    except Exception as err:  # noqa: BLE001  (untranslatable or broken: no symbolic credit)
+        return StructureOutcome(0.0, [], ["ground truth"], "low",
+                                f"predict could not be translated or evaluated ({err})")
+    if misfit(sub, probes, target, "linear") < MATCH_TOL \
+            and misfit(truth, probes, sub_pred, "linear") < MATCH_TOL:
+        return StructureOutcome(1.0, ["ground truth"], [], "high",
+                                "symbolically equivalent to the ground truth up to constants")
+    return StructureOutcome(0.0, [], ["ground truth"], "high",
+                            "not equivalent to the ground truth")

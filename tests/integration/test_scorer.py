@@ -32,7 +32,10 @@ OTHER_CONSTANTS = {}
 LOCAL_FITTABLE = {}
 
 def predict(X):
-    F, q1, q2, eps = (X[:, i] for i in range(4))
+    F = X[:, 0]
+    q1 = X[:, 1]
+    q2 = X[:, 2]
+    eps = X[:, 3]
     return np.sqrt(q1 * q2 / (4 * np.pi * eps * F))
 '''
 
@@ -77,3 +80,28 @@ def predict(X, A=8.0, B=3100.0, C=270.0):
     s = _score(scorer, module, "mercury_vapour_pressure")
     assert s.status == "ok" and not s.HasField("srbench") and math.isfinite(s.m_sub)
     assert s.metric == "log_mae" and s.best_reference == "antoine"
+
+
+def test_symbolic_accuracy_is_equivalence_up_to_constants(cluster):
+    from lawlab.judge.v1 import judge_pb2, judge_pb2_grpc
+
+    channel = cluster.channel("judge")
+    judge = judge_pb2_grpc.JudgeServiceStub(channel)
+
+    def verdict(source: str):
+        return judge.JudgeStructure(judge_pb2.JudgeRequest(
+            task_id=PROBLEM, submission=common_pb2.Submission(source=source)), timeout=300)
+
+    assert verdict(TRUTH).s_s == 1.0
+    # the same law written differently, with a named constant of the right value
+    reparam = TRUTH.replace('LAW_CONSTANTS = {}', 'LAW_CONSTANTS = {"c": 0.28209479177387814}') \
+        .replace("def predict(X):", "def predict(X, c=0.28209479177387814):") \
+        .replace("return np.sqrt(q1 * q2 / (4 * np.pi * eps * F))",
+                 "return c * (q1 * q2) ** 0.5 / np.sqrt(eps * F)")
+    assert verdict(reparam).s_s == 1.0
+    # right form, constant 8% off: not the ground truth (its Acc_0.1 is still 1, above)
+    assert verdict(NEAR).s_s == 0.0
+    wrong = verdict(WRONG)
+    assert wrong.s_s == 0.0 and "not equivalent" in wrong.explanation
+    assert verdict("def predict(X):\n    return sorted(X)\n").s_s == 0.0
+    channel.close()
