@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from lawlab import config
+from lawlab import cli_score, config
 from lawlab.cli_sim import add_sim_parser, add_token_parser, cmd_sim, cmd_token
 from lawlab.tables import table as _table
 
@@ -456,6 +456,7 @@ def main(argv: list[str] | None = None) -> int:
 
     add_sim_parser(sub)
     add_token_parser(sub)
+    cli_score.add_parsers(sub)
 
     args, rest = parser.parse_known_args(argv)
     if args.command == "serve":
@@ -478,6 +479,10 @@ def main(argv: list[str] | None = None) -> int:
         return cmd_fit(args)
     if args.command == "sim":
         return cmd_sim(args)
+    if args.command == "score":
+        return cli_score.cmd_score(args)
+    if args.command == "judge":
+        return cli_score.cmd_judge(args)
     if args.command == "token":
         return cmd_token(args)
     parser.error("unknown command")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -88,3 +89,13 @@ def test_unsolvable_synthetic_problem_is_refused():
                     "+ q", {"k": 5.0, "q": 1.0}, "ode", y0=(2.0,), t_end=20.0)
     with pytest.raises(ValueError):
         lsr.synth(bad)
+
+
+@pytest.mark.slow
+def test_full_rebuild_reproduces_the_manifest(tasks_dir, tmp_path):
+    """The whole library, rebuilt from the packages, hashes identically (about 5 min)."""
+    from lawlab.taskbuild.build import build_all
+
+    build_all(tmp_path)
+    built = json.loads((tmp_path / "MANIFEST.json").read_text())
+    assert built == json.loads((tasks_dir / "MANIFEST.json").read_text())

@@ -1,0 +1,221 @@
+"""``lawlab score`` and ``lawlab judge``: score one submission file from the shell.
+
+The code paths are the services' own: a submission is untrusted code, so it is
+executed only by the sandbox, through the scorer or the judge. With
+``--scorer-addr``/``--judge-addr`` the verbs use running services; otherwise they
+start the services they need on free loopback ports (sandbox plus scorer or
+judge) and stop them afterwards. ``lawlab judge structure --law ... --base ...``
+compares expressions with a submission by static translation only (nothing is
+executed), so it runs in-process.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import grpc
+from google.protobuf.json_format import MessageToDict
+
+from lawlab import config
+
+
+@contextmanager
+def _service(name: str, address: str | None, tasks_dir: str):
+    """A channel to ``name``: the given address, or an ephemeral local service."""
+    from lawlab.launcher import Cluster
+
+    if address:
+        from lawlab.rpc.client import sync_channel
+
+        channel = sync_channel(address)
+        try:
+            yield channel
+        finally:
+            channel.close()
+        return
+    data = Path(tempfile.mkdtemp(prefix=f"lawlab-{name}-"))
+    cluster = Cluster(Path(tasks_dir).resolve(), data, log_dir=data / "logs")
+    print(f"[starting an ephemeral sandbox and {name} on loopback; logs in {data / 'logs'}]",
+          file=sys.stderr)
+    try:
+        cluster.start(names=("sandbox", name), extra_env={"LAWLAB_LOG_LEVEL": "WARNING"})
+        channel = cluster.channel(name)
+        try:
+            yield channel
+        finally:
+            channel.close()
+    finally:
+        cluster.stop()
+
+
+def _source(path: str) -> str:
+    p = Path(path)
+    if not p.is_file():
+        raise SystemExit(f"--submission {path}: no such file")
+    return p.read_text()
+
+
+def _print(doc: dict[str, Any], as_json: bool, lines: list[str]) -> None:
+    if as_json:
+        print(json.dumps(doc, indent=2, default=float))
+    else:
+        print("\n".join(lines))
+
+
+def cmd_score(args: argparse.Namespace) -> int:
+    from lawlab.common.v1 import common_pb2
+    from lawlab.scorer.v1 import scorer_pb2, scorer_pb2_grpc
+
+    source = _source(args.submission)
+    try:
+        with _service("scorer", args.scorer_addr, args.tasks_dir) as channel:
+            stub = scorer_pb2_grpc.ScorerServiceStub(channel)
+            s = stub.ScoreSubmission(scorer_pb2.ScoreRequest(
+                task_id=args.task, submission=common_pb2.Submission(source=source)), timeout=600)
+    except grpc.RpcError as err:
+        print(f"lawlab score: {err.code().name}: {err.details()}", file=sys.stderr)
+        return 1
+    doc = MessageToDict(s, preserving_proto_field_name=True,
+                        always_print_fields_with_no_presence=True)
+    lines = [f"{args.task}: status {s.status}; S_N {s.s_n:.3f} ({s.metric} {s.m_sub:.4g} against "
+             f"the best reference {s.best_reference}, {s.m_ref:.4g})"]
+    if s.message:
+        lines.append(f"  {s.message}")
+    for seed in s.seeds:
+        if len(s.seeds) > 1:
+            lines.append(f"  seed {seed.seed}: S_N {seed.s_n:.3f}, groups scored "
+                         f"{seed.groups_scored}, failed {seed.groups_failed}, excluded "
+                         f"{seed.groups_excluded}")
+    if s.HasField("srbench"):
+        sr = s.srbench
+        lines.append(f"  Acc_{sr.tau:g}: {sr.acc_tau_id:g} in domain, {sr.acc_tau_ood:g} out of "
+                     f"domain; NMSE {sr.nmse_id:.3g} in domain, {sr.nmse_ood:.3g} out")
+    _print(doc, args.json, lines)
+    return 0 if s.status == "ok" else 1
+
+
+def cmd_judge(args: argparse.Namespace) -> int:
+    from lawlab.common.v1 import common_pb2
+    from lawlab.judge.v1 import judge_pb2, judge_pb2_grpc
+
+    source = _source(args.submission)
+    if args.kind == "structure" and args.law:
+        return _structure_offline(args, source)
+    if not args.task:
+        raise SystemExit(f"lawlab judge {args.kind}: --task is required"
+                         + (" (or --law and --base)" if args.kind == "structure" else ""))
+    request = judge_pb2.JudgeRequest(task_id=args.task,
+                                     submission=common_pb2.Submission(source=source))
+    try:
+        with _service("judge", args.judge_addr, args.tasks_dir) as channel:
+            stub = judge_pb2_grpc.JudgeServiceStub(channel)
+            if args.kind == "validity":
+                v = stub.JudgeValidity(request, timeout=600)
+            else:
+                v = stub.JudgeStructure(request, timeout=600)
+    except grpc.RpcError as err:
+        print(f"lawlab judge: {err.code().name}: {err.details()}", file=sys.stderr)
+        return 1
+    doc = MessageToDict(v, preserving_proto_field_name=True,
+                        always_print_fields_with_no_presence=True)
+    if args.kind == "validity":
+        lines = [f"{args.task}: S_V {v.s_v:.3f}; anti-hacking "
+                 f"{'passed' if v.anti_hacking_passed else 'FAILED: ' + v.anti_hacking_reason}"]
+        lines += [f"  [{'x' if i.passed else ' '}] {i.item_id}: {i.evidence}" for i in v.items]
+    else:
+        lines = [f"{args.task}: level {v.s_s:g} ({v.confidence} confidence): {v.explanation}",
+                 f"  matched: {', '.join(v.matched) or '-'}", f"  missed: {', '.join(v.missed) or '-'}"]
+    _print(doc, args.json, lines)
+    return 0
+
+
+def _structure_offline(args: argparse.Namespace, source: str) -> int:
+    """--law/--base: expressions over the submission's USED_INPUTS, compared on probes
+    drawn from --range NAME=LO:HI (default 1:10 for every input)."""
+    import ast
+
+    import numpy as np
+
+    from lawlab.expr import Expression, ExpressionError
+    from lawlab_judge import structure
+
+    if not args.base:
+        raise SystemExit("lawlab judge structure: --base is required with --law")
+    try:
+        tree = ast.parse(source)
+    except SyntaxError as err:
+        raise SystemExit(f"--submission: {err}") from None
+    used: list[str] = []
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", "") == "USED_INPUTS":
+            used = list(ast.literal_eval(node.value))
+    if not used:
+        raise SystemExit("--submission: no USED_INPUTS list")
+    ranges = {n: (1.0, 10.0) for n in used}
+    for spec in args.range or []:
+        name, _, span = spec.partition("=")
+        lo, _, hi = span.partition(":")
+        try:
+            ranges[name] = (float(lo), float(hi))
+        except ValueError:
+            raise SystemExit(f"--range {spec!r}: use NAME=LO:HI") from None
+    values: dict[str, float] = {}
+    for spec in args.const or []:
+        name, _, value = spec.partition("=")
+        try:
+            values[name] = float(value)
+        except ValueError:
+            raise SystemExit(f"--const {spec!r}: use NAME=VALUE") from None
+    forms = {}
+    for flag, text in (("--law", args.law), ("--base", args.base)):
+        try:
+            e = Expression(text)
+        except ExpressionError as err:
+            raise SystemExit(f"{flag}: {err}") from None
+        constants = {n: values.get(n, 1.0) for n in sorted(e.names - set(used))}
+        unset = [n for n in constants if n not in values]
+        if unset:
+            print(f"[{flag}: constants {unset} default to 1.0; set them with --const]",
+                  file=sys.stderr)
+        forms[flag] = structure.form_from_expression(e, constants, used)
+    rng = np.random.default_rng(0)
+    probes = {n: rng.uniform(*ranges[n], 200) for n in used}
+    law, base = forms["--law"], forms["--base"]
+    outcome = structure.judge(source, law, law.init, base, base.init, probes, "linear",
+                              [args.law])
+    doc = {"level": outcome.level, "matched": outcome.matched, "missed": outcome.missed,
+           "confidence": outcome.confidence, "explanation": outcome.explanation}
+    _print(doc, args.json, [f"level {outcome.level:g} ({outcome.confidence} confidence): "
+                            f"{outcome.explanation}"])
+    return 0
+
+
+def add_parsers(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("score", help="S_N of a submission file (and LLM-SRBench metrics)")
+    p.add_argument("--task", required=True)
+    p.add_argument("--submission", required=True, help="a Python module in the contract")
+    p.add_argument("--scorer-addr", help="a running scorer (default: start one, with a sandbox)")
+    p.add_argument("--tasks-dir", default=str(config.tasks_dir()))
+    p.add_argument("--json", action="store_true")
+    judge = sub.add_parser("judge", help="validity (S_V) or structure (S_S) of a submission")
+    kinds = judge.add_subparsers(dest="kind", required=True)
+    for kind in ("validity", "structure"):
+        q = kinds.add_parser(kind)
+        q.add_argument("--task", help="the task (its rubric or hidden law)")
+        q.add_argument("--submission", required=True)
+        q.add_argument("--judge-addr", help="a running judge (default: start one, with a sandbox)")
+        q.add_argument("--tasks-dir", default=str(config.tasks_dir()))
+        q.add_argument("--json", action="store_true")
+        if kind == "structure":
+            q.add_argument("--law", help="hidden law expression (instead of --task)")
+            q.add_argument("--base", help="published base form expression (with --law)")
+            q.add_argument("--range", action="append", metavar="NAME=LO:HI",
+                           help="probe range of an input (default 1:10)")
+            q.add_argument("--const", action="append", metavar="NAME=VALUE",
+                           help="value of a constant in --law/--base (default 1.0)")
