@@ -43,7 +43,6 @@ import pandas as pd
 import yaml
 
 from lawlab import metrics
-from lawlab.contract import law_module
 from lawlab.expr import Expression
 from lawlab.fitting import FitError, fit_expression
 from lawlab.tasks import GROUP_COL, Task
@@ -494,4 +493,4 @@ def import_all(src: Path, out: Path) -> list[ImportReport]:
     return [import_task(d, out) for d in sorted(p.parent for p in src.glob("*/metadata.yaml"))]
 
 
-__all__ = ["import_all", "import_task", "convert_module", "convert_rubric_item", "law_module"]
+__all__ = ["import_all", "import_task", "convert_module", "convert_rubric_item"]
