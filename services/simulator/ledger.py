@@ -8,8 +8,8 @@ refunds a call, a retried request id returns the stored response without a
 second charge, and the audit log always balances against the budget.
 Concurrent charges of one session are serialised by the database (SQLite's
 write lock; PostgreSQL's row lock on the session), so two clients racing for
-the last call cannot both win. One SQL dialect serves both drivers; only
-placeholders, binary types and the transaction opener differ.
+the last call cannot both win. One SQL dialect serves both drivers
+(:mod:`lawlab.db`).
 """
 
 from __future__ import annotations
@@ -17,14 +17,12 @@ from __future__ import annotations
 import hashlib
 import hmac
 import secrets
-import sqlite3
-import threading
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+
+from lawlab.db import Database, Executor, SqliteDatabase, open_database
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS sessions (
@@ -136,32 +134,20 @@ def split_token(token: str) -> tuple[str, str] | None:
 
 
 class Ledger:
-    """Sessions, charges, tokens and the audit log over a DB-API connection.
+    """Sessions, charges, tokens and the audit log over a :mod:`lawlab.db` database."""
 
-    Subclasses provide the connection, the placeholder style and ``_tx``: a
-    context manager that opens a write transaction and yields an executor.
-    Calls are serialised per process by a lock; across processes the
-    database serialises them.
-    """
-
-    placeholder = "?"
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-
-    # ---- plumbing ------------------------------------------------------------
-    def _sql(self, sql: str) -> str:
-        return sql if self.placeholder == "?" else sql.replace("?", self.placeholder)
-
-    @contextmanager
-    def _tx(self) -> Iterator[Callable[..., Any]]:
-        raise NotImplementedError
-        yield  # pragma: no cover
+    def __init__(self, db: Database) -> None:
+        self.db = db
+        with db.tx() as ex:
+            cols = db.columns(ex, "sessions")
+            if cols and "owner" not in cols:  # ledgers written before sessions had owners
+                ex("ALTER TABLE sessions ADD COLUMN owner TEXT NOT NULL DEFAULT 'internal'")
+            db.create(ex, SCHEMA)
 
     def close(self) -> None:
-        raise NotImplementedError
+        self.db.close()
 
-    def _audit(self, ex: Callable[..., Any], team: str, action: str, session: SessionRow | None,
+    def _audit(self, ex: Executor, team: str, action: str, session: SessionRow | None,
                n_points: int = 0, calls_used: int | None = None, detail: str = "") -> None:
         ex("INSERT INTO audit (ts, team, action, session_id, task_id, n_points, calls_used, "
            "calls_max, detail) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -171,7 +157,7 @@ class Ledger:
             session.calls_max if session else 0, detail))
 
     @staticmethod
-    def _row(ex: Callable[..., Any], session_id: str, lock: str = "") -> SessionRow | None:
+    def _row(ex: Executor, session_id: str, lock: str = "") -> SessionRow | None:
         r = ex(f"SELECT {SESSION_COLUMNS} FROM sessions WHERE session_id = ?{lock}",
                (session_id,)).fetchone()
         return SessionRow(*r) if r else None
@@ -182,8 +168,8 @@ class Ledger:
                      max_open: int | None = None) -> SessionRow:
         """Open a session owned by ``owner``; refuse (QuotaExceeded) when the
         owner already has ``max_open`` open sessions."""
-        with self._tx() as ex:
-            self._lock_owner(ex, owner)
+        with self.db.tx() as ex:
+            self.db.lock_key(ex, f"lawlab-owner:{owner}")
             if max_open is not None:
                 (n_open,) = ex("SELECT COUNT(*) FROM sessions WHERE owner = ? AND state = 'open'",
                                (owner,)).fetchone()
@@ -198,22 +184,12 @@ class Ledger:
             self._audit(ex, owner, "open_session", row, detail=setting)
         return row
 
-    def _lock_owner(self, ex: Callable[..., Any], owner: str) -> None:
-        """Serialise quota checks of one owner across replicas (no-op on SQLite,
-        whose write transactions are already serial)."""
-
     def get(self, session_id: str) -> SessionRow | None:
-        with self._read() as ex:
+        with self.db.read() as ex:
             return self._row(ex, session_id)
 
-    @contextmanager
-    def _read(self) -> Iterator[Callable[..., Any]]:
-        """A read-only statement; backends may skip the write transaction."""
-        with self._tx() as ex:
-            yield ex
-
     def close_session(self, session_id: str, actor: str = "internal") -> SessionRow | None:
-        with self._tx() as ex:
+        with self.db.tx() as ex:
             ex("UPDATE sessions SET state = 'closed' WHERE session_id = ?", (session_id,))
             row = self._row(ex, session_id)
             if row is not None:
@@ -230,8 +206,8 @@ class Ledger:
         charge, the stored response and the audit row commit together or not
         at all.
         """
-        with self._tx() as ex:
-            row = self._row(ex, session_id, self._for_update)
+        with self.db.tx() as ex:
+            row = self._row(ex, session_id, self.db.for_update)
             if row is None:
                 raise KeyError(session_id)
             prior = ex("SELECT response FROM queries WHERE session_id = ? AND request_id = ?",
@@ -251,12 +227,10 @@ class Ledger:
             self._audit(ex, actor, "query", row, n_points, row.calls_used + 1, detail=request_id)
             return response, False, row.calls_used + 1
 
-    _for_update = ""
-
     def record(self, actor: str, action: str, session: SessionRow | None = None,
                detail: str = "") -> None:
         """An audit row outside a charge (a refusal, an authentication failure)."""
-        with self._tx() as ex:
+        with self.db.tx() as ex:
             self._audit(ex, actor, action, session, detail=detail)
 
     def audit(self, session_id: str | None = None, team: str | None = None,
@@ -271,7 +245,7 @@ class Ledger:
         sql = ("SELECT ts, team, action, session_id, task_id, n_points, calls_used, calls_max, "
                "detail FROM audit" + (" WHERE " + " AND ".join(where) if where else "")
                + " ORDER BY id DESC LIMIT ?")
-        with self._tx() as ex:
+        with self.db.tx() as ex:
             rows = ex(sql, (*args, limit)).fetchall()
         return [AuditRow(*r) for r in reversed(rows)]
 
@@ -290,7 +264,7 @@ class Ledger:
         token_id = secrets.token_hex(6)
         secret = secrets.token_urlsafe(32)
         now = time.time()
-        with self._tx() as ex:
+        with self.db.tx() as ex:
             ex("INSERT INTO tokens (token_id, team, role, secret_sha256, max_open_sessions, "
                "queries_per_second, created) VALUES (?, ?, ?, ?, ?, ?, ?)",
                (token_id, team, role, hash_secret(secret), max_open_sessions,
@@ -304,7 +278,7 @@ class Ledger:
         if parts is None:
             return None
         token_id, secret = parts
-        with self._read() as ex:
+        with self.db.read() as ex:
             r = ex("SELECT token_id, team, role, max_open_sessions, queries_per_second, created, "
                    "revoked, secret_sha256 FROM tokens WHERE token_id = ?", (token_id,)).fetchone()
         if r is None or r[6] is not None:
@@ -314,13 +288,13 @@ class Ledger:
         return TokenRow(*r[:7])
 
     def list_tokens(self) -> list[TokenRow]:
-        with self._tx() as ex:
+        with self.db.tx() as ex:
             rows = ex("SELECT token_id, team, role, max_open_sessions, queries_per_second, created,"
                       " revoked FROM tokens ORDER BY created").fetchall()
         return [TokenRow(*r) for r in rows]
 
     def revoke_token(self, token_id: str) -> bool:
-        with self._tx() as ex:
+        with self.db.tx() as ex:
             cur = ex("UPDATE tokens SET revoked = ? WHERE token_id = ? AND revoked IS NULL",
                      (time.time(), token_id))
             done = cur.rowcount > 0
@@ -331,84 +305,8 @@ class Ledger:
 
 def open_ledger(url: str) -> Ledger:
     """``sqlite:///path/to/ledger.sqlite`` or ``postgresql://user@host:port/db``."""
-    if url.startswith("sqlite:///"):
-        return SqliteLedger(Path(url.removeprefix("sqlite:///")))
-    if url.startswith(("postgresql://", "postgres://")):
-        return PostgresLedger(url)
-    raise ValueError(f"unsupported ledger URL {url!r}: use sqlite:///PATH or postgresql://...")
+    return Ledger(open_database(url, "ledger"))
 
 
-def _add_missing_columns(ex: Callable[..., Any], columns: set[str]) -> None:
-    """Ledgers written before sessions had owners gain the column."""
-    if "owner" not in columns:
-        ex("ALTER TABLE sessions ADD COLUMN owner TEXT NOT NULL DEFAULT 'internal'")
-
-
-class SqliteLedger(Ledger):
-    def __init__(self, path: Path) -> None:
-        super().__init__()
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self._db = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=FULL")
-        self._db.execute("PRAGMA busy_timeout=10000")
-        with self._tx() as ex:
-            cols = {r[1] for r in ex("PRAGMA table_info(sessions)").fetchall()}
-            if cols:
-                _add_missing_columns(ex, cols)
-            for stmt in SCHEMA.format(blob="BLOB", serial="INTEGER").split(";"):
-                if stmt.strip():
-                    ex(stmt)
-
-    def close(self) -> None:
-        self._db.close()
-
-    @contextmanager
-    def _read(self) -> Iterator[Callable[..., Any]]:
-        # autocommit: one statement sees a consistent WAL snapshot, no write lock
-        with self._lock:
-            yield self._db.execute
-
-    @contextmanager
-    def _tx(self) -> Iterator[Callable[..., Any]]:
-        with self._lock:
-            cur = self._db.cursor()
-            cur.execute("BEGIN IMMEDIATE")
-            try:
-                yield cur.execute
-                cur.execute("COMMIT")
-            except BaseException:
-                cur.execute("ROLLBACK")
-                raise
-
-
-class PostgresLedger(Ledger):
-    """PostgreSQL backend: one connection per process, row locks per session."""
-
-    placeholder = "%s"
-    _for_update = " FOR UPDATE"
-
-    def __init__(self, url: str) -> None:
-        super().__init__()
-        import psycopg
-
-        self._conn = psycopg.connect(url, autocommit=False, connect_timeout=10)
-        with self._tx() as ex:
-            # serialise concurrent schema creation by several replicas
-            ex("SELECT pg_advisory_xact_lock(4242)")
-            cols = {r[0] for r in ex("SELECT column_name FROM information_schema.columns "
-                                     "WHERE table_name = 'sessions'").fetchall()}
-            if cols:
-                _add_missing_columns(ex, cols)
-            ex(SCHEMA.format(blob="BYTEA", serial="BIGSERIAL"))
-
-    def close(self) -> None:
-        self._conn.close()
-
-    def _lock_owner(self, ex: Callable[..., Any], owner: str) -> None:
-        ex("SELECT pg_advisory_xact_lock(hashtext(?))", (f"lawlab-owner:{owner}",))
-
-    @contextmanager
-    def _tx(self) -> Iterator[Callable[..., Any]]:
-        with self._lock, self._conn.transaction():
-            yield lambda sql, args=(): self._conn.execute(self._sql(sql), args)
+def SqliteLedger(path: Path) -> Ledger:  # noqa: N802  (kept as a constructor name)
+    return Ledger(SqliteDatabase(path))

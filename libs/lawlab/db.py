@@ -1,0 +1,143 @@
+"""One small SQL layer for lawlab's durable state: SQLite in the embedded
+default, PostgreSQL when several replicas share it.
+
+Callers write one SQL dialect with ``?`` placeholders and ``{blob}`` /
+``{serial}`` type markers in schemas; the backend rewrites them. ``tx()``
+opens a write transaction and yields an executor; ``read()`` runs a read-only
+statement (SQLite skips the write lock). Calls are serialised per process by
+a lock; across processes the database serialises them.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+Executor = Callable[..., Any]
+
+
+class Database:
+    kind = ""
+    placeholder = "?"
+    for_update = ""  # appended to a SELECT that must lock its rows until commit
+    types: dict[str, str] = {}
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+
+    def schema(self, text: str) -> str:
+        return text.format(**self.types)
+
+    @contextmanager
+    def tx(self) -> Iterator[Executor]:
+        raise NotImplementedError
+        yield  # pragma: no cover
+
+    @contextmanager
+    def read(self) -> Iterator[Executor]:
+        with self.tx() as ex:
+            yield ex
+
+    def columns(self, ex: Executor, table: str) -> set[str]:
+        raise NotImplementedError
+
+    def lock_key(self, ex: Executor, key: str) -> None:
+        """Serialise a critical section across replicas (no-op on SQLite, whose
+        write transactions are already serial)."""
+
+    def create(self, ex: Executor, schema: str) -> None:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+
+class SqliteDatabase(Database):
+    kind = "sqlite"
+    types = {"blob": "BLOB", "serial": "INTEGER"}
+
+    def __init__(self, path: Path) -> None:
+        super().__init__()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.path = path
+        self._db = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=FULL")
+        self._db.execute("PRAGMA busy_timeout=10000")
+
+    def close(self) -> None:
+        self._db.close()
+
+    @contextmanager
+    def read(self) -> Iterator[Executor]:
+        # autocommit: one statement sees a consistent WAL snapshot, no write lock
+        with self._lock:
+            yield self._db.execute
+
+    @contextmanager
+    def tx(self) -> Iterator[Executor]:
+        with self._lock:
+            cur = self._db.cursor()
+            cur.execute("BEGIN IMMEDIATE")
+            try:
+                yield cur.execute
+                cur.execute("COMMIT")
+            except BaseException:
+                cur.execute("ROLLBACK")
+                raise
+
+    def columns(self, ex: Executor, table: str) -> set[str]:
+        return {r[1] for r in ex(f"PRAGMA table_info({table})").fetchall()}
+
+    def create(self, ex: Executor, schema: str) -> None:
+        for stmt in self.schema(schema).split(";"):
+            if stmt.strip():
+                ex(stmt)
+
+
+class PostgresDatabase(Database):
+    """One connection per process; row locks and advisory locks across replicas."""
+
+    kind = "postgresql"
+    placeholder = "%s"
+    for_update = " FOR UPDATE"
+    types = {"blob": "BYTEA", "serial": "BIGSERIAL"}
+
+    def __init__(self, url: str) -> None:
+        super().__init__()
+        import psycopg
+
+        self._conn = psycopg.connect(url, autocommit=False, connect_timeout=10)
+
+    def close(self) -> None:
+        self._conn.close()
+
+    @contextmanager
+    def tx(self) -> Iterator[Executor]:
+        with self._lock, self._conn.transaction():
+            yield lambda sql, args=(): self._conn.execute(sql.replace("?", "%s"), args)
+
+    def columns(self, ex: Executor, table: str) -> set[str]:
+        return {r[0] for r in ex("SELECT column_name FROM information_schema.columns "
+                                 "WHERE table_name = ?", (table,)).fetchall()}
+
+    def lock_key(self, ex: Executor, key: str) -> None:
+        ex("SELECT pg_advisory_xact_lock(hashtext(?))", (key,))
+
+    def create(self, ex: Executor, schema: str) -> None:
+        # serialise concurrent schema creation by several replicas
+        ex("SELECT pg_advisory_xact_lock(4242)")
+        ex(self.schema(schema))
+
+
+def open_database(url: str, what: str = "database") -> Database:
+    """``sqlite:///path/to/file.sqlite`` or ``postgresql://user@host:port/db``."""
+    if url.startswith("sqlite:///"):
+        return SqliteDatabase(Path(url.removeprefix("sqlite:///")))
+    if url.startswith(("postgresql://", "postgres://")):
+        return PostgresDatabase(url)
+    raise ValueError(f"unsupported {what} URL {url!r}: use sqlite:///PATH or postgresql://...")
