@@ -54,7 +54,8 @@ def variable_from_proto(v: common_pb2.Variable) -> Variable:
     return Variable(v.name, v.unit, v.description, v.symbol, v.min, v.max)
 
 
-def meta_to_proto(meta: TaskMeta, group_ids: Sequence[str]) -> common_pb2.TaskMetadata:
+def meta_to_proto(meta: TaskMeta, group_ids: Sequence[str],
+                  parallel: bool = False) -> common_pb2.TaskMetadata:
     c = meta.caps
     return common_pb2.TaskMetadata(
         task_id=meta.task_id,
@@ -80,6 +81,8 @@ def meta_to_proto(meta: TaskMeta, group_ids: Sequence[str]) -> common_pb2.TaskMe
         ),
         source=meta.source,
         license=meta.license,
+        suite=meta.suite,
+        settings=[common_pb2.SETTING_REAL] + ([common_pb2.SETTING_PARALLEL] if parallel else []),
     )
 
 

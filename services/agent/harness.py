@@ -27,6 +27,7 @@ from lawlab_agent import prompts
 from lawlab_agent.blocks import first_block
 from lawlab_agent.policy import Policy, TrialContext
 from lawlab_agent.store import Trajectory, TrialRecord
+from lawlab_agent.views import View, make_view
 
 log = logging.getLogger("lawlab.agent")
 
@@ -53,8 +54,8 @@ def _fmt_exec(resp: sandbox_pb2.ExecuteResponse) -> str:
     return f"<python_output status=\"{status}\">\n{text[:OUTPUT_CHARS]}\n</python_output>"
 
 
-def _experiment_request(payload: str, session_id: str,
-                        request_id: str) -> simulator_pb2.QueryRequest:
+def _experiment_request(payload: str, session_id: str, request_id: str,
+                        view: View | None = None) -> simulator_pb2.QueryRequest:
     try:
         doc = json.loads(payload)
     except json.JSONDecodeError as err:
@@ -70,7 +71,8 @@ def _experiment_request(payload: str, session_id: str,
         if not isinstance(values, list):
             raise ValueError(f"{name!r} must be a list of numbers")
         try:
-            req.inputs[name].values.extend(float(v) for v in values)
+            req.inputs[view.task_name(name) if view else name].values.extend(
+                float(v) for v in values)
         except (TypeError, ValueError):
             raise ValueError(f"{name!r} must contain only numbers") from None
     return req
@@ -98,6 +100,8 @@ async def run_trial(record: TrialRecord, policy: Policy, clients: Clients,
     parallel = record.setting == "parallel"
     task = (await clients.simulator.GetTask(
         simulator_pb2.GetTaskRequest(task_id=record.task_id), timeout=FAST_CALL)).task
+    view = make_view(task, record.context)
+    seen = view.task  # the task as the solver sees it (context ablations rename columns)
     multi = task.type == common_pb2.TASK_TYPE_MULTI_GROUP
     session = await clients.simulator.OpenSession(simulator_pb2.OpenSessionRequest(
         task_id=task.task_id,
@@ -108,13 +112,16 @@ async def run_trial(record: TrialRecord, policy: Policy, clients: Clients,
     if not parallel:
         train = await clients.simulator.GetTrainingData(
             simulator_pb2.GetTrainingDataRequest(session_id=session.session_id), timeout=FAST_CALL)
-        data, heldout = train.train, list(train.heldout_input_ranges)
+        data, heldout = view.rename_table(train.train), list(train.heldout_input_ranges)
+        for v in heldout:
+            v.name = view.to_solver.get(v.name, v.name)
     box = await clients.sandbox.CreateSession(sandbox_pb2.CreateSessionRequest(
-        data=data, target_col=task.target.name, input_cols=[v.name for v in task.inputs],
-        multi_group=multi), timeout=FAST_CALL)
-    ctx = TrialContext(task=task, parallel=parallel, seed=record.seed, messages=[
-        {"role": "system", "content": prompts.system_prompt(task, parallel)},
-        {"role": "user", "content": prompts.user_prompt(task, parallel, heldout)},
+        data=data, target_col=seen.target.name, input_cols=[v.name for v in seen.inputs],
+        multi_group=multi, extra_imports=list(getattr(policy, "extra_imports", ()))),
+        timeout=FAST_CALL)
+    ctx = TrialContext(task=seen, parallel=parallel, seed=record.seed, messages=[
+        {"role": "system", "content": prompts.system_prompt(seen, parallel)},
+        {"role": "user", "content": prompts.user_prompt(seen, parallel, heldout)},
     ])
     trajectory.write({"type": "prompt", "messages": ctx.messages})
     turns_max = max_turns or task.caps.max_turns
@@ -148,7 +155,8 @@ async def run_trial(record: TrialRecord, policy: Policy, clients: Clients,
                 else:
                     try:
                         req = _experiment_request(block.content, session.session_id,
-                                                  f"{record.trial_id}:{record.attempts}:{turn}")
+                                                  f"{record.trial_id}:{record.attempts}:{turn}",
+                                                  view)
                         resp = await clients.simulator.Query(req, timeout=FAST_CALL)
                     except ValueError as err:
                         result = f"<error>{err}</error>"
@@ -160,9 +168,11 @@ async def run_trial(record: TrialRecord, policy: Policy, clients: Clients,
                         result = f"<error>experiment refused: {err.details()}</error>"
                     else:
                         successful_experiments += 1
+                        rows = view.rename_table(resp.observations)
                         await clients.sandbox.AppendRows(sandbox_pb2.AppendRowsRequest(
-                            session_id=box.session_id, rows=resp.observations), timeout=FAST_CALL)
-                        result = _preview(resp, task.target.name)
+                            session_id=box.session_id, rows=rows), timeout=FAST_CALL)
+                        resp.observations.CopyFrom(rows)
+                        result = _preview(resp, seen.target.name)
             else:  # final_formula
                 if parallel and successful_experiments == 0:
                     result = ("<error>run at least one successful <experiment> before "
@@ -175,9 +185,16 @@ async def run_trial(record: TrialRecord, policy: Policy, clients: Clients,
             tool_seconds = time.perf_counter() - t1
             TURNS.labels(record.setting, tool).inc()
             TOOL_SECONDS.labels(tool).observe(tool_seconds)
-            trajectory.write({"type": "turn", "turn": turn, "forced": forced, "reply": reply,
-                              "tool": tool, "result": result, "model_seconds": model_seconds,
-                              "tool_seconds": tool_seconds})
+            event = {"type": "turn", "turn": turn, "forced": forced, "reply": reply,
+                     "tool": tool, "result": result, "model_seconds": model_seconds,
+                     "tool_seconds": tool_seconds}
+            usage = getattr(policy, "last_usage", None)
+            if usage:
+                event["usage"] = dict(usage)
+            reasoning = getattr(policy, "last_reasoning", "")
+            if reasoning:  # logged, never fed back to the model
+                event["reasoning"] = reasoning
+            trajectory.write(event)
             if submission is not None:
                 break
             ctx.messages.append({"role": "user", "content": result})
@@ -191,6 +208,12 @@ async def run_trial(record: TrialRecord, policy: Policy, clients: Clients,
             session_id=session.session_id), timeout=FAST_CALL)
     record.turns = turn
     record.status = status
+    usage = getattr(policy, "usage", None) or {}
+    record.prompt_tokens = int(usage.get("prompt_tokens", 0))
+    record.completion_tokens = int(usage.get("completion_tokens", 0))
+    if submission is not None and view.to_task:
+        trajectory.write({"type": "renamed_submission", "solver_names": view.to_task})
+        submission = view.submission_for_scoring(submission)
     record.submission = submission or ""
     notes = []
     if submission is None:

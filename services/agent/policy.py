@@ -27,3 +27,19 @@ class Policy(Protocol):
 
     async def close(self) -> None:
         ...
+
+
+class AttemptFailed(Exception):
+    """This attempt of a trial cannot go on; the campaign may retry it.
+
+    ``cause`` is one of rate_limit, api_timeout, api_server, transport, crash.
+    """
+
+    def __init__(self, cause: str, message: str) -> None:
+        super().__init__(message)
+        self.cause = cause
+
+
+class ConfigurationError(Exception):
+    """A problem no retry can fix (no endpoint, bad key, unknown model): a
+    campaign stops at once without burning attempts."""

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import logging
+import os
 from pathlib import Path
 
 from lawlab import config
@@ -15,7 +17,9 @@ from lawlab.scorer.v1 import scorer_pb2_grpc
 from lawlab.simulator.v1 import simulator_pb2_grpc
 from lawlab_agent.harness import Clients
 from lawlab_agent.servicer import AgentServicer
-from lawlab_agent.store import TrialStore
+from lawlab_agent.store import open_store
+
+log = logging.getLogger("lawlab.agent")
 
 
 async def build(args: argparse.Namespace):
@@ -30,14 +34,24 @@ async def build(args: argparse.Namespace):
         scorer=scorer_pb2_grpc.ScorerServiceStub(channels["scorer"]),
         judge=judge_pb2_grpc.JudgeServiceStub(channels["judge"]),
     )
-    store = TrialStore(data_dir / "agent" / "trials.sqlite")
+    url = os.environ.get("LAWLAB_TRIAL_STORE_URL") or (
+        f"sqlite:///{data_dir.resolve() / 'agent' / 'trials.sqlite'}")
+    store = open_store(url)
     servicer = AgentServicer(store, clients, data_dir)
 
+    async def resume() -> None:
+        # campaigns that were running when the service last stopped go on by themselves
+        if os.environ.get("LAWLAB_AGENT_RESUME", "1") != "0":
+            resumed = await servicer.resume_interrupted()
+            if resumed:
+                log.info("resuming campaigns", extra={"campaigns": resumed})
+
     async def close() -> None:
+        await servicer.shutdown()
         for channel in channels.values():
             await channel.close()
         store.close()
 
     spec = ServiceSpec(agent_pb2_grpc.add_AgentServiceServicer_to_server, servicer,
                        agent_pb2.DESCRIPTOR.services_by_name["AgentService"])
-    return [spec], [], [close]
+    return [spec], [resume], [close]

@@ -1,53 +1,81 @@
-"""AgentService: runs trials (idempotent by trial id) and serves their records."""
+"""AgentService: runs trials (idempotent by trial id), campaigns of trials on a
+worker pool (resumable after any crash), and serves their records.
+
+Attempts. A trial runs in attempts; each attempt starts from turn 0 with a
+fresh simulator session and sandbox. An attempt that cannot go on is
+classified: rate_limit, api_timeout, api_server (the model endpoint kept
+failing), transport (another service unreachable), crash (anything else), or
+killed (the agent service died during it, found at start-up). Campaigns retry
+such trials with jittered exponential backoff up to max_attempts; a trial that
+ends unsubmitted is final and never retried. A configuration error (no
+endpoint, bad key, unknown model) stops the campaign at once.
+"""
 
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import logging
+import os
+import random
 from collections.abc import Callable
 from pathlib import Path
 
+import grpc
 from prometheus_client import Counter, Gauge, Histogram
 
 from lawlab import convert
 from lawlab.agent.v1 import agent_pb2, agent_pb2_grpc
 from lawlab.common.v1 import common_pb2
-from lawlab.errors import InvalidArgument, NotFound
-from lawlab_agent.builtin.template import TemplateAgent
+from lawlab.errors import FailedPrecondition, InvalidArgument, NotFound
+from lawlab.rpc.client import FAST_CALL
+from lawlab.simulator.v1 import simulator_pb2
+from lawlab_agent import campaign as camp
+from lawlab_agent.builtin import BUILTIN_AGENTS
+from lawlab_agent.campaign import trial_id_for
 from lawlab_agent.harness import Clients, run_trial
-from lawlab_agent.llm import LLMConfigError, OpenAIChatPolicy
-from lawlab_agent.policy import Policy
-from lawlab_agent.store import FINAL_STATUSES, Trajectory, TrialRecord, TrialStore
+from lawlab_agent.policy import AttemptFailed, ConfigurationError, Policy
+from lawlab_agent.store import (
+    DONE_STATUSES,
+    FINAL_STATUSES,
+    Cell,
+    Trajectory,
+    TrialRecord,
+    TrialStore,
+)
+from lawlab_agent.views import CONTEXTS
 
 log = logging.getLogger("lawlab.agent")
 
 TRIALS = Counter("lawlab_agent_trials_total", "Trials finished, by setting and status.",
                  ["setting", "status"])
 RUNNING = Gauge("lawlab_agent_trials_running", "Trials in flight.")
+ATTEMPT_FAILURES = Counter("lawlab_agent_attempt_failures_total",
+                           "Trial attempts that failed, by cause.", ["cause"])
+RETRIES = Counter("lawlab_agent_retries_total", "Trial attempts retried, by cause.", ["cause"])
 SCORES = Histogram("lawlab_agent_trial_score", "Scores of finished trials.", ["score", "agent"],
                    buckets=(0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0))
+CAMPAIGN_TRIALS = Gauge("lawlab_campaign_trials", "Trials of each campaign, by state.",
+                        ["campaign", "state"])
+CAMPAIGN_STATE = Gauge("lawlab_campaign_running", "1 while a campaign runs in this service.",
+                       ["campaign"])
+CAMPAIGN_ETA = Gauge("lawlab_campaign_eta_seconds", "Estimated seconds left.", ["campaign"])
 
-BUILTIN_AGENTS: dict[str, Callable[[str], Policy]] = {
-    "template": lambda model: TemplateAgent(),
-    "openai": OpenAIChatPolicy,
-}
 _STATUS = {
     "running": agent_pb2.TRIAL_STATUS_RUNNING,
     "completed": agent_pb2.TRIAL_STATUS_COMPLETED,
     "completed_forced_final": agent_pb2.TRIAL_STATUS_COMPLETED_FORCED_FINAL,
     "max_turns_reached": agent_pb2.TRIAL_STATUS_MAX_TURNS_REACHED,
     "error": agent_pb2.TRIAL_STATUS_ERROR,
+    "retrying": agent_pb2.TRIAL_STATUS_RETRYING,
+    "interrupted": agent_pb2.TRIAL_STATUS_INTERRUPTED,
+    "pending": agent_pb2.TRIAL_STATUS_PENDING,
 }
-
-
+TRANSPORT_CODES = {grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED,
+                   grpc.StatusCode.CANCELLED}
 SCORE_FIELDS = ("s_n", "s_v", "s_s", "acc_tau_id", "nmse_id", "acc_tau_ood", "nmse_ood",
                 "symbolic_accuracy")
 
-
-def trial_id_for(task_id: str, setting: str, agent: str, model: str, seed: int) -> str:
-    key = f"{task_id}|{setting}|{agent}|{model}|{seed}"
-    return f"{task_id}-{setting}-{agent}-" + hashlib.sha256(key.encode()).hexdigest()[:12]
+__all__ = ["AgentServicer", "BUILTIN_AGENTS", "SCORE_FIELDS", "record_to_proto", "trial_id_for"]
 
 
 def record_to_proto(r: TrialRecord) -> agent_pb2.Trial:
@@ -59,19 +87,128 @@ def record_to_proto(r: TrialRecord) -> agent_pb2.Trial:
     return agent_pb2.Trial(
         trial_id=r.trial_id, task_id=r.task_id, setting=convert.setting_from_name(r.setting),
         agent=r.agent, model=r.model, seed=r.seed, status=_STATUS[r.status], turns=r.turns,
-        scores=scores, wall_seconds=r.wall_seconds, trajectory_path=r.trajectory, error=r.error,
-        score_notes=r.notes, submission=common_pb2.Submission(source=r.submission))
+        scores=scores, wall_seconds=r.wall_seconds or 0.0, trajectory_path=r.trajectory or "",
+        error=r.error or "", score_notes=r.notes or "",
+        submission=common_pb2.Submission(source=r.submission or ""), context=r.context,
+        attempts=r.attempts, cause=r.cause, prompt_tokens=r.prompt_tokens,
+        completion_tokens=r.completion_tokens)
+
+
+def classify(err: BaseException) -> str:
+    if isinstance(err, AttemptFailed):
+        return err.cause
+    if isinstance(err, grpc.aio.AioRpcError):
+        return "transport" if err.code() in TRANSPORT_CODES else "crash"
+    return "crash"
 
 
 class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
     def __init__(self, store: TrialStore, clients: Clients, data_dir: Path,
-                 policies: dict[str, Callable[[str], Policy]] | None = None) -> None:
+                 policies: dict[str, Callable[[str], Policy]] | None = None,
+                 workers: int | None = None) -> None:
         self.store = store
         self.clients = clients
         self.data_dir = data_dir
         self.policies = dict(policies or BUILTIN_AGENTS)
         self._locks: dict[str, asyncio.Lock] = {}
+        # every trial of every campaign shares this pool
+        self._workers = asyncio.Semaphore(workers or int(os.environ.get("LAWLAB_AGENT_WORKERS",
+                                                                        "8")))
+        self._campaigns: dict[str, asyncio.Task] = {}
+        self._changed: dict[str, asyncio.Event] = {}
+        self._stops: dict[str, asyncio.Event] = {}
+        self._rng = random.Random()
+        recovered = store.recover()
+        if recovered:
+            log.warning("trials interrupted by the last stop will restart from turn 0",
+                        extra={"trials": recovered})
 
+    # ---- one attempt -------------------------------------------------------------
+    def _policy(self, agent: str, model: str) -> Policy:
+        return self.policies[agent](model)
+
+    async def _attempt(self, cell: Cell,
+                       on_start: Callable[[], None] = lambda: None) -> tuple[TrialRecord, str]:
+        """Runs one attempt; returns the record and the failure cause ('' if none).
+        ConfigurationError propagates after the attempt is recorded."""
+        record = TrialRecord(cell.trial_id, cell.task_id, cell.setting, cell.agent, cell.model,
+                             cell.seed, context=cell.context)
+        record = await asyncio.to_thread(self.store.begin_attempt, record)
+        on_start()
+        path = self.data_dir / "trajectories" / f"{cell.trial_id}.attempt{record.attempts}.jsonl"
+        record.trajectory = str(path)
+        trajectory = Trajectory(path, {"trial_id": cell.trial_id, "task_id": cell.task_id,
+                                       "setting": cell.setting, "agent": cell.agent,
+                                       "model": cell.model, "seed": cell.seed,
+                                       "context": cell.context, "attempt": record.attempts})
+        cause, error, config_error = "", "", None
+        RUNNING.inc()
+        policy: Policy | None = None
+        try:
+            policy = self._policy(cell.agent, cell.model)
+            record = await run_trial(record, policy, self.clients, trajectory)
+        except ConfigurationError as err:
+            cause, error, config_error = "config", str(err), err
+        except asyncio.CancelledError:
+            # the service is stopping: the attempt stays open and is found 'killed'
+            # (and the trial 'interrupted') at the next start
+            trajectory.write({"type": "interrupted"})
+            raise
+        except Exception as err:  # noqa: BLE001  (classified and recorded)
+            cause = classify(err)
+            error = (f"{type(err).__name__}: {err.details()}" if isinstance(err, grpc.aio.AioRpcError)
+                     else f"{type(err).__name__}: {err}")[:2000]
+            if cause == "crash":
+                log.exception("trial attempt crashed", extra={"trial_id": cell.trial_id})
+        finally:
+            RUNNING.dec()
+            if policy is not None:
+                await policy.close()
+        if cause:
+            ATTEMPT_FAILURES.labels(cause).inc()
+            trajectory.write({"type": "error", "cause": cause, "error": error})
+            record.status, record.cause, record.error = "retrying", cause, error
+        trajectory.close()
+        await asyncio.to_thread(self.store.end_attempt, record, "ok" if not cause else cause,
+                                cause, error)
+        if config_error is not None:
+            raise config_error
+        if not cause:
+            TRIALS.labels(record.setting, record.status).inc()
+            for name in ("s_n", "s_v", "s_s"):
+                value = getattr(record, name)
+                if value is not None:
+                    SCORES.labels(name, record.agent).observe(value)
+        return record, cause
+
+    async def _run_cell(self, cell: Cell, max_attempts: int, backoff_base: float,
+                        on_change: Callable[[], None] = lambda: None) -> TrialRecord:
+        """Attempts until a final status or max_attempts; idempotent per trial id."""
+        lock = self._locks.setdefault(cell.trial_id, asyncio.Lock())
+        async with lock:
+            existing = await asyncio.to_thread(self.store.get, cell.trial_id)
+            if existing is not None and existing.status in FINAL_STATUSES:
+                return existing  # finished trials are never re-run
+            while True:
+                async with self._workers:
+                    record, cause = await self._attempt(cell, on_change)
+                on_change()
+                if not cause:
+                    return record
+                if record.attempts >= max_attempts:
+                    record.status = "error"
+                    await asyncio.to_thread(self.store.put, record)
+                    TRIALS.labels(record.setting, "error").inc()
+                    on_change()
+                    return record
+                RETRIES.labels(cause).inc()
+                delay = camp.backoff(record.attempts, backoff_base, self._rng)
+                log.warning("trial attempt failed; retrying",
+                            extra={"trial_id": cell.trial_id, "cause": cause,
+                                   "attempt": record.attempts, "delay_s": round(delay, 2)})
+                await asyncio.sleep(delay)
+
+    # ---- trials ------------------------------------------------------------------------
     async def RunTrial(self, request, context):
         if not request.task_id:
             raise InvalidArgument("task_id", "is required")
@@ -81,47 +218,23 @@ class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
         if request.agent not in self.policies:
             raise InvalidArgument("agent", f"unknown agent {request.agent!r}; available: "
                                            f"{sorted(self.policies)}")
-        trial_id = request.trial_id or trial_id_for(request.task_id, setting, request.agent,
-                                                    request.model, request.seed)
+        ctx_name = request.context or "full"
+        if ctx_name not in CONTEXTS:
+            raise InvalidArgument("context", f"unknown context {ctx_name!r}; one of "
+                                             f"{', '.join(CONTEXTS)}")
         try:
-            self.policies[request.agent](request.model)
-        except LLMConfigError as err:  # configuration errors stop at once, burning nothing
+            await self._policy(request.agent, request.model).close()
+        except ConfigurationError as err:  # configuration errors stop at once, burning nothing
             raise InvalidArgument("agent", str(err)) from None
-        lock = self._locks.setdefault(trial_id, asyncio.Lock())
-        async with lock:
-            existing = await asyncio.to_thread(self.store.get, trial_id)
-            if existing is not None and existing.status in FINAL_STATUSES:
-                return record_to_proto(existing)  # idempotent: finished trials are not re-run
-            record = TrialRecord(trial_id, request.task_id, setting, request.agent,
-                                 request.model, request.seed,
-                                 attempts=(existing.attempts if existing else 0) + 1)
-            path = self.data_dir / "trajectories" / f"{trial_id}.attempt{record.attempts}.jsonl"
-            record.trajectory = str(path)
-            await asyncio.to_thread(self.store.put, record)
-            trajectory = Trajectory(path, {"trial_id": trial_id, "task_id": record.task_id,
-                                           "setting": setting, "agent": record.agent,
-                                           "model": record.model, "seed": record.seed,
-                                           "attempt": record.attempts})
-            policy = self.policies[request.agent](request.model)
-            RUNNING.inc()
-            try:
-                record = await run_trial(record, policy, self.clients, trajectory)
-            except Exception as err:  # noqa: BLE001  (recorded as the trial's error)
-                log.exception("trial failed", extra={"trial_id": trial_id})
-                record.status = "error"
-                record.error = f"{type(err).__name__}: {err}"[:2000]
-                trajectory.write({"type": "error", "error": record.error})
-            finally:
-                RUNNING.dec()
-                trajectory.close()
-                await policy.close()
-            await asyncio.to_thread(self.store.put, record)
-            TRIALS.labels(setting, record.status).inc()
-            for name in ("s_n", "s_v", "s_s"):
-                value = getattr(record, name)
-                if value is not None:
-                    SCORES.labels(name, record.agent).observe(value)
-            return record_to_proto(record)
+        trial_id = request.trial_id or trial_id_for(request.task_id, setting, request.agent,
+                                                    request.model, request.seed, ctx_name)
+        cell = Cell(trial_id, request.task_id, setting, request.agent, request.model,
+                    request.seed, ctx_name)
+        try:
+            record = await self._run_cell(cell, max_attempts=1, backoff_base=0.0)
+        except ConfigurationError as err:
+            raise FailedPrecondition(str(err)) from None
+        return record_to_proto(record)
 
     async def GetTrial(self, request, context):
         if not request.trial_id:
@@ -132,5 +245,173 @@ class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
         return record_to_proto(record)
 
     async def ListTrials(self, request, context):
-        records = await asyncio.to_thread(self.store.all)
+        if request.campaign_id:
+            if await asyncio.to_thread(self.store.campaign, request.campaign_id) is None:
+                raise NotFound(f"campaign {request.campaign_id!r} not found")
+            records = await asyncio.to_thread(self.store.campaign_trials, request.campaign_id)
+        else:
+            records = await asyncio.to_thread(self.store.all)
         return agent_pb2.ListTrialsResponse(trials=[record_to_proto(r) for r in records])
+
+    async def GetTrajectory(self, request, context):
+        record = await asyncio.to_thread(self.store.get, request.trial_id)
+        if record is None:
+            raise NotFound(f"trial {request.trial_id!r} not found")
+        attempt = request.attempt or record.attempts
+        if not 1 <= attempt <= record.attempts:
+            raise InvalidArgument("attempt", f"trial has attempts 1..{record.attempts}")
+        path = self.data_dir / "trajectories" / f"{record.trial_id}.attempt{attempt}.jsonl"
+        if not path.exists():
+            raise NotFound(f"the trajectory of attempt {attempt} is not on this service's disk")
+        lines = (await asyncio.to_thread(path.read_text, encoding="utf-8")).splitlines()
+        return agent_pb2.GetTrajectoryResponse(attempt=attempt, events=lines)
+
+    # ---- campaigns ------------------------------------------------------------------
+    async def _tasks(self) -> list[common_pb2.TaskMetadata]:
+        resp = await self.clients.simulator.ListTasks(simulator_pb2.ListTasksRequest(),
+                                                      timeout=FAST_CALL)
+        return list(resp.tasks)
+
+    def _notify(self, campaign_id: str) -> None:
+        event = self._changed.pop(campaign_id, None)
+        if event is not None:
+            event.set()
+
+    async def _snapshot(self, campaign_id: str) -> agent_pb2.Campaign:
+        def load():
+            row = self.store.campaign(campaign_id)
+            if row is None:
+                return None
+            return camp.summarize(row, self.store.cells(campaign_id),
+                                  self.store.campaign_trials(campaign_id), self.store.attempts())
+        out = await asyncio.to_thread(load)
+        if out is None:
+            raise NotFound(f"campaign {campaign_id!r} not found; see ListCampaigns")
+        t = out.totals
+        for state, n in (("pending", t.pending), ("running", t.running),
+                         ("completed", t.completed), ("unsubmitted", t.unsubmitted),
+                         ("failed", t.failed)):
+            CAMPAIGN_TRIALS.labels(campaign_id, state).set(n)
+        CAMPAIGN_ETA.labels(campaign_id).set(out.eta_seconds)
+        return out
+
+    def _launch(self, campaign_id: str) -> None:
+        task = self._campaigns.get(campaign_id)
+        if task is None or task.done():
+            self._campaigns[campaign_id] = asyncio.create_task(self._drive(campaign_id),
+                                                               name=f"campaign-{campaign_id}")
+
+    async def _drive(self, campaign_id: str) -> None:
+        row = await asyncio.to_thread(self.store.campaign, campaign_id)
+        assert row is not None
+        spec = row.spec
+        await asyncio.to_thread(self.store.set_campaign_state, campaign_id, "running")
+        CAMPAIGN_STATE.labels(campaign_id).set(1)
+        cells = await asyncio.to_thread(self.store.cells, campaign_id)
+        gate = asyncio.Semaphore(spec["concurrency"])
+        stop = self._stops.setdefault(campaign_id, asyncio.Event())
+        stop.clear()
+        failure: list[str] = []
+
+        async def one(cell: Cell) -> None:
+            async with gate:
+                if stop.is_set():
+                    return
+                try:
+                    await self._run_cell(cell, spec["max_attempts"], spec["backoff_seconds"],
+                                         lambda: self._notify(campaign_id))
+                except ConfigurationError as err:
+                    failure.append(str(err))
+                    stop.set()
+
+        try:
+            pending = await asyncio.to_thread(self.store.campaign_trials, campaign_id)
+            done = {r.trial_id for r in pending if r.status in DONE_STATUSES}
+            await asyncio.gather(*(one(c) for c in cells if c.trial_id not in done))
+            current = await asyncio.to_thread(self.store.campaign, campaign_id)
+            if failure:
+                state, error = "failed", f"configuration error: {failure[0]}"
+            elif current is not None and current.state == "cancelled":
+                state, error = "cancelled", ""
+            else:
+                state, error = "finished", ""
+            await asyncio.to_thread(self.store.set_campaign_state, campaign_id, state, error)
+            log.info("campaign stopped", extra={"campaign_id": campaign_id, "state": state})
+        finally:
+            CAMPAIGN_STATE.labels(campaign_id).set(0)
+            self._notify(campaign_id)
+
+    async def StartCampaign(self, request, context):
+        doc = camp.normalise(request.spec, set(self.policies))
+        for agent, model in doc["agents"]:
+            try:
+                await self._policy(agent, model).close()
+            except ConfigurationError as err:
+                raise InvalidArgument("spec.agents", f"{agent}/{model or '-'}: {err}") from None
+        campaign_id = doc["name"]
+        existing = await asyncio.to_thread(self.store.campaign, campaign_id)
+        if existing is not None:
+            if existing.spec != doc:
+                raise FailedPrecondition(
+                    f"campaign {campaign_id!r} exists with a different grid; choose another "
+                    "name, or resubmit the same grid to resume it")
+        else:
+            cells = camp.expand(doc, await self._tasks())
+            await asyncio.to_thread(self.store.create_campaign, campaign_id, doc, cells)
+        row = await asyncio.to_thread(self.store.campaign, campaign_id)
+        assert row is not None
+        if row.state != "finished" or any(
+                r.status not in DONE_STATUSES
+                for r in await asyncio.to_thread(self.store.campaign_trials, campaign_id)):
+            self._launch(campaign_id)
+        return await self._snapshot(campaign_id)
+
+    async def GetCampaign(self, request, context):
+        if not request.campaign_id:
+            raise InvalidArgument("campaign_id", "is required")
+        return await self._snapshot(request.campaign_id)
+
+    async def ListCampaigns(self, request, context):
+        rows = await asyncio.to_thread(self.store.campaigns)
+        return agent_pb2.ListCampaignsResponse(
+            campaigns=[await self._snapshot(r.campaign_id) for r in rows])
+
+    async def WatchCampaign(self, request, context):
+        if not request.campaign_id:
+            raise InvalidArgument("campaign_id", "is required")
+        while True:
+            event = self._changed.setdefault(request.campaign_id, asyncio.Event())
+            snapshot = await self._snapshot(request.campaign_id)
+            yield snapshot
+            running = self._campaigns.get(request.campaign_id)
+            if running is None or running.done():
+                return
+            try:  # a heartbeat every 5 s keeps the ETA fresh
+                await asyncio.wait_for(event.wait(), timeout=5.0)
+            except TimeoutError:
+                pass
+
+    async def CancelCampaign(self, request, context):
+        row = await asyncio.to_thread(self.store.campaign, request.campaign_id)
+        if row is None:
+            raise NotFound(f"campaign {request.campaign_id!r} not found")
+        if row.state in ("running", "interrupted"):
+            await asyncio.to_thread(self.store.set_campaign_state, request.campaign_id,
+                                    "cancelled")
+        stop = self._stops.get(request.campaign_id)
+        if stop is not None:
+            stop.set()  # queued trials are skipped; running ones finish
+        return await self._snapshot(request.campaign_id)
+
+    async def resume_interrupted(self) -> list[str]:
+        """At start-up: campaigns that were running when the service stopped go on."""
+        rows = await asyncio.to_thread(self.store.campaigns)
+        resumed = [r.campaign_id for r in rows if r.state == "interrupted"]
+        for campaign_id in resumed:
+            self._launch(campaign_id)
+        return resumed
+
+    async def shutdown(self) -> None:
+        for task in self._campaigns.values():
+            task.cancel()
+        await asyncio.gather(*self._campaigns.values(), return_exceptions=True)

@@ -1,20 +1,30 @@
-"""The durable trial store (SQLite in the embedded default) and trajectory logs.
+"""The durable trial store (SQLite in the embedded default, PostgreSQL on a
+cluster) and trajectory logs.
+
+Tables: ``trials`` (one row per trial id, the latest state and scores),
+``attempts`` (one row per attempt: when, how it ended, why), ``campaigns``
+(spec and state) and ``campaign_trials`` (the grid of each campaign, with the
+parameters of every cell, so a campaign can be resumed from the store alone).
+Every write is one transaction; a trial's final row is written before the
+service reports it, so a crash loses nothing that was reported finished.
 
 A trajectory is JSONL: a header line (format version, trial fields), then one
-event per turn (model output, tool call, tool result, timings).
+event per turn (model output, tool call, tool result, timings, token usage).
 """
 
 from __future__ import annotations
 
 import json
-import sqlite3
-import threading
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
+
+from lawlab.db import Database, open_database
 
 TRAJECTORY_VERSION = 1
 FINAL_STATUSES = {"completed", "completed_forced_final", "max_turns_reached"}
+# a campaign counts these as done; "error" is final for the campaign run that gave up
+DONE_STATUSES = FINAL_STATUSES | {"error"}
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS trials (
@@ -23,26 +33,69 @@ CREATE TABLE IF NOT EXISTS trials (
     setting    TEXT NOT NULL,
     agent      TEXT NOT NULL,
     model      TEXT NOT NULL,
-    seed       INTEGER NOT NULL,
+    seed       BIGINT NOT NULL,
     status     TEXT NOT NULL,
     turns      INTEGER NOT NULL DEFAULT 0,
-    s_n        REAL,
-    s_v        REAL,
-    s_s        REAL,
-    acc_tau_id REAL,
-    nmse_id    REAL,
-    acc_tau_ood REAL,
-    nmse_ood   REAL,
-    symbolic_accuracy REAL,
-    wall_seconds REAL,
+    s_n        DOUBLE PRECISION,
+    s_v        DOUBLE PRECISION,
+    s_s        DOUBLE PRECISION,
+    acc_tau_id DOUBLE PRECISION,
+    nmse_id    DOUBLE PRECISION,
+    acc_tau_ood DOUBLE PRECISION,
+    nmse_ood   DOUBLE PRECISION,
+    symbolic_accuracy DOUBLE PRECISION,
+    wall_seconds DOUBLE PRECISION,
     trajectory TEXT,
     error      TEXT DEFAULT '',
     notes      TEXT DEFAULT '',
     submission TEXT DEFAULT '',
     attempts   INTEGER NOT NULL DEFAULT 0,
-    updated    REAL NOT NULL
+    updated    DOUBLE PRECISION NOT NULL,
+    context    TEXT NOT NULL DEFAULT 'full',
+    cause      TEXT NOT NULL DEFAULT '',
+    prompt_tokens BIGINT NOT NULL DEFAULT 0,
+    completion_tokens BIGINT NOT NULL DEFAULT 0
+);
+CREATE TABLE IF NOT EXISTS attempts (
+    trial_id   TEXT NOT NULL,
+    attempt    INTEGER NOT NULL,
+    started    DOUBLE PRECISION NOT NULL,
+    ended      DOUBLE PRECISION,
+    outcome    TEXT NOT NULL DEFAULT 'running',
+    cause      TEXT NOT NULL DEFAULT '',
+    error      TEXT NOT NULL DEFAULT '',
+    PRIMARY KEY (trial_id, attempt)
+);
+CREATE TABLE IF NOT EXISTS campaigns (
+    campaign_id TEXT PRIMARY KEY,
+    spec       TEXT NOT NULL,
+    state      TEXT NOT NULL,
+    error      TEXT NOT NULL DEFAULT '',
+    created    DOUBLE PRECISION NOT NULL,
+    updated    DOUBLE PRECISION NOT NULL
+);
+CREATE TABLE IF NOT EXISTS campaign_trials (
+    campaign_id TEXT NOT NULL,
+    position   INTEGER NOT NULL,
+    trial_id   TEXT NOT NULL,
+    task_id    TEXT NOT NULL,
+    setting    TEXT NOT NULL,
+    agent      TEXT NOT NULL,
+    model      TEXT NOT NULL,
+    seed       BIGINT NOT NULL,
+    context    TEXT NOT NULL,
+    PRIMARY KEY (campaign_id, trial_id)
 );
 """
+
+# columns added after the first stores were written (migrated in place)
+ADDED_COLUMNS = {
+    "acc_tau_id": "DOUBLE PRECISION", "nmse_id": "DOUBLE PRECISION",
+    "acc_tau_ood": "DOUBLE PRECISION", "nmse_ood": "DOUBLE PRECISION",
+    "symbolic_accuracy": "DOUBLE PRECISION", "context": "TEXT NOT NULL DEFAULT 'full'",
+    "cause": "TEXT NOT NULL DEFAULT ''", "prompt_tokens": "BIGINT NOT NULL DEFAULT 0",
+    "completion_tokens": "BIGINT NOT NULL DEFAULT 0",
+}
 
 
 @dataclass
@@ -70,46 +123,193 @@ class TrialRecord:
     submission: str = ""
     attempts: int = 0
     updated: float = field(default_factory=time.time)
+    context: str = "full"
+    cause: str = ""
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+
+COLUMNS = [f.name for f in fields(TrialRecord)]
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One trial of a campaign's grid."""
+
+    trial_id: str
+    task_id: str
+    setting: str
+    agent: str
+    model: str
+    seed: int
+    context: str
+
+
+@dataclass
+class CampaignRow:
+    campaign_id: str
+    spec: dict
+    state: str
+    error: str
+    created: float
+    updated: float
+
+
+@dataclass(frozen=True)
+class AttemptRow:
+    trial_id: str
+    attempt: int
+    started: float
+    ended: float | None
+    outcome: str
+    cause: str
+    error: str
 
 
 class TrialStore:
-    def __init__(self, path: Path) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self._db = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=FULL")
-        self._db.executescript(SCHEMA)
-        have = {r[1] for r in self._db.execute("PRAGMA table_info(trials)")}
-        for name in ("acc_tau_id", "nmse_id", "acc_tau_ood", "nmse_ood", "symbolic_accuracy"):
-            if name not in have:  # stores written before these scores existed
-                self._db.execute(f"ALTER TABLE trials ADD COLUMN {name} REAL")
-        self._lock = threading.Lock()
+    def __init__(self, db: Database) -> None:
+        self.db = db
+        with db.tx() as ex:
+            have = db.columns(ex, "trials")
+            if have:  # stores written before these columns existed
+                for name, decl in ADDED_COLUMNS.items():
+                    if name not in have:
+                        ex(f"ALTER TABLE trials ADD COLUMN {name} {db.schema(decl)}")
+            db.create(ex, SCHEMA)
 
     def close(self) -> None:
-        self._db.close()
+        self.db.close()
 
+    # ---- trials ------------------------------------------------------------------
     def get(self, trial_id: str) -> TrialRecord | None:
-        with self._lock:
-            cur = self._db.execute("SELECT * FROM trials WHERE trial_id = ?", (trial_id,))
-            row = cur.fetchone()
-            names = [d[0] for d in cur.description]
-        return TrialRecord(**dict(zip(names, row))) if row else None
+        with self.db.read() as ex:
+            row = ex(f"SELECT {', '.join(COLUMNS)} FROM trials WHERE trial_id = ?",
+                     (trial_id,)).fetchone()
+        return TrialRecord(*row) if row else None
 
     def put(self, record: TrialRecord) -> None:
         record.updated = time.time()
         data = asdict(record)
         cols = ", ".join(data)
         marks = ", ".join("?" for _ in data)
-        with self._lock:
-            self._db.execute(f"INSERT OR REPLACE INTO trials ({cols}) VALUES ({marks})",
-                             tuple(data.values()))
+        updates = ", ".join(f"{c} = excluded.{c}" for c in data if c != "trial_id")
+        with self.db.tx() as ex:
+            ex(f"INSERT INTO trials ({cols}) VALUES ({marks}) "
+               f"ON CONFLICT (trial_id) DO UPDATE SET {updates}", tuple(data.values()))
 
     def all(self) -> list[TrialRecord]:
-        with self._lock:
-            cur = self._db.execute("SELECT * FROM trials ORDER BY updated")
-            names = [d[0] for d in cur.description]
-            rows = cur.fetchall()
-        return [TrialRecord(**dict(zip(names, r))) for r in rows]
+        with self.db.read() as ex:
+            rows = ex(f"SELECT {', '.join(COLUMNS)} FROM trials ORDER BY updated").fetchall()
+        return [TrialRecord(*r) for r in rows]
+
+    def begin_attempt(self, record: TrialRecord) -> TrialRecord:
+        """Count a new attempt of ``record`` (status running) in one transaction."""
+        with self.db.tx() as ex:
+            r = ex("SELECT attempts FROM trials WHERE trial_id = ?" + self.db.for_update,
+                   (record.trial_id,)).fetchone()
+            record.attempts = (r[0] if r else 0) + 1
+            record.status, record.updated = "running", time.time()
+            data = asdict(record)
+            cols, marks = ", ".join(data), ", ".join("?" for _ in data)
+            updates = ", ".join(f"{c} = excluded.{c}" for c in data if c != "trial_id")
+            ex(f"INSERT INTO trials ({cols}) VALUES ({marks}) "
+               f"ON CONFLICT (trial_id) DO UPDATE SET {updates}", tuple(data.values()))
+            ex("INSERT INTO attempts (trial_id, attempt, started) VALUES (?, ?, ?)",
+               (record.trial_id, record.attempts, time.time()))
+        return record
+
+    def end_attempt(self, record: TrialRecord, outcome: str, cause: str = "",
+                    error: str = "") -> None:
+        """The trial's new state and its attempt's ending, in one transaction."""
+        record.updated = time.time()
+        data = asdict(record)
+        sets = ", ".join(f"{c} = ?" for c in data if c != "trial_id")
+        with self.db.tx() as ex:
+            ex(f"UPDATE trials SET {sets} WHERE trial_id = ?",
+               (*[v for c, v in data.items() if c != "trial_id"], record.trial_id))
+            ex("UPDATE attempts SET ended = ?, outcome = ?, cause = ?, error = ? "
+               "WHERE trial_id = ? AND attempt = ?",
+               (time.time(), outcome, cause, error[:2000], record.trial_id, record.attempts))
+
+    def attempts(self, trial_id: str | None = None) -> list[AttemptRow]:
+        sql = "SELECT trial_id, attempt, started, ended, outcome, cause, error FROM attempts"
+        with self.db.read() as ex:
+            rows = (ex(sql + " WHERE trial_id = ? ORDER BY attempt", (trial_id,)).fetchall()
+                    if trial_id else ex(sql + " ORDER BY started").fetchall())
+        return [AttemptRow(*r) for r in rows]
+
+    def recover(self) -> int:
+        """At start-up: attempts left open by a process that died are 'killed';
+        their trials become 'interrupted' (resumed from turn 0). Returns how many.
+
+        One agent service owns the store (on a cluster: one controller replica).
+        """
+        with self.db.tx() as ex:
+            ex("UPDATE attempts SET ended = ?, outcome = 'killed', cause = 'killed', "
+               "error = 'the agent service stopped during this attempt' WHERE ended IS NULL",
+               (time.time(),))
+            n = ex("UPDATE trials SET status = 'interrupted', cause = 'killed', updated = ? "
+                   "WHERE status IN ('running', 'retrying')", (time.time(),)).rowcount
+            ex("UPDATE campaigns SET state = 'interrupted', updated = ? WHERE state = 'running'",
+               (time.time(),))
+        return int(n or 0)
+
+    # ---- campaigns ---------------------------------------------------------------
+    def create_campaign(self, campaign_id: str, spec: dict, cells: list[Cell]) -> CampaignRow:
+        """Insert the campaign and its grid, or return the existing one untouched."""
+        now = time.time()
+        with self.db.tx() as ex:
+            existing = ex("SELECT campaign_id FROM campaigns WHERE campaign_id = ?",
+                          (campaign_id,)).fetchone()
+            if existing is None:
+                ex("INSERT INTO campaigns (campaign_id, spec, state, created, updated) "
+                   "VALUES (?, ?, 'running', ?, ?)",
+                   (campaign_id, json.dumps(spec, sort_keys=True), now, now))
+                for i, c in enumerate(cells):
+                    ex("INSERT INTO campaign_trials (campaign_id, position, trial_id, task_id, "
+                       "setting, agent, model, seed, context) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                       (campaign_id, i, c.trial_id, c.task_id, c.setting, c.agent, c.model,
+                        c.seed, c.context))
+        row = self.campaign(campaign_id)
+        assert row is not None
+        return row
+
+    def campaign(self, campaign_id: str) -> CampaignRow | None:
+        with self.db.read() as ex:
+            r = ex("SELECT campaign_id, spec, state, error, created, updated FROM campaigns "
+                   "WHERE campaign_id = ?", (campaign_id,)).fetchone()
+        return CampaignRow(r[0], json.loads(r[1]), *r[2:]) if r else None
+
+    def campaigns(self) -> list[CampaignRow]:
+        with self.db.read() as ex:
+            rows = ex("SELECT campaign_id, spec, state, error, created, updated FROM campaigns "
+                      "ORDER BY created").fetchall()
+        return [CampaignRow(r[0], json.loads(r[1]), *r[2:]) for r in rows]
+
+    def set_campaign_state(self, campaign_id: str, state: str, error: str = "") -> None:
+        with self.db.tx() as ex:
+            ex("UPDATE campaigns SET state = ?, error = ?, updated = ? WHERE campaign_id = ?",
+               (state, error, time.time(), campaign_id))
+
+    def cells(self, campaign_id: str) -> list[Cell]:
+        with self.db.read() as ex:
+            rows = ex("SELECT trial_id, task_id, setting, agent, model, seed, context FROM "
+                      "campaign_trials WHERE campaign_id = ? ORDER BY position",
+                      (campaign_id,)).fetchall()
+        return [Cell(*r) for r in rows]
+
+    def campaign_trials(self, campaign_id: str) -> list[TrialRecord]:
+        cols = ", ".join(f"t.{c}" for c in COLUMNS)
+        with self.db.read() as ex:
+            rows = ex(f"SELECT {cols} FROM campaign_trials c JOIN trials t "
+                      "ON t.trial_id = c.trial_id WHERE c.campaign_id = ? ORDER BY c.position",
+                      (campaign_id,)).fetchall()
+        return [TrialRecord(*r) for r in rows]
+
+
+def open_store(url: str) -> TrialStore:
+    """``sqlite:///path/trials.sqlite`` or ``postgresql://...``."""
+    return TrialStore(open_database(url, "trial store"))
 
 
 class Trajectory:

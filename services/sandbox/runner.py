@@ -13,6 +13,7 @@ captures and caps; the exit status says whether it raised.
 from __future__ import annotations
 
 import builtins
+import importlib
 import inspect
 import json
 import math
@@ -99,18 +100,23 @@ USER_MODULE = "__lawlab_user__"
 REQUIRED = ("USED_INPUTS", "LAW_CONSTANTS", "OTHER_CONSTANTS", "LOCAL_FITTABLE", "predict")
 
 
-def _install_import_gate() -> None:
+# tools of the built-in agents, importable only in sessions that ask for them
+TOOL_IMPORTS = ("pyoperon",)
+
+
+def _install_import_gate(extra: tuple[str, ...] = ()) -> None:
     """A friendly error for imports outside the allowed list. Usability only:
     the box's isolation does not depend on it."""
     original = builtins.__import__
+    allowed = ALLOWED_IMPORTS + tuple(m for m in extra if m in TOOL_IMPORTS)
 
     def gate(name, globals=None, locals=None, fromlist=(), level=0):
         if level == 0 and globals is not None and globals.get("__name__") in (USER_MODULE, "submission"):
             top = name.split(".")[0]
-            if top not in ALLOWED_IMPORTS:
+            if top not in allowed:
                 raise ImportError(
                     f"import of {name!r} is not allowed here; allowed modules: "
-                    + ", ".join(ALLOWED_IMPORTS)
+                    + ", ".join(allowed)
                 )
         return original(name, globals, locals, fromlist, level)
 
@@ -171,9 +177,12 @@ def run_exec(req: dict) -> int:
     }
     if req.get("multi_group"):
         ns["group_ids_train"] = train_df["group_id"].astype(str).to_numpy()
+    extra = tuple(m for m in req.get("extra_imports", ()) if m in TOOL_IMPORTS)
+    for module in extra:  # loaded before the runtime filter (it may start threads)
+        importlib.import_module(module)
     _reseed()
     _seccomp(RUNTIME_DENY, runtime=True)
-    _install_import_gate()
+    _install_import_gate(extra)
     status = 0
     try:
         code = compile(req["code"], "<python>", "exec")

@@ -8,7 +8,7 @@ import logging
 import shutil
 import tempfile
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
@@ -20,6 +20,7 @@ from lawlab.errors import InvalidArgument, NotFound, ResourceExhausted
 from lawlab.sandbox.v1 import sandbox_pb2, sandbox_pb2_grpc
 from lawlab.tasks import GROUP_COL
 from lawlab_sandbox import box
+from lawlab_sandbox.runner import TOOL_IMPORTS
 
 log = logging.getLogger("lawlab.sandbox")
 
@@ -56,6 +57,7 @@ class Session:
     lock: asyncio.Lock
     uid: int
     zygote: box.Zygote | None = None
+    extra_imports: list[str] = field(default_factory=list)
 
     @property
     def data_file(self) -> Path:
@@ -111,6 +113,11 @@ class SandboxServicer(sandbox_pb2_grpc.SandboxServiceServicer):
             raise InvalidArgument("target_col", "is required")
         if not request.input_cols:
             raise InvalidArgument("input_cols", "at least one input column is required")
+        extra = list(request.extra_imports)
+        unknown = sorted(set(extra) - set(TOOL_IMPORTS))
+        if unknown:
+            raise InvalidArgument("extra_imports", f"{unknown} are not available; only "
+                                  f"{list(TOOL_IMPORTS)} may be added to the import list")
         frame = convert.table_to_frame(request.data, "data")
         expected = [request.target_col, *request.input_cols]
         if len(frame.columns):
@@ -128,7 +135,8 @@ class SandboxServicer(sandbox_pb2_grpc.SandboxServiceServicer):
         directory.mkdir()
         directory.chmod(0o711)  # the box uid may open the known file name, not list
         session = Session(sid, directory, request.target_col, list(request.input_cols),
-                          request.multi_group, frame, asyncio.Lock(), self._session_uids.pop())
+                          request.multi_group, frame, asyncio.Lock(), self._session_uids.pop(),
+                          extra_imports=extra)
         session.frame.to_csv(session.data_file, index=False)
         session.data_file.chmod(0o644)
         self.sessions[sid] = session
@@ -169,7 +177,8 @@ class SandboxServicer(sandbox_pb2_grpc.SandboxServiceServicer):
             raise InvalidArgument("timeout_seconds", f"must be in (0, {box.DEFAULT_TIMEOUT}]")
         payload = json.dumps({"code": request.code, "target_col": session.target_col,
                               "input_cols": session.input_cols,
-                              "multi_group": session.multi_group}).encode()
+                              "multi_group": session.multi_group,
+                              "extra_imports": session.extra_imports}).encode()
         async with session.lock, self.running:
             if self.mode == "zygote":
                 if session.zygote is None:

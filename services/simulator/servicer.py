@@ -111,12 +111,14 @@ class SimulatorServicer(simulator_pb2_grpc.SimulatorServiceServicer):
     async def ListTasks(self, request, context):
         self._identify(context)
         return simulator_pb2.ListTasksResponse(
-            tasks=[convert.meta_to_proto(t.meta, t.group_ids) for t in self.library])
+            tasks=[convert.meta_to_proto(t.meta, t.group_ids, t.has_world())
+                   for t in self.library])
 
     async def GetTask(self, request, context):
         self._identify(context)
         task = self._task(request.task_id)
-        return simulator_pb2.GetTaskResponse(task=convert.meta_to_proto(task.meta, task.group_ids))
+        return simulator_pb2.GetTaskResponse(task=convert.meta_to_proto(task.meta, task.group_ids,
+                                                                  task.has_world()))
 
     # ---- sessions --------------------------------------------------------------
     async def OpenSession(self, request, context):

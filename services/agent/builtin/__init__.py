@@ -1,1 +1,24 @@
-"""Built-in offline agents. They act only through tool blocks, like an LLM."""
+"""Built-in agents. They act only through tool blocks, like an LLM.
+
+- ``template``: scientific functional families by nonlinear least squares.
+- ``sr``: symbolic regression with pyoperon.
+- ``data-blind``: a law from the metadata alone.
+- ``openai``: any OpenAI-compatible chat-completions endpoint (``--model``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from lawlab_agent.builtin.datablind import DataBlindAgent
+from lawlab_agent.builtin.sr import SRAgent
+from lawlab_agent.builtin.template import TemplateAgent
+from lawlab_agent.llm import OpenAIChatPolicy
+from lawlab_agent.policy import Policy
+
+BUILTIN_AGENTS: dict[str, Callable[[str], Policy]] = {
+    "template": lambda model: TemplateAgent(),
+    "sr": lambda model: SRAgent(),
+    "data-blind": lambda model: DataBlindAgent(),
+    "openai": OpenAIChatPolicy,
+}

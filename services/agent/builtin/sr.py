@@ -1,0 +1,153 @@
+"""The ``sr`` agent: symbolic regression with pyoperon, offline.
+
+It acts only through tool blocks. Parallel: three space-filling experiment
+calls (log-spaced for multi-decade inputs, covering the groups for Type II),
+a first symbolic regression, one refinement call placed around the points
+with the largest residuals, then the final regression. Real: one regression
+over the training data. The regression runs inside the sandbox
+(``sr_fit.py``); the chosen model (stated criterion in that file) becomes a
+contract module here, with its numbers as named constants and, for Type II,
+a per-group scale (and offset when the caps allow) fitted by ``fit()``.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+from pathlib import Path
+
+import numpy as np
+
+from lawlab.common.v1 import common_pb2
+from lawlab.contract import law_module
+from lawlab.expr import Expression, ExpressionError
+from lawlab_agent.builtin.template import TemplateAgent, design
+from lawlab_agent.policy import TrialContext
+
+FIT_SOURCE = Path(__file__).with_name("sr_fit.py").read_text()
+DESIGN_CALLS = 3
+HOTSPOTS = 5
+
+
+def parameterise(expr: str) -> tuple[str, dict[str, float]]:
+    """Numbers in ``expr`` -> named constants c0, c1, ... (safe: parsed, never evaluated)."""
+    Expression(expr)  # validates: only arithmetic, allowed functions and names
+    tree = ast.parse(expr, mode="eval")
+    values: dict[str, float] = {}
+
+    class Lift(ast.NodeTransformer):
+        def visit_Constant(self, node: ast.Constant) -> ast.AST:
+            if isinstance(node.value, (int, float)) and not isinstance(node.value, bool):
+                if float(node.value) in (0.0, 1.0, 2.0, 0.5):
+                    return node
+                name = f"c{len(values)}"
+                values[name] = float(node.value)
+                return ast.copy_location(ast.Name(id=name, ctx=ast.Load()), node)
+            return node
+
+        def visit_UnaryOp(self, node: ast.UnaryOp) -> ast.AST:
+            if isinstance(node.op, ast.USub) and isinstance(node.operand, ast.Constant):
+                lifted = self.visit_Constant(ast.Constant(-float(node.operand.value)))
+                return ast.copy_location(lifted, node)
+            return self.generic_visit(node)
+
+    text = ast.unparse(Lift().visit(tree))
+    Expression(text)
+    return text, values
+
+
+class SRAgent:
+    name = "sr"
+    extra_imports = ("pyoperon",)
+
+    def __init__(self) -> None:
+        self._experiments = 0
+        self._fits = 0
+        self._refined = False
+
+    async def close(self) -> None:
+        return None
+
+    def _fit_call(self, ctx: TrialContext, hotspots: int) -> str:
+        caps = ctx.task.caps
+        multi = ctx.task.type == common_pb2.TASK_TYPE_MULTI_GROUP
+        local = min(2, caps.max_local_params) if multi else 0
+        cap = max(1, caps.max_law_constants) if not multi else max(1, caps.max_law_constants)
+        self._fits += 1
+        call = (f"main(cap_constants={cap}, local_params={local}, hotspots={hotspots}, "
+                f"time_limit=40, seed={ctx.seed % 1000 + 1})")
+        return ("I will run symbolic regression (pyoperon) and pick a model on the "
+                f"complexity/error Pareto front.\n<python>\n{FIT_SOURCE}\n{call}\n</python>")
+
+    def _refinement(self, ctx: TrialContext, hotspots: list[dict]) -> dict:
+        """Points around the worst-fitted observations, within the declared ranges."""
+        rng = np.random.default_rng([ctx.seed % 2**32, 99])
+        n = ctx.task.caps.max_points_per_call
+        payload: dict = {v.name: [] for v in ctx.task.inputs}
+        groups = []
+        for i in range(n):
+            centre = hotspots[i % len(hotspots)]
+            for v in ctx.task.inputs:
+                width = 0.05 * (v.max - v.min)
+                x = float(np.clip(centre[v.name] + rng.normal(0, width), v.min, v.max))
+                payload[v.name].append(x)
+            if "group_id" in centre:
+                groups.append(centre["group_id"])
+        if groups:
+            payload["group_id"] = groups
+        payload["n_samples"] = 1
+        return payload
+
+    async def reply(self, ctx: TrialContext, forced: bool) -> str:
+        result = TemplateAgent._last_result(ctx)
+        parallel = ctx.parallel
+        if forced:
+            return self._final(ctx, result) if result and result.get("ok") else \
+                TemplateAgent._fallback(ctx)
+        if parallel and self._experiments < DESIGN_CALLS:
+            payload = design(ctx.task, self._experiments, ctx.seed)
+            self._experiments += 1
+            return ("I will measure the system over a space-filling design.\n"
+                    f"<experiment>{json.dumps(payload)}</experiment>")
+        if self._fits == 0:
+            return self._fit_call(ctx, HOTSPOTS if parallel else 0)
+        if result is None or not result.get("ok"):
+            if self._fits < 2:
+                return self._fit_call(ctx, 0)
+            return TemplateAgent._fallback(ctx)
+        if parallel and not self._refined and result.get("hotspots"):
+            self._refined = True
+            payload = self._refinement(ctx, result["hotspots"])
+            return ("The largest residuals are concentrated; I will measure around them.\n"
+                    f"<experiment>{json.dumps(payload)}</experiment>")
+        if parallel and self._refined and self._fits < 2:
+            return self._fit_call(ctx, 0)
+        return self._final(ctx, result)
+
+    @staticmethod
+    def _final(ctx: TrialContext, result: dict) -> str:
+        multi = ctx.task.type == common_pb2.TASK_TYPE_MULTI_GROUP
+        try:
+            body, constants = parameterise(result["expr"])
+        except (ExpressionError, SyntaxError, ValueError):
+            return TemplateAgent._fallback(ctx)
+        log_space = bool(result.get("log_space"))
+        core = f"exp({body})" if log_space else body
+        local: dict[str, float] | None = None
+        if multi:
+            n_local = min(2, ctx.task.caps.max_local_params)
+            if n_local >= 2 and not log_space:
+                core, local = f"a_g + b_g * ({core})", {"a_g": 0.0, "b_g": 1.0}
+            else:
+                core, local = f"b_g * ({core})", {"b_g": 1.0}
+        used = [v.name for v in ctx.task.inputs if v.name in Expression(core).names]
+        if not used:
+            used = [ctx.task.inputs[0].name]
+        module = law_module(
+            title=(f"symbolic regression (pyoperon): complexity {result['complexity']}, "
+                   f"validation MSE {result['val_mse']:.4g}"
+                   + (" in log space" if log_space else "")),
+            expr=core, used_inputs=used, constants=constants, local_init=local,
+            space="log" if log_space else "linear")
+        return ("The chosen model is the least complex one within 5% of the best validation "
+                f"error.\n<final_formula>\n{module}</final_formula>")

@@ -1,0 +1,104 @@
+"""Symbolic regression that the ``sr`` agent runs INSIDE the sandbox.
+
+Sent as the code of a ``<python>`` call (followed by ``main(CAP, HOTSPOTS)``);
+standalone: it uses the preloaded ``train_df``, ``input_cols``, ``target_col``
+(and ``group_ids_train`` for Type II) and imports pyoperon, which the
+sandbox admits only in sessions of built-in agents.
+
+Method. Genetic programming with pyoperon (add, sub, mul, div, exp, log,
+sqrt, powers; constants tuned by Levenberg-Marquardt every generation), in log
+space when the target is positive and spans two decades or more. The data are
+split 75/25 (by whole groups for Type II). Among the Pareto front
+(complexity vs error), models with more constants than the cap are dropped;
+the chosen model is the least complex one whose validation error is within 5%
+of the best validation error on the front (the stated criterion). Type II: the
+chosen structure gets a per-group scale (and offset, when the cap allows),
+fitted by linear least squares per group. Prints one ``LAWLAB_RESULT`` line.
+"""
+
+import re
+import warnings
+
+import numpy as np
+
+
+def _split(n, groups, rng):
+    if groups is not None:
+        names = np.unique(groups)
+        rng.shuffle(names)
+        val_groups = set(names[: max(1, len(names) // 4)]) if len(names) > 1 else set()
+        val = np.array([g in val_groups for g in groups])
+    else:
+        val = np.zeros(n, dtype=bool)
+        val[rng.permutation(n)[: max(1, n // 4)]] = True
+    if val.all() or not val.any():
+        val = np.zeros(n, dtype=bool)
+        val[rng.permutation(n)[: max(1, n // 4)]] = True
+    return ~val, val
+
+
+def _to_expr(text, names):
+    """pyoperon's model string -> a Python expression over the input names."""
+    text = text.replace("^", "**")
+    for i in range(len(names), 0, -1):  # X10 before X1
+        text = re.sub(rf"\bX{i}\b", names[i - 1], text)
+    return text
+
+
+def _constants(expr):
+    return len(re.findall(r"(?<![\w.])-?\d+\.\d*(?:[eE][-+]?\d+)?", expr))
+
+
+def _predict(expr, X, names):
+    env = {n: X[:, i] for i, n in enumerate(names)}
+    env.update({"exp": np.exp, "log": np.log, "sqrt": np.sqrt, "abs": np.abs})
+    with np.errstate(all="ignore"):
+        return np.asarray(eval(expr, {"__builtins__": {}}, env), dtype=float) * np.ones(len(X))  # noqa: S307
+
+
+def main(cap_constants=6, local_params=0, hotspots=0, time_limit=40, seed=1):
+    from pyoperon.sklearn import SymbolicRegressor
+
+    warnings.filterwarnings("ignore")
+    df = train_df.dropna(subset=[target_col, *input_cols])  # noqa: F821 (preloaded)
+    names = list(input_cols)  # noqa: F821
+    X = df[names].to_numpy(float)
+    y = df[target_col].to_numpy(float)  # noqa: F821
+    groups = df["group_id"].astype(str).to_numpy() if local_params else None
+    log_space = bool(np.all(y > 0) and np.max(y) / np.min(y) >= 100)
+    t = np.log(y) if log_space else y
+    rng = np.random.default_rng(seed)
+    train, val = _split(len(y), groups, rng)
+    reg = SymbolicRegressor(
+        allowed_symbols="add,sub,mul,div,exp,log,sqrt,constant,variable",
+        optimizer_iterations=10, max_length=25, max_depth=8, generations=1000,
+        population_size=500, n_threads=1, random_state=seed, time_limit=time_limit,
+        max_evaluations=1_000_000, objectives=["r2", "length"], epsilon=1e-5)
+    reg.fit(X[train], t[train])
+    front = []
+    for m in reg.pareto_front_:
+        expr = _to_expr(reg.get_model_string(m["tree"], 6, [f"X{i + 1}" for i in range(len(names))]),
+                        names)
+        k = _constants(expr)
+        if k > cap_constants:
+            continue
+        pred = _predict(expr, X[val], names)
+        if not np.all(np.isfinite(pred)):
+            continue
+        err = float(np.mean((pred - t[val]) ** 2))
+        front.append((m["complexity"], err, k, expr))
+    if not front:
+        print("LAWLAB_RESULT " + repr({"ok": False, "reason": "no finite model within the cap"}))
+        return
+    best = min(e for _, e, _, _ in front)
+    complexity, err, k, expr = min(f for f in front if f[1] <= best * 1.05 + 1e-300)
+    out = {"ok": True, "expr": expr, "log_space": log_space, "complexity": int(complexity),
+           "val_mse": err, "n_constants": k, "front": [(int(c), e, kk) for c, e, kk, _ in
+                                                        sorted(front)][:12]}
+    if hotspots:
+        resid = np.abs(_predict(expr, X, names) - t)
+        worst = np.argsort(-np.nan_to_num(resid, nan=np.inf))[:hotspots]
+        out["hotspots"] = [{n: float(X[i, j]) for j, n in enumerate(names)}
+                           | ({"group_id": str(groups[i])} if groups is not None else {})
+                           for i in worst]
+    print("LAWLAB_RESULT " + repr(out))

@@ -1,0 +1,214 @@
+"""Campaign grids: validation, expansion into trial cells, progress summaries.
+
+A campaign is agents/models x tasks x settings x contexts x repeats. Its id
+is its name, or a hash of the normalised grid, so submitting the same grid
+twice names the same campaign (and resumes it). Trial ids derive from the
+cell alone, so two campaigns that share a cell share its trial.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+import time
+from collections import Counter, defaultdict
+
+from lawlab import convert
+from lawlab.agent.v1 import agent_pb2
+from lawlab.common.v1 import common_pb2
+from lawlab.errors import InvalidArgument
+from lawlab_agent.store import AttemptRow, CampaignRow, Cell, TrialRecord
+from lawlab_agent.views import CONTEXTS
+
+MAX_CELLS = 100_000
+BACKOFF_CAP = 60.0
+_STATE = {
+    "running": agent_pb2.CAMPAIGN_STATE_RUNNING,
+    "finished": agent_pb2.CAMPAIGN_STATE_FINISHED,
+    "failed": agent_pb2.CAMPAIGN_STATE_FAILED,
+    "cancelled": agent_pb2.CAMPAIGN_STATE_CANCELLED,
+    "interrupted": agent_pb2.CAMPAIGN_STATE_INTERRUPTED,
+}
+
+
+def trial_id_for(task_id: str, setting: str, agent: str, model: str, seed: int,
+                 context: str = "full") -> str:
+    key = f"{task_id}|{setting}|{agent}|{model}|{seed}"
+    if context and context != "full":  # ids of full-context trials predate ablations
+        key += f"|{context}"
+    return f"{task_id}-{setting}-{agent}-" + hashlib.sha256(key.encode()).hexdigest()[:12]
+
+
+def normalise(spec: agent_pb2.CampaignSpec, agents: set[str]) -> dict:
+    """The spec as a plain dict with defaults filled; INVALID_ARGUMENT names the field."""
+    if not spec.agents:
+        raise InvalidArgument("spec.agents", "at least one agent is required")
+    pairs = []
+    for i, a in enumerate(spec.agents):
+        if a.agent not in agents:
+            raise InvalidArgument(f"spec.agents[{i}].agent",
+                                  f"unknown agent {a.agent!r}; available: {sorted(agents)}")
+        pairs.append([a.agent, a.model])
+    if not spec.tasks:
+        raise InvalidArgument("spec.tasks", "at least one task id or selector (e.g. 'all')")
+    settings = []
+    for i, s in enumerate(spec.settings):
+        name = convert.setting_name(s)
+        if name == "unspecified":
+            raise InvalidArgument(f"spec.settings[{i}]", "must be SETTING_REAL or SETTING_PARALLEL")
+        settings.append(name)
+    contexts = list(spec.contexts) or ["full"]
+    for i, c in enumerate(contexts):
+        if c not in CONTEXTS:
+            raise InvalidArgument(f"spec.contexts[{i}]",
+                                  f"unknown context {c!r}; one of {', '.join(CONTEXTS)}")
+    if spec.repeats < 0 or spec.concurrency < 0 or spec.max_attempts < 0:
+        raise InvalidArgument("spec", "repeats, concurrency and max_attempts must be >= 0")
+    if spec.backoff_seconds < 0 or spec.backoff_seconds != spec.backoff_seconds:
+        raise InvalidArgument("spec.backoff_seconds", "must be a number >= 0")
+    if spec.concurrency > 64:
+        raise InvalidArgument("spec.concurrency", "at most 64 trials at once")
+    doc = {
+        "agents": pairs,
+        "tasks": list(spec.tasks),
+        "settings": sorted(set(settings or ["real", "parallel"]), key=["real", "parallel"].index),
+        "contexts": contexts,
+        "repeats": spec.repeats or 1,
+        "seed": spec.seed,
+        "max_attempts": spec.max_attempts or 3,
+        "backoff_seconds": spec.backoff_seconds if spec.HasField("backoff_seconds") else 2.0,
+        "concurrency": spec.concurrency or 2,
+    }
+    grid = {k: doc[k] for k in ("agents", "tasks", "settings", "contexts", "repeats", "seed")}
+    doc["name"] = spec.name or "c-" + hashlib.sha256(
+        json.dumps(grid, sort_keys=True).encode()).hexdigest()[:12]
+    if not all(ch.isalnum() or ch in "-_." for ch in doc["name"]) or len(doc["name"]) > 100:
+        raise InvalidArgument("spec.name", "use letters, digits, '-', '_' and '.' (at most 100)")
+    return doc
+
+
+def select_tasks(selectors: list[str],
+                 tasks: list[common_pb2.TaskMetadata]) -> list[common_pb2.TaskMetadata]:
+    by_id = {t.task_id: t for t in tasks}
+    chosen: dict[str, common_pb2.TaskMetadata] = {}
+    for i, sel in enumerate(selectors):
+        kind, _, value = sel.partition(":")
+        if sel == "all":
+            found = list(tasks)
+        elif kind == "suite" and value:
+            found = [t for t in tasks if t.suite == value]
+        elif kind == "type" and value in ("I", "II"):
+            multi = value == "II"
+            found = [t for t in tasks if (t.type == common_pb2.TASK_TYPE_MULTI_GROUP) == multi]
+        elif kind == "discipline" and value:
+            found = [t for t in tasks if t.discipline == value]
+        elif sel in by_id:
+            found = [by_id[sel]]
+        else:
+            raise InvalidArgument(f"spec.tasks[{i}]", f"{sel!r} is neither a task id nor a "
+                                  "selector (all, suite:NAME, type:I, type:II, discipline:NAME)")
+        if not found:
+            raise InvalidArgument(f"spec.tasks[{i}]", f"selector {sel!r} matches no task")
+        for t in found:
+            chosen.setdefault(t.task_id, t)
+    return list(chosen.values())
+
+
+def expand(doc: dict, tasks: list[common_pb2.TaskMetadata]) -> list[Cell]:
+    """Every cell of the grid; a task is paired only with settings it supports."""
+    cells = []
+    chosen = select_tasks(doc["tasks"], tasks)
+    for agent, model in doc["agents"]:
+        for setting in doc["settings"]:
+            for t in chosen:
+                supported = {convert.setting_name(s) for s in t.settings} or {"real"}
+                if setting not in supported:
+                    continue
+                for context in doc["contexts"]:
+                    for k in range(doc["repeats"]):
+                        seed = doc["seed"] + k
+                        cells.append(Cell(trial_id_for(t.task_id, setting, agent, model, seed,
+                                                       context),
+                                          t.task_id, setting, agent, model, seed, context))
+    if not cells:
+        raise InvalidArgument("spec", "the grid is empty: no selected task supports the "
+                                      "selected settings")
+    if len(cells) > MAX_CELLS:
+        raise InvalidArgument("spec", f"{len(cells)} trials; at most {MAX_CELLS} per campaign")
+    return cells
+
+
+def backoff(attempt: int, base: float, rng: random.Random) -> float:
+    """Delay before attempt ``attempt + 1``: exponential, full jitter in [0.5, 1.5), capped."""
+    return min(BACKOFF_CAP, base * 2 ** max(attempt - 1, 0)) * rng.uniform(0.5, 1.5)
+
+
+def _counts(cells: list[Cell], records: dict[str, TrialRecord],
+            retries: Counter) -> agent_pb2.CampaignCounts:
+    c = agent_pb2.CampaignCounts(total=len(cells))
+    sums: dict[str, list[float]] = defaultdict(list)
+    for cell in cells:
+        r = records.get(cell.trial_id)
+        status = r.status if r else "pending"
+        if status in ("completed", "completed_forced_final"):
+            c.completed += 1
+        elif status == "max_turns_reached":
+            c.unsubmitted += 1
+        elif status == "error":
+            c.failed += 1
+        elif status in ("running", "retrying"):
+            c.running += 1
+        else:  # pending, interrupted
+            c.pending += 1
+        c.retries += retries.get(cell.trial_id, 0)
+        if r is not None and status in ("completed", "completed_forced_final",
+                                        "max_turns_reached", "error"):
+            # strict: a missing or failed score counts 0
+            for name in (("s_n", "s_v") if cell.setting == "real" else ("s_s",)):
+                value = getattr(r, name)
+                sums[name].append(value if value is not None and value == value else 0.0)
+    for name, values in sums.items():
+        setattr(c, f"mean_{name}", sum(values) / len(values))
+    return c
+
+
+def summarize(row: CampaignRow, cells: list[Cell], records: list[TrialRecord],
+              attempts: list[AttemptRow]) -> agent_pb2.Campaign:
+    by_id = {r.trial_id: r for r in records}
+    ids = {c.trial_id for c in cells}
+    retries: Counter = Counter()
+    causes: Counter = Counter()
+    for a in attempts:
+        if a.trial_id in ids and a.outcome not in ("ok", "running"):
+            causes[a.cause or a.outcome] += 1
+        if a.trial_id in ids and a.attempt > 1:
+            retries[a.trial_id] += 1
+    spec = agent_pb2.CampaignSpec(
+        name=row.spec["name"], tasks=row.spec["tasks"], contexts=row.spec["contexts"],
+        repeats=row.spec["repeats"], seed=row.spec["seed"],
+        concurrency=row.spec["concurrency"], max_attempts=row.spec["max_attempts"],
+        backoff_seconds=row.spec["backoff_seconds"],
+        agents=[agent_pb2.AgentModel(agent=a, model=m) for a, m in row.spec["agents"]],
+        settings=[convert.setting_from_name(s) for s in row.spec["settings"]])
+    out = agent_pb2.Campaign(campaign_id=row.campaign_id, spec=spec, state=_STATE[row.state],
+                             error=row.error, created=row.created, updated=row.updated,
+                             totals=_counts(cells, by_id, retries))
+    out.retries_by_cause.update(dict(causes))
+    slices: dict[tuple[str, str, str], list[Cell]] = defaultdict(list)
+    for cell in cells:
+        slices[(cell.agent, cell.model, cell.setting)].append(cell)
+    for (agent, model, setting), group in slices.items():
+        s = _counts(group, by_id, retries)
+        s.agent, s.model, s.setting = agent, model, convert.setting_from_name(setting)
+        out.slices.append(s)
+    t = out.totals
+    finished = [by_id[c.trial_id] for c in cells if c.trial_id in by_id
+                and by_id[c.trial_id].status in ("completed", "completed_forced_final",
+                                                 "max_turns_reached", "error")]
+    remaining = t.pending + t.running
+    if row.state == "running" and finished and remaining:
+        per_trial = sum(r.wall_seconds for r in finished) / len(finished)
+        out.eta_seconds = per_trial * remaining / max(1, min(row.spec["concurrency"], remaining))
+    out.updated = max(out.updated, time.time() if row.state == "running" else 0.0)
+    return out
