@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from lawlab import cli_score, config
+from lawlab import cli_campaign, cli_score, config
 from lawlab.cli_sim import add_sim_parser, add_token_parser, cmd_sim, cmd_token
 from lawlab.tables import table as _table
 
@@ -457,6 +457,7 @@ def main(argv: list[str] | None = None) -> int:
     add_sim_parser(sub)
     add_token_parser(sub)
     cli_score.add_parsers(sub)
+    cli_campaign.add_parser(sub)
 
     args, rest = parser.parse_known_args(argv)
     if args.command == "serve":
@@ -479,6 +480,8 @@ def main(argv: list[str] | None = None) -> int:
         return cmd_fit(args)
     if args.command == "sim":
         return cmd_sim(args)
+    if args.command == "campaign":
+        return cli_campaign.cmd_campaign(args)
     if args.command == "score":
         return cli_score.cmd_score(args)
     if args.command == "judge":

@@ -7,6 +7,7 @@ Configuration (environment of the agent service):
   LAWLAB_LLM_MAX_TOKENS    max completion tokens (default 4096)
   LAWLAB_LLM_REASONING_EFFORT  sent as reasoning_effort when set (low, medium, high)
   LAWLAB_LLM_TEMPERATURE   sent only when set (some endpoints reject it)
+  LAWLAB_LLM_TIMEOUT       seconds per call (default 120)
   LAWLAB_LLM_FAILED_TURNS  consecutive failed turns before the attempt is abandoned (default 3)
 The model name comes from the trial request. Each call has a 120 s timeout and
 one retry; a failure becomes an error message inside the loop, not an aborted
@@ -38,7 +39,7 @@ LLM_SECONDS = Histogram("lawlab_llm_request_seconds", "LLM request latency.", ["
                         buckets=(0.1, 0.5, 1, 2, 5, 10, 30, 60, 120))
 LLM_TOKENS = Counter("lawlab_llm_tokens_total", "LLM tokens used.", ["model", "kind"])
 LLM_ERRORS = Counter("lawlab_llm_errors_total", "Failed LLM requests, by cause.", ["model", "cause"])
-TIMEOUT = 120.0
+TIMEOUT = float(os.environ.get("LAWLAB_LLM_TIMEOUT", "120"))  # seconds per call
 
 
 LLMConfigError = ConfigurationError  # the name older callers import

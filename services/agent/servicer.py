@@ -167,7 +167,8 @@ class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
         if cause:
             ATTEMPT_FAILURES.labels(cause).inc()
             trajectory.write({"type": "error", "cause": cause, "error": error})
-            record.status, record.cause, record.error = "retrying", cause, error
+            record.status = "error" if config_error is not None else "retrying"
+            record.cause, record.error = cause, error
         trajectory.close()
         await asyncio.to_thread(self.store.end_attempt, record, "ok" if not cause else cause,
                                 cause, error)
@@ -381,10 +382,11 @@ class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
             raise InvalidArgument("campaign_id", "is required")
         while True:
             event = self._changed.setdefault(request.campaign_id, asyncio.Event())
-            snapshot = await self._snapshot(request.campaign_id)
-            yield snapshot
+            # decided before the snapshot, so the last snapshot sent is taken after the end
             running = self._campaigns.get(request.campaign_id)
-            if running is None or running.done():
+            stopped = running is None or running.done()
+            yield await self._snapshot(request.campaign_id)
+            if stopped:
                 return
             try:  # a heartbeat every 5 s keeps the ETA fresh
                 await asyncio.wait_for(event.wait(), timeout=5.0)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 SUBMISSION = """USED_INPUTS = ["temperature"]
@@ -32,11 +33,17 @@ FAIL_ONCE = {1: 500}  # turn -> HTTP status served once first (the backend retri
 
 
 class ScriptedLLM:
-    """``respond(body) -> content`` replaces the trial script when given."""
+    """``respond(body) -> reply`` replaces the trial script when given. A reply is
+    the content (str), or a failure mode: ``(status, text)`` an HTTP error,
+    ``("hang", seconds)`` no answer for that long, ``("truncated", content)``
+    a body cut short of its Content-Length, ``("garbage", text)`` a 200 whose
+    body is not JSON. ``delay`` seconds are waited before every reply.
+    """
 
     def __init__(self, respond=None) -> None:
         self.respond = respond
         self.requests: list[dict] = []
+        self.delay = 0.0
         self._failed: set[int] = set()
         handler = self._handler()
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
@@ -57,13 +64,36 @@ class ScriptedLLM:
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 outer.requests.append(body)
                 turn = sum(1 for m in body["messages"] if m["role"] == "assistant")
-                if turn in FAIL_ONCE and turn not in outer._failed:
+                if outer.respond is None and turn in FAIL_ONCE and turn not in outer._failed:
                     outer._failed.add(turn)
                     self.send_response(FAIL_ONCE[turn])
                     self.end_headers()
                     return
                 entry = (outer.respond(body) if outer.respond is not None
                          else SCRIPT[min(turn, len(SCRIPT) - 1)])
+                if outer.delay:
+                    time.sleep(outer.delay)
+                truncated = False
+                if isinstance(entry, tuple):
+                    kind, arg = entry
+                    if kind == "hang":
+                        time.sleep(float(arg))
+                        return
+                    if kind == "garbage":
+                        data = str(arg).encode()
+                        self.send_response(200)
+                        self.send_header("Content-Length", str(len(data)))
+                        self.end_headers()
+                        self.wfile.write(data)
+                        return
+                    if kind != "truncated":
+                        data = str(arg).encode()
+                        self.send_response(int(kind))
+                        self.send_header("Content-Length", str(len(data)))
+                        self.end_headers()
+                        self.wfile.write(data)
+                        return
+                    entry, truncated = arg, True
                 doc = {"id": "x", "object": "chat.completion", "model": body["model"],
                        "choices": [{"index": 0, "finish_reason": "stop",
                                     "message": {"role": "assistant", "content": entry}}],
@@ -73,6 +103,10 @@ class ScriptedLLM:
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(data)))
                 self.end_headers()
+                if truncated:  # the connection closes half-way through the body
+                    self.wfile.write(data[: len(data) // 2])
+                    self.close_connection = True
+                    return
                 self.wfile.write(data)
 
         return Handler

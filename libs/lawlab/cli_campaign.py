@@ -1,0 +1,341 @@
+"""``lawlab campaign``: run, watch, list, cancel and audit campaigns.
+
+``lawlab campaign run`` talks to a running agent service (``--agent-addr``), or,
+without one, starts every service on loopback for the duration of the run,
+with its state in ``--data-dir`` (default var/run/campaigns): re-running the
+same command after a crash resumes the campaign where it stopped.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import sys
+import time
+from pathlib import Path
+
+from lawlab import config
+from lawlab.tables import table
+
+SETTINGS = {"real": 1, "parallel": 2}
+
+
+def _fmt(value: float | None, digits: int = 3) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
+def bar(done: int, total: int, width: int = 30) -> str:
+    frac = done / total if total else 1.0
+    full = int(frac * width)
+    return "[" + "#" * full + "." * (width - full) + f"] {done}/{total} ({frac:.0%})"
+
+
+def _eta(seconds: float) -> str:
+    if seconds <= 0:
+        return "-"
+    m, s = divmod(int(seconds), 60)
+    h, m = divmod(m, 60)
+    return f"{h}h{m:02d}m" if h else f"{m}m{s:02d}s"
+
+
+def render(c) -> str:
+    """A campaign snapshot as text: state, progress bar, ETA, then one row per slice."""
+    from lawlab import convert
+    from lawlab.agent.v1 import agent_pb2
+
+    t = c.totals
+    finished = t.completed + t.unsubmitted + t.failed
+    state = agent_pb2.CampaignState.Name(c.state).removeprefix("CAMPAIGN_STATE_").lower()
+    lines = [f"campaign {c.campaign_id}: {state}   {bar(finished, t.total)}   "
+             f"running {t.running}  retries {t.retries}  ETA {_eta(c.eta_seconds)}"]
+    if c.error:
+        lines.append(f"error: {c.error}")
+    rows = []
+    for s in c.slices:
+        rows.append([s.agent + (f"/{s.model}" if s.model else ""), convert.setting_name(s.setting),
+                     s.total, s.completed, s.unsubmitted, s.failed, s.running, s.pending,
+                     _fmt(s.mean_s_n if s.HasField("mean_s_n") else None),
+                     _fmt(s.mean_s_v if s.HasField("mean_s_v") else None),
+                     _fmt(s.mean_s_s if s.HasField("mean_s_s") else None)])
+    lines.append(table(rows, ["agent", "setting", "trials", "done", "unsubm.", "failed",
+                              "running", "pending", "S_N", "S_V", "S_S"]))
+    if c.retries_by_cause:
+        lines.append("failed attempts by cause: " + ", ".join(
+            f"{k} {v}" for k, v in sorted(c.retries_by_cause.items())))
+    return "\n".join(lines)
+
+
+def spec_from_args(args: argparse.Namespace):
+    from lawlab.agent.v1 import agent_pb2
+
+    doc: dict = {}
+    if args.spec:
+        text = Path(args.spec).read_text()
+        if args.spec.endswith((".yaml", ".yml")):
+            import yaml
+
+            doc = yaml.safe_load(text) or {}
+        else:
+            doc = json.loads(text)
+        if not isinstance(doc, dict):
+            raise SystemExit(f"{args.spec}: expected a mapping of campaign fields")
+    for key in ("name", "agents", "tasks", "settings", "contexts", "repeats", "seed",
+                "concurrency", "max_attempts", "backoff_seconds"):
+        value = getattr(args, key, None)
+        if value is not None:
+            doc[key] = value
+    agents = doc.get("agents") or ["template"]
+    if isinstance(agents, str):
+        agents = agents.split(",")
+    spec = agent_pb2.CampaignSpec(name=str(doc.get("name") or ""))
+    for a in agents:
+        agent, _, model = (a if isinstance(a, str) else f"{a['agent']}:{a.get('model', '')}"
+                           ).partition(":")
+        spec.agents.append(agent_pb2.AgentModel(agent=agent.strip(), model=model.strip()))
+    for key in ("tasks", "settings", "contexts"):
+        value = doc.get(key) or {"tasks": ["all"], "settings": ["real", "parallel"],
+                                 "contexts": ["full"]}[key]
+        if isinstance(value, str):
+            value = value.split(",")
+        if key == "settings":
+            unknown = [s for s in value if s not in SETTINGS]
+            if unknown:
+                raise SystemExit(f"--settings: unknown {unknown}; use real and/or parallel")
+            spec.settings.extend(SETTINGS[s] for s in value)
+        else:
+            getattr(spec, key).extend(str(v).strip() for v in value)
+    for key in ("repeats", "concurrency", "max_attempts"):
+        if doc.get(key) is not None:
+            setattr(spec, key, int(doc[key]))
+    if doc.get("seed") is not None:
+        spec.seed = int(doc["seed"])
+    if doc.get("backoff_seconds") is not None:
+        spec.backoff_seconds = float(doc["backoff_seconds"])
+    return spec
+
+
+def watch(stub, campaign_id: str, out=sys.stdout, live: bool | None = None):
+    """Follow a campaign until it stops; returns the last snapshot."""
+    from lawlab.agent.v1 import agent_pb2
+
+    live = out.isatty() if live is None else live
+    last, shown = None, ""
+    for snap in stub.WatchCampaign(agent_pb2.GetCampaignRequest(campaign_id=campaign_id)):
+        last = snap
+        text = render(snap)
+        if live:
+            out.write("\x1b[H\x1b[J" + text + "\n")
+        elif text.splitlines()[0] != shown:  # one progress line per change in a log
+            shown = text.splitlines()[0]
+            out.write(shown + "\n")
+        out.flush()
+    return last
+
+
+def cmd_campaign(args: argparse.Namespace) -> int:
+    from lawlab.agent.v1 import agent_pb2, agent_pb2_grpc
+    from lawlab.rpc.client import sync_channel
+
+    if args.verb == "audit":
+        return cmd_audit(args)
+    if args.verb == "run" and not args.agent_addr:
+        return _run_embedded(args)
+    address = args.agent_addr or config.service_address("agent")
+    with sync_channel(address) as channel:
+        stub = agent_pb2_grpc.AgentServiceStub(channel)
+        if args.verb == "run":
+            return _start_and_watch(stub, args)
+        if args.verb == "list":
+            rows = []
+            for c in stub.ListCampaigns(agent_pb2.ListCampaignsRequest()).campaigns:
+                t = c.totals
+                rows.append([c.campaign_id,
+                             agent_pb2.CampaignState.Name(c.state).removeprefix(
+                                 "CAMPAIGN_STATE_").lower(),
+                             t.total, t.completed + t.unsubmitted + t.failed, t.failed,
+                             time.strftime("%Y-%m-%d %H:%M", time.localtime(c.created))])
+            print(table(rows, ["campaign", "state", "trials", "finished", "failed", "created"]))
+            return 0
+        if args.verb == "cancel":
+            print(render(stub.CancelCampaign(agent_pb2.GetCampaignRequest(
+                campaign_id=args.campaign_id))))
+            return 0
+        if args.verb == "trials":
+            trials = stub.ListTrials(agent_pb2.ListTrialsRequest(campaign_id=args.campaign_id))
+            rows = [[t.task_id, t.agent + (f"/{t.model}" if t.model else ""),
+                     {1: "real", 2: "parallel"}.get(t.setting, "?"), t.context, t.seed,
+                     agent_pb2.TrialStatus.Name(t.status).removeprefix("TRIAL_STATUS_").lower(),
+                     t.attempts, t.cause or "-",
+                     _fmt(t.scores.s_n if t.scores.HasField("s_n") else None),
+                     _fmt(t.scores.s_v if t.scores.HasField("s_v") else None),
+                     _fmt(t.scores.s_s if t.scores.HasField("s_s") else None)]
+                    for t in trials.trials]
+            print(table(rows, ["task", "agent", "setting", "context", "seed", "status",
+                               "attempts", "cause", "S_N", "S_V", "S_S"]))
+            return 0
+        # status
+        if args.watch:
+            last = watch(stub, args.campaign_id)
+            if last is not None and not sys.stdout.isatty():
+                print(render(last))
+        else:
+            print(render(stub.GetCampaign(agent_pb2.GetCampaignRequest(
+                campaign_id=args.campaign_id))))
+        return 0
+
+
+def _start_and_watch(stub, args: argparse.Namespace) -> int:
+    from google.protobuf.json_format import MessageToDict
+
+    from lawlab.agent.v1 import agent_pb2
+
+    snap = stub.StartCampaign(agent_pb2.StartCampaignRequest(spec=spec_from_args(args)))
+    print(f"campaign {snap.campaign_id}: {snap.totals.total} trials "
+          f"(status: lawlab campaign status {snap.campaign_id} --watch)", flush=True)
+    if args.detach:
+        return 0
+    last = watch(stub, snap.campaign_id) or snap
+    if args.json:
+        print(json.dumps(MessageToDict(last), indent=2))
+    else:
+        print(render(last))
+    return 0 if last.state == agent_pb2.CAMPAIGN_STATE_FINISHED else 1
+
+
+def _run_embedded(args: argparse.Namespace) -> int:
+    from lawlab.agent.v1 import agent_pb2_grpc
+    from lawlab.launcher import Cluster
+
+    data_dir = Path(args.data_dir).resolve() / "campaigns"
+    cluster = Cluster(Path(args.tasks_dir).resolve(), data_dir, log_dir=data_dir / "logs")
+    print(f"starting the services on loopback (state in {data_dir}) ...", flush=True)
+    try:
+        cluster.start()
+        with cluster.channel("agent") as channel:
+            code = _start_and_watch(agent_pb2_grpc.AgentServiceStub(channel), args)
+    finally:
+        cluster.stop()
+    print(f"trajectories in {data_dir / 'trajectories'}; service logs in {cluster.log_dir}")
+    return code
+
+
+# ---- audit ------------------------------------------------------------------------------
+
+# attempts to reach hidden material from agent code
+PROBES = {
+    "os/sys access": re.compile(r"\b(?:import\s+(?:os|sys|subprocess|shutil|pathlib)\b|"
+                                r"__import__|sys\.modules|os\.(?:environ|system|listdir|popen))"),
+    "file read": re.compile(r"\bopen\s*\(|read_csv\s*\(\s*['\"]/|np\.load\s*\(|glob\.|"
+                            r"/proc/|/etc/|\.\./"),
+    "network": re.compile(r"\b(?:socket|urllib|requests|http\.client|urlopen)\b"),
+    "introspection": re.compile(r"__subclasses__|__globals__|__builtins__|\bgc\.|\binspect\.|"
+                                r"_getframe|f_back|\bctypes\b|importlib"),
+}
+
+
+def _hidden_strings(tasks_dir: Path, task_id: str) -> list[str]:
+    """Distinctive pieces of the task's answer key: the hidden law and its long constants."""
+    path = tasks_dir / task_id / "simulator" / "world.json"
+    if not path.exists():
+        return []
+    world = json.loads(path.read_text())
+    law = world.get("law") or {}
+    out = []
+    expr = law.get("expr") if isinstance(law, dict) else None
+    if isinstance(expr, str) and len(expr) >= 8:
+        out.append(expr)
+    constants = law.get("constants", {}) if isinstance(law, dict) else {}
+    for value in constants.values():
+        text = repr(float(value))
+        if len(text.replace("-", "").replace(".", "")) >= 7:  # long enough not to collide by chance
+            out.append(text)
+    return out
+
+
+def audit_events(events: list[dict], hidden: list[str]) -> list[tuple[int, str, str]]:
+    findings = []
+    for ev in events:
+        if ev.get("type") != "turn":
+            continue
+        turn = int(ev.get("turn", 0))
+        reply = str(ev.get("reply", ""))
+        code = reply if ev.get("tool") == "python" else ""
+        for label, pattern in PROBES.items():
+            m = pattern.search(code)
+            if m:
+                findings.append((turn, label, m.group(0)))
+        result = str(ev.get("result", ""))
+        for piece in hidden:
+            if piece in result:
+                findings.append((turn, "HIDDEN LAW IN TOOL OUTPUT", piece[:60]))
+    return findings
+
+
+def cmd_audit(args: argparse.Namespace) -> int:
+    from lawlab.agent.v1 import agent_pb2, agent_pb2_grpc
+    from lawlab.rpc.client import sync_channel
+
+    tasks_dir = Path(args.tasks_dir)
+    rows, leaks, flagged = [], 0, 0
+    with sync_channel(args.agent_addr or config.service_address("agent")) as channel:
+        stub = agent_pb2_grpc.AgentServiceStub(channel)
+        trials = stub.ListTrials(agent_pb2.ListTrialsRequest(campaign_id=args.campaign_id)).trials
+        for t in trials:
+            hidden = _hidden_strings(tasks_dir, t.task_id)
+            for attempt in range(1, t.attempts + 1):
+                try:
+                    resp = stub.GetTrajectory(agent_pb2.GetTrajectoryRequest(
+                        trial_id=t.trial_id, attempt=attempt))
+                except Exception as err:  # noqa: BLE001  (reported, the audit goes on)
+                    rows.append([t.trial_id, attempt, "-", "unreadable", str(err)[:60]])
+                    continue
+                events = [json.loads(e) for e in resp.events]
+                found = audit_events(events, hidden)
+                flagged += bool(found)
+                for turn, label, evidence in found:
+                    leaks += label.startswith("HIDDEN")
+                    rows.append([t.trial_id, attempt, turn, label, evidence.replace("\n", " ")])
+    print(f"audited {len(trials)} trials of campaign {args.campaign_id}")
+    if rows:
+        print(table(rows, ["trial", "attempt", "turn", "finding", "evidence"]))
+    print(f"{flagged} attempt(s) with findings; hidden-law strings in tool outputs: {leaks}")
+    return 1 if leaks else 0
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    campaign = sub.add_parser("campaign", help="campaigns: grids of trials").add_subparsers(
+        dest="verb", required=True)
+    p = campaign.add_parser("run", help="start (or resume) a campaign and follow it")
+    p.add_argument("--spec", help="a YAML or JSON file with the fields below")
+    p.add_argument("--name", help="the campaign id (default: a hash of the grid)")
+    p.add_argument("--agents", help="comma list of agent[:model], e.g. sr,template,openai:gpt-4o")
+    p.add_argument("--tasks", help="comma list of task ids or selectors: all, suite:real, "
+                                   "suite:lsr-transform, type:II, discipline:physics")
+    p.add_argument("--settings", help="real,parallel (default both)")
+    p.add_argument("--contexts", help="full,no_var_detail,anonymous_names,numeric_only")
+    p.add_argument("--repeats", type=int)
+    p.add_argument("--seed", type=int)
+    p.add_argument("--concurrency", type=int)
+    p.add_argument("--max-attempts", dest="max_attempts", type=int)
+    p.add_argument("--backoff-seconds", dest="backoff_seconds", type=float)
+    p.add_argument("--detach", action="store_true", help="start it and return")
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--agent-addr", help="a running agent service (default: start all services "
+                                        "on loopback for this run)")
+    p.add_argument("--tasks-dir", default=str(config.tasks_dir()))
+    p.add_argument("--data-dir", default=str(config.data_dir()))
+    for verb, text in (("status", "progress of one campaign"), ("cancel", "stop launching trials"),
+                       ("trials", "the trials of a campaign"),
+                       ("audit", "scan transcripts for attempts to reach hidden material")):
+        p = campaign.add_parser(verb, help=text)
+        p.add_argument("campaign_id")
+        p.add_argument("--agent-addr", default=os.environ.get("LAWLAB_AGENT_ADDR"))
+        if verb == "status":
+            p.add_argument("--watch", action="store_true", help="follow until it stops")
+        if verb == "audit":
+            p.add_argument("--tasks-dir", default=str(config.tasks_dir()),
+                           help="the task library with answer keys (operators only)")
+    p = campaign.add_parser("list", help="every campaign of the agent service")
+    p.add_argument("--agent-addr", default=os.environ.get("LAWLAB_AGENT_ADDR"))

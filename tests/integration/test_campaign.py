@@ -1,0 +1,298 @@
+"""Campaigns through a real agent service: grids, retries by cause, configuration
+errors, unsubmitted trials, context ablations, and resume after SIGKILL.
+
+Each test starts its own agent service (its own trial store, its own scripted
+model) next to the shared simulator, sandbox, scorer and judge.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+import time
+from contextlib import contextmanager
+from pathlib import Path
+
+import grpc
+import pytest
+
+from lawlab.agent.v1 import agent_pb2, agent_pb2_grpc
+from lawlab.common.v1 import common_pb2
+from lawlab.launcher import Cluster
+from tests.support.scripted_llm import SUBMISSION, ScriptedLLM
+
+REAL, PARALLEL = common_pb2.SETTING_REAL, common_pb2.SETTING_PARALLEL
+FINAL = {agent_pb2.TRIAL_STATUS_COMPLETED, agent_pb2.TRIAL_STATUS_COMPLETED_FORCED_FINAL,
+         agent_pb2.TRIAL_STATUS_MAX_TURNS_REACHED}
+GOOD = ["<python>print(train_df.shape)</python>",
+        "<final_formula>\n" + SUBMISSION + "</final_formula>"]
+
+
+@contextmanager
+def own_agent(cluster: Cluster, data: Path, llm: ScriptedLLM | None = None, **env: str):
+    """An agent service of its own, sharing the other four services."""
+    c = Cluster(cluster.tasks_dir, data, log_dir=data / "logs",
+                internal_token=cluster.internal_token)
+    c.services = {n: r for n, r in cluster.services.items() if n != "agent"}
+    c.log_dir.mkdir(parents=True, exist_ok=True)
+    extra = {"LAWLAB_LLM_BASE_URL": llm.base_url if llm else "http://127.0.0.1:9/v1",
+             "LAWLAB_LLM_API_KEY": "k", "LAWLAB_LLM_TIMEOUT": "2", **env}
+    c.start_one("agent", extra_env=extra)
+    try:
+        yield c
+    finally:
+        if "agent" in c.services:
+            c.stop_one("agent")
+
+
+def stub_of(c: Cluster):
+    return agent_pb2_grpc.AgentServiceStub(c.channel("agent"))
+
+
+def spec(name: str, agents: list[tuple[str, str]], tasks: list[str], settings=(REAL,),
+         **kw) -> agent_pb2.CampaignSpec:
+    return agent_pb2.CampaignSpec(
+        name=name, agents=[agent_pb2.AgentModel(agent=a, model=m) for a, m in agents],
+        tasks=tasks, settings=list(settings), **kw)
+
+
+def wait_done(stub, campaign_id: str, timeout: float = 300) -> agent_pb2.Campaign:
+    deadline = time.monotonic() + timeout
+    last = None
+    for snap in stub.WatchCampaign(agent_pb2.GetCampaignRequest(campaign_id=campaign_id),
+                                   timeout=timeout):
+        last = snap
+        if time.monotonic() > deadline:
+            break
+    assert last is not None
+    return last
+
+
+def scripted(script_for):
+    """A scripted model whose reply is ``script_for(turn, body)``."""
+    return ScriptedLLM(respond=lambda body: script_for(
+        sum(1 for m in body["messages"] if m["role"] == "assistant"), body))
+
+
+def test_grid_runs_every_cell_once_and_is_idempotent(cluster, tmp_path):
+    with own_agent(cluster, tmp_path) as c:
+        stub = stub_of(c)
+        tasks = ["brain_body_allometry", "puromycin_enzyme_kinetics", "lsrt_i_6_2"]
+        s = spec("grid", [("data-blind", "")], tasks, settings=(REAL, PARALLEL), repeats=2,
+                 concurrency=3)
+        first = stub.StartCampaign(agent_pb2.StartCampaignRequest(spec=s))
+        # the LSR problem has no Parallel world: 3 tasks x 2 repeats real + 2 x 2 parallel
+        assert first.totals.total == 10
+        done = wait_done(stub, "grid")
+        assert done.state == agent_pb2.CAMPAIGN_STATE_FINISHED, done.error
+        t = done.totals
+        assert (t.completed, t.failed, t.pending, t.running) == (10, 0, 0, 0)
+        assert {(s.agent, s.setting, s.total) for s in done.slices} == {
+            ("data-blind", REAL, 6), ("data-blind", PARALLEL, 4)}
+        trials = stub.ListTrials(agent_pb2.ListTrialsRequest(campaign_id="grid")).trials
+        assert len({tr.trial_id for tr in trials}) == 10
+        assert all(tr.status in FINAL and tr.attempts == 1 for tr in trials)
+        real = [tr for tr in trials if tr.setting == REAL]
+        assert done.totals.mean_s_n == pytest.approx(
+            sum(tr.scores.s_n for tr in real) / len(real))
+        # the same grid again: the same campaign, nothing re-run
+        again = stub.StartCampaign(agent_pb2.StartCampaignRequest(spec=s))
+        assert again.campaign_id == "grid"
+        after = wait_done(stub, "grid")
+        assert after.state == agent_pb2.CAMPAIGN_STATE_FINISHED
+        trials2 = stub.ListTrials(agent_pb2.ListTrialsRequest(campaign_id="grid")).trials
+        assert [tr.attempts for tr in trials2] == [1] * 10
+        # a different grid under the same name is refused
+        other = spec("grid", [("template", "")], tasks)
+        with pytest.raises(grpc.RpcError) as err:
+            stub.StartCampaign(agent_pb2.StartCampaignRequest(spec=other))
+        assert err.value.code() == grpc.StatusCode.FAILED_PRECONDITION
+        # trajectories are readable one trial at a time, header first
+        tr = stub.GetTrajectory(agent_pb2.GetTrajectoryRequest(trial_id=trials[0].trial_id))
+        assert json.loads(tr.events[0])["type"] == "header"
+        assert json.loads(tr.events[-1])["type"] == "end"
+
+
+@pytest.mark.parametrize(("field", "bad"), [
+    ("spec.agents[0].agent", {"agents": [agent_pb2.AgentModel(agent="nobody")]}),
+    ("spec.tasks[0]", {"tasks": ["no_such_task"]}),
+    ("spec.contexts[0]", {"contexts": ["telepathy"]}),
+    ("spec.settings[0]", {"settings": [common_pb2.SETTING_UNSPECIFIED]}),
+    ("spec.name", {"name": "bad name!"}),
+    ("spec.agents", {"agents": []}),
+    ("spec.concurrency", {"concurrency": 1000}),
+])
+def test_bad_specs_are_invalid_argument_naming_the_field(cluster, field, bad):
+    stub = agent_pb2_grpc.AgentServiceStub(cluster.channel("agent"))
+    doc = {"name": "x", "agents": [agent_pb2.AgentModel(agent="data-blind")],
+           "tasks": ["brain_body_allometry"], "settings": [REAL]}
+    doc.update(bad)
+    with pytest.raises(grpc.RpcError) as err:
+        stub.StartCampaign(agent_pb2.StartCampaignRequest(spec=agent_pb2.CampaignSpec(**doc)))
+    assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert field in err.value.details()
+
+
+@pytest.mark.parametrize(("mode", "cause"), [
+    ((429, "slow down"), "rate_limit"),
+    ((500, "boom"), "api_server"),
+    (("hang", 4), "api_timeout"),
+    (("truncated", "<python>print(1)</python>"), "api_server"),
+    (("garbage", "<html>proxy error</html>"), "api_server"),
+])
+def test_failing_endpoint_is_classified_and_the_trial_retried(cluster, tmp_path, mode, cause):
+    # the first attempt meets a failing endpoint (every call, both tries, 3 turns in a row);
+    # the retried attempt meets a healthy one and completes
+    state = {"calls": 0}
+    lock = threading.Lock()
+
+    def respond(body):
+        with lock:
+            state["calls"] += 1
+            n = state["calls"]
+        if n <= 6:  # 3 turns x (call + one retry)
+            return mode
+        turn = sum(1 for m in body["messages"] if m["role"] == "assistant")
+        return GOOD[min(turn, 1)]
+
+    with ScriptedLLM(respond=respond) as llm, own_agent(cluster, tmp_path, llm) as c:
+        stub = stub_of(c)
+        stub.StartCampaign(agent_pb2.StartCampaignRequest(spec=spec(
+            "retry", [("openai", "m")], ["mercury_vapour_pressure"], backoff_seconds=0.1)))
+        done = wait_done(stub, "retry")
+        assert done.state == agent_pb2.CAMPAIGN_STATE_FINISHED, done.error
+        assert dict(done.retries_by_cause) == {cause: 1}
+        (trial,) = stub.ListTrials(agent_pb2.ListTrialsRequest(campaign_id="retry")).trials
+        assert trial.status == agent_pb2.TRIAL_STATUS_COMPLETED and trial.attempts == 2
+        assert trial.scores.HasField("s_n")
+        assert trial.prompt_tokens > 0 and trial.completion_tokens > 0
+        first = stub.GetTrajectory(agent_pb2.GetTrajectoryRequest(trial_id=trial.trial_id,
+                                                                  attempt=1))
+        events = [json.loads(e) for e in first.events]
+        assert events[-1] == {**events[-1], "type": "error", "cause": cause}
+        # a failed turn is an error inside the loop before the attempt is abandoned
+        turns = [e for e in events if e["type"] == "turn"]
+        assert len(turns) == 2 and all("LLM call failed" in t["reply"] for t in turns)
+
+
+def test_attempts_are_bounded_then_the_trial_is_an_error(cluster, tmp_path):
+    with ScriptedLLM(respond=lambda body: (503, "down")) as llm, \
+            own_agent(cluster, tmp_path, llm) as c:
+        stub = stub_of(c)
+        stub.StartCampaign(agent_pb2.StartCampaignRequest(spec=spec(
+            "bounded", [("openai", "m")], ["mercury_vapour_pressure"], max_attempts=2,
+            backoff_seconds=0.05)))
+        done = wait_done(stub, "bounded")
+        assert done.state == agent_pb2.CAMPAIGN_STATE_FINISHED
+        assert done.totals.failed == 1 and dict(done.retries_by_cause) == {"api_server": 2}
+        (trial,) = stub.ListTrials(agent_pb2.ListTrialsRequest(campaign_id="bounded")).trials
+        assert trial.status == agent_pb2.TRIAL_STATUS_ERROR and trial.attempts == 2
+        assert trial.cause == "api_server" and "503" in trial.error
+        assert len(llm.requests) == 12  # 2 attempts x 3 turns x (call + retry)
+
+
+def test_configuration_error_stops_the_campaign_without_burning_attempts(cluster, tmp_path):
+    with ScriptedLLM(respond=lambda body: (401, "bad key")) as llm, \
+            own_agent(cluster, tmp_path, llm) as c:
+        stub = stub_of(c)
+        stub.StartCampaign(agent_pb2.StartCampaignRequest(spec=spec(
+            "badkey", [("openai", "m")], ["mercury_vapour_pressure", "dnase_elisa",
+                                          "brain_body_allometry"], concurrency=1)))
+        done = wait_done(stub, "badkey")
+        assert done.state == agent_pb2.CAMPAIGN_STATE_FAILED
+        assert "LAWLAB_LLM_API_KEY" in done.error
+        trials = stub.ListTrials(agent_pb2.ListTrialsRequest(campaign_id="badkey")).trials
+        assert sum(t.attempts for t in trials) == 1  # the first call stopped everything
+        assert len(llm.requests) == 1
+
+
+def test_an_unsubmitted_trial_is_final_and_not_retried(cluster, tmp_path):
+    with ScriptedLLM(respond=lambda body: "<python>print(1)</python>") as llm, \
+            own_agent(cluster, tmp_path, llm) as c:
+        stub = stub_of(c)
+        stub.StartCampaign(agent_pb2.StartCampaignRequest(spec=spec(
+            "never", [("openai", "m")], ["mercury_vapour_pressure"], backoff_seconds=0)))
+        done = wait_done(stub, "never")
+        assert done.state == agent_pb2.CAMPAIGN_STATE_FINISHED
+        (trial,) = stub.ListTrials(agent_pb2.ListTrialsRequest(campaign_id="never")).trials
+        assert trial.status == agent_pb2.TRIAL_STATUS_MAX_TURNS_REACHED and trial.attempts == 1
+        assert trial.turns == 31  # 30 turns, the last forced, plus its one retry
+        assert trial.scores.s_n == 0 and trial.scores.s_v == 0
+        assert done.totals.unsubmitted == 1 and done.totals.mean_s_n == 0
+
+
+def test_anonymous_names_hide_the_columns_and_the_submission_is_mapped_back(cluster, tmp_path):
+    submission = SUBMISSION.replace('["temperature"]', '["x1"]')
+
+    def script(turn, body):
+        return ["<python>print(list(train_df.columns))</python>",
+                "<final_formula>\n" + submission + "</final_formula>"][min(turn, 1)]
+
+    with scripted(script) as llm, own_agent(cluster, tmp_path, llm) as c:
+        stub = stub_of(c)
+        trial = stub.RunTrial(agent_pb2.RunTrialRequest(
+            task_id="mercury_vapour_pressure", setting=REAL, agent="openai", model="m",
+            context="anonymous_names"), timeout=300)
+        assert trial.status == agent_pb2.TRIAL_STATUS_COMPLETED, trial.error
+        prompt = " ".join(m["content"] for m in llm.requests[0]["messages"])
+        # the context still speaks of temperature; the columns are anonymous
+        assert "Inputs:\n- x1 (" in prompt and "- temperature" not in prompt
+        assert "Target: y (" in prompt
+        turns = [json.loads(e) for e in stub.GetTrajectory(agent_pb2.GetTrajectoryRequest(
+            trial_id=trial.trial_id)).events if json.loads(e)["type"] == "turn"]
+        assert "['y', 'x1']" in turns[0]["result"]
+        assert '"temperature"' in trial.submission.source or "'temperature'" in \
+            trial.submission.source
+        assert "S_N ok" in trial.score_notes  # scored on the task's columns (else contract_fail)
+        with pytest.raises(grpc.RpcError) as err:
+            stub.RunTrial(agent_pb2.RunTrialRequest(
+                task_id="mercury_vapour_pressure", setting=REAL, agent="openai", model="m",
+                context="telepathy"), timeout=30)
+        assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+
+
+def test_sigkill_mid_campaign_then_restart_accounts_for_every_trial_once(cluster, tmp_path):
+    def script(turn, body):
+        return GOOD[min(turn, 1)]
+
+    tasks = ["mercury_vapour_pressure", "dnase_elisa", "brain_body_allometry",
+             "puromycin_enzyme_kinetics", "newton_cooling", "capacitor_discharge"]
+    with scripted(script) as llm:
+        llm.delay = 0.4  # a slow model: trials are in flight when the service dies
+        with own_agent(cluster, tmp_path, llm) as c:
+            stub = stub_of(c)
+            stub.StartCampaign(agent_pb2.StartCampaignRequest(spec=spec(
+                "crash", [("openai", "m")], tasks, repeats=2, concurrency=2,
+                backoff_seconds=0)))
+            deadline = time.monotonic() + 120
+            while True:
+                snap = stub.GetCampaign(agent_pb2.GetCampaignRequest(campaign_id="crash"))
+                if snap.totals.completed >= 3 and snap.totals.running >= 1:
+                    break
+                assert time.monotonic() < deadline, snap
+                time.sleep(0.1)
+            before = {t.trial_id: t for t in stub.ListTrials(
+                agent_pb2.ListTrialsRequest(campaign_id="crash")).trials}
+            c.stop_one("agent", kill=True)  # SIGKILL
+            c.start_one("agent", extra_env={"LAWLAB_LLM_BASE_URL": llm.base_url,
+                                            "LAWLAB_LLM_API_KEY": "k"})
+            stub = stub_of(c)
+            done = wait_done(stub, "crash")  # resumed by the service itself at start-up
+            assert done.state == agent_pb2.CAMPAIGN_STATE_FINISHED, done.error
+            assert done.totals.total == 12 and done.totals.completed == 12
+            after = stub.ListTrials(agent_pb2.ListTrialsRequest(campaign_id="crash")).trials
+    assert len(after) == 12 and len({t.trial_id for t in after}) == 12
+    finished_before = {i for i, t in before.items() if t.status in FINAL}
+    interrupted = {i for i, t in before.items() if t.status == agent_pb2.TRIAL_STATUS_RUNNING}
+    assert finished_before and interrupted
+    for t in after:
+        if t.trial_id in finished_before:  # kept as they were: not re-run, not re-scored
+            assert t.attempts == 1 and t.scores == before[t.trial_id].scores
+        if t.trial_id in interrupted:  # restarted from turn 0 in a fresh attempt
+            assert t.attempts == 2
+    db = sqlite3.connect(tmp_path / "agent" / "trials.sqlite")
+    outcomes = dict(db.execute("SELECT trial_id || ':' || attempt, outcome FROM attempts"))
+    for i in interrupted:
+        assert outcomes[f"{i}:1"] == "killed" and outcomes[f"{i}:2"] == "ok"
+    assert sum(1 for o in outcomes.values() if o == "ok") == 12
