@@ -44,3 +44,12 @@ def cluster(tasks_dir: Path, tmp_path_factory: pytest.TempPathFactory, scripted_
     yield c
     codes = c.stop()
     assert all(code == 0 for code in codes.values()), f"unclean shutdown: {codes}"
+
+
+@pytest.fixture(scope="session")
+def postgres_url():
+    """A real PostgreSQL server for the session (initdb in a temp folder)."""
+    from tests.support.postgres import postgres_server
+
+    with postgres_server() as url:
+        yield url

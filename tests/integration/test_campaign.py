@@ -296,3 +296,57 @@ def test_sigkill_mid_campaign_then_restart_accounts_for_every_trial_once(cluster
     for i in interrupted:
         assert outcomes[f"{i}:1"] == "killed" and outcomes[f"{i}:2"] == "ok"
     assert sum(1 for o in outcomes.values() if o == "ok") == 12
+
+
+def test_campaign_with_the_trial_store_on_postgresql(cluster, tmp_path, postgres_url):
+    with own_agent(cluster, tmp_path, LAWLAB_TRIAL_STORE_URL=postgres_url) as c:
+        stub = stub_of(c)
+        stub.StartCampaign(agent_pb2.StartCampaignRequest(spec=spec(
+            "on-pg", [("data-blind", "")], ["brain_body_allometry", "dnase_elisa"])))
+        done = wait_done(stub, "on-pg")
+        assert done.state == agent_pb2.CAMPAIGN_STATE_FINISHED and done.totals.completed == 2
+    import psycopg
+
+    with psycopg.connect(postgres_url) as db:
+        rows = db.execute("SELECT t.status FROM campaign_trials c JOIN trials t ON "
+                          "t.trial_id = c.trial_id WHERE c.campaign_id = 'on-pg'").fetchall()
+    assert sorted(r[0] for r in rows) == ["completed", "completed"]
+
+
+def test_cli_runs_watches_lists_and_audits_a_campaign(cluster, tmp_path, capsys):
+    from lawlab.cli import main
+
+    def script(turn, body):
+        return ["<python>import os\nprint(open('/etc/passwd').read())</python>",
+                "<final_formula>\n" + SUBMISSION + "</final_formula>"][min(turn, 1)]
+
+    with scripted(script) as llm, own_agent(cluster, tmp_path, llm) as c:
+        addr = c.address("agent")
+        assert main(["campaign", "run", "--agent-addr", addr, "--name", "cli", "--agents",
+                     "openai:m,data-blind", "--tasks", "mercury_vapour_pressure",
+                     "--settings", "real"]) == 0
+        out = capsys.readouterr().out
+        assert "campaign cli: 2 trials" in out and "finished" in out
+        assert "openai/m" in out and "data-blind" in out
+        assert main(["campaign", "list", "--agent-addr", addr]) == 0
+        assert "cli" in capsys.readouterr().out
+        assert main(["campaign", "trials", "cli", "--agent-addr", addr]) == 0
+        assert capsys.readouterr().out.count("completed") == 2
+        assert main(["campaign", "audit", "cli", "--agent-addr", addr,
+                     "--tasks-dir", str(cluster.tasks_dir)]) == 0
+        out = capsys.readouterr().out
+        assert "os/sys access" in out and "file read" in out
+        assert "hidden-law strings in tool outputs: 0" in out
+
+
+def test_audit_flags_a_hidden_law_string_in_a_tool_output():
+    from lawlab.cli_campaign import audit_events
+
+    events = [{"type": "turn", "turn": 1, "tool": "python", "reply": "<python>x=1</python>",
+               "result": "the constant is 166.91483843250646"},
+              {"type": "turn", "turn": 2, "tool": "python", "reply": "import gc; gc.get_objects()",
+               "result": ""}]
+    found = audit_events(events, ["166.91483843250646"])
+    assert (1, "HIDDEN LAW IN TOOL OUTPUT", "166.91483843250646") in found
+    assert any(f[1] == "introspection" and f[0] == 2 for f in found)
+    assert audit_events(events[:1], []) == []

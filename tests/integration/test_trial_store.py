@@ -1,0 +1,90 @@
+"""The trial store on both backends: SQLite and a real PostgreSQL server."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+
+from lawlab_agent.store import Cell, TrialRecord, open_store
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store(request, tmp_path):
+    url = (f"sqlite:///{tmp_path / 'trials.sqlite'}" if request.param == "sqlite"
+           else request.getfixturevalue("postgres_url"))
+    s = open_store(url)
+    yield s
+    s.close()
+
+
+def _record(trial_id: str) -> TrialRecord:
+    return TrialRecord(trial_id, "dnase_elisa", "real", "template", "", 1, context="full")
+
+
+def test_attempts_are_counted_and_closed_in_one_transaction(store):
+    tid = uuid.uuid4().hex
+    r = store.begin_attempt(_record(tid))
+    assert r.attempts == 1 and store.get(tid).status == "running"
+    r.status, r.cause, r.error = "retrying", "transport", "UNAVAILABLE"
+    store.end_attempt(r, "transport", "transport", "UNAVAILABLE")
+    r = store.begin_attempt(_record(tid))
+    assert r.attempts == 2
+    r.status, r.s_n, r.s_v, r.cause = "completed", 0.61, 0.8, ""
+    store.end_attempt(r, "ok")
+    got = store.get(tid)
+    assert (got.status, got.attempts, got.s_n, got.s_v) == ("completed", 2, 0.61, 0.8)
+    assert [(a.attempt, a.outcome, a.cause) for a in store.attempts(tid)] == [
+        (1, "transport", "transport"), (2, "ok", "")]
+    assert all(a.ended is not None for a in store.attempts(tid))
+
+
+def test_recover_marks_open_attempts_killed_and_trials_interrupted(store):
+    tid = uuid.uuid4().hex
+    store.begin_attempt(_record(tid))  # ... and the process dies here
+    store.create_campaign(f"c-{tid[:8]}", {"name": "x"}, [Cell(tid, "dnase_elisa", "real",
+                                                              "template", "", 1, "full")])
+    assert store.recover() >= 1
+    assert store.get(tid).status == "interrupted" and store.get(tid).cause == "killed"
+    (a,) = store.attempts(tid)
+    assert a.outcome == "killed" and a.ended is not None
+    assert store.campaign(f"c-{tid[:8]}").state == "interrupted"
+    assert store.begin_attempt(_record(tid)).attempts == 2  # resumes in a fresh attempt
+
+
+def test_campaign_grid_round_trips_and_is_created_once(store):
+    cid = "c-" + uuid.uuid4().hex[:10]
+    cells = [Cell(f"{cid}-{i}", "dnase_elisa", "real", "sr", "", i, "full") for i in range(5)]
+    row = store.create_campaign(cid, {"name": cid, "repeats": 5}, cells)
+    assert row.state == "running" and row.spec == {"name": cid, "repeats": 5}
+    again = store.create_campaign(cid, {"name": cid, "other": 1}, cells[:1])
+    assert again.spec == row.spec and store.cells(cid) == cells
+    for c in cells[:3]:
+        store.put(TrialRecord(c.trial_id, c.task_id, c.setting, c.agent, c.model, c.seed,
+                              status="completed", s_n=0.5))
+    assert [t.trial_id for t in store.campaign_trials(cid)] == [c.trial_id for c in cells[:3]]
+    store.set_campaign_state(cid, "finished")
+    assert store.campaign(cid).state == "finished"
+    assert cid in {c.campaign_id for c in store.campaigns()}
+
+
+def test_records_written_before_new_columns_are_migrated(tmp_path):
+    import sqlite3
+
+    path = tmp_path / "old.sqlite"
+    db = sqlite3.connect(path)
+    db.execute("CREATE TABLE trials (trial_id TEXT PRIMARY KEY, task_id TEXT NOT NULL, "
+               "setting TEXT NOT NULL, agent TEXT NOT NULL, model TEXT NOT NULL, seed INTEGER "
+               "NOT NULL, status TEXT NOT NULL, turns INTEGER NOT NULL DEFAULT 0, s_n REAL, "
+               "s_v REAL, s_s REAL, wall_seconds REAL, trajectory TEXT, error TEXT DEFAULT '', "
+               "notes TEXT DEFAULT '', submission TEXT DEFAULT '', attempts INTEGER NOT NULL "
+               "DEFAULT 0, updated REAL NOT NULL)")
+    db.execute("INSERT INTO trials (trial_id, task_id, setting, agent, model, seed, status, s_n, "
+               "attempts, updated) VALUES ('old', 'dnase_elisa', 'real', 'template', '', 1, "
+               "'completed', 0.7, 1, 0)")
+    db.commit()
+    db.close()
+    s = open_store(f"sqlite:///{path}")
+    old = s.get("old")
+    assert old.s_n == 0.7 and old.context == "full" and old.prompt_tokens == 0
+    s.close()
