@@ -1,122 +1,173 @@
-"""Runs the built-in agents over the whole task library, both settings, through
-real services, and writes docs/baselines.md (the table users compare LLMs to).
+"""Runs the built-in agents over the whole task library, both settings, as one
+campaign through real services, and writes docs/baselines.md (the table users
+compare LLMs to) with docs/baselines.png.
 
-    .venv/bin/python bench/baselines.py [--agents template] [--seed 1]
+    .venv/bin/python bench/baselines.py [--agents template sr data-blind] [--seed 1]
+
+State lives in var/baselines: an interrupted run resumes where it stopped
+(finished trials are kept), a finished one is only re-tabulated.
 """
 
 from __future__ import annotations
 
 import argparse
-import asyncio
-import tempfile
+import statistics
+import sys
 import time
+from collections import defaultdict
 from pathlib import Path
 
 from lawlab.agent.v1 import agent_pb2, agent_pb2_grpc
+from lawlab.cli_campaign import render, watch
 from lawlab.common.v1 import common_pb2
 from lawlab.launcher import Cluster
-from lawlab.rpc.client import TRIAL_CALL
 from lawlab.tasks import TaskLibrary
 
 ROOT = Path(__file__).resolve().parents[1]
+REAL, PARALLEL = common_pb2.SETTING_REAL, common_pb2.SETTING_PARALLEL
+DONE = {agent_pb2.TRIAL_STATUS_COMPLETED, agent_pb2.TRIAL_STATUS_COMPLETED_FORCED_FINAL}
 
 
-def fmt(scores: common_pb2.Scores, name: str) -> str:
-    return f"{getattr(scores, name):.3f}" if scores.HasField(name) else "-"
+def val(t, name: str, missing: float = 0.0) -> float:
+    return getattr(t.scores, name) if t.scores.HasField(name) else missing
 
 
-async def run(args: argparse.Namespace) -> None:
+def strict_mean(trials: list, name: str) -> float:
+    return sum(val(t, name) for t in trials) / len(trials) if trials else float("nan")
+
+
+def median_of(trials: list, name: str) -> float:
+    return sorted(val(t, name, float("inf")) for t in trials)[len(trials) // 2]
+
+
+def fmt(t, name: str) -> str:
+    return f"{getattr(t.scores, name):.3f}" if t is not None and t.scores.HasField(name) else "-"
+
+
+def run(args: argparse.Namespace) -> list:
     library = TaskLibrary(ROOT / "var" / "tasks")
-    data = Path(tempfile.mkdtemp(prefix="lawlab-baselines-"))
+    data = ROOT / "var" / "baselines"
     cluster = Cluster(library.root, data, log_dir=data / "logs")
     cluster.start()
-    rows = []
     try:
-        async with cluster.aio_channel("agent") as channel:
+        with cluster.channel("agent") as channel:
             stub = agent_pb2_grpc.AgentServiceStub(channel)
-            # Parallel needs a world: LLM-SRBench-style problems have none
-            plan = [(a, t.task_id, s) for a in args.agents for t in library
-                    for s in (common_pb2.SETTING_REAL, common_pb2.SETTING_PARALLEL)
-                    if s == common_pb2.SETTING_REAL or t.has_world()]
-            for i, (agent, task_id, setting) in enumerate(plan, 1):
-                start = time.perf_counter()
-                trial = await stub.RunTrial(agent_pb2.RunTrialRequest(
-                    task_id=task_id, setting=setting, agent=agent, seed=args.seed),
-                    timeout=TRIAL_CALL)
-                status = agent_pb2.TrialStatus.Name(trial.status).removeprefix("TRIAL_STATUS_")
-                print(f"[{i}/{len(plan)}] {agent} {task_id} "
-                      f"{'real' if setting == common_pb2.SETTING_REAL else 'parallel'}: "
-                      f"{status.lower()} {time.perf_counter() - start:.0f}s {trial.error[:200]}",
-                      flush=True)
-                rows.append((agent, library.get(task_id), setting, trial, status.lower()))
+            spec = agent_pb2.CampaignSpec(
+                name=args.name, tasks=["all"], settings=[REAL, PARALLEL], seed=args.seed,
+                concurrency=args.concurrency, max_attempts=2,
+                agents=[agent_pb2.AgentModel(agent=a) for a in args.agents])
+            snap = stub.StartCampaign(agent_pb2.StartCampaignRequest(spec=spec))
+            print(f"campaign {snap.campaign_id}: {snap.totals.total} trials", flush=True)
+            last = watch(stub, snap.campaign_id, out=sys.stdout)
+            print(render(last))
+            return list(stub.ListTrials(agent_pb2.ListTrialsRequest(
+                campaign_id=snap.campaign_id)).trials)
     finally:
         cluster.stop()
+
+
+def figure(trials: list, agents: list[str], library: TaskLibrary, out: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 3, figsize=(12, 3.6))
+    for ax, (setting, score, title) in zip(axes, [
+            (REAL, "s_n", "S_N (Real, real-data tasks)"), (REAL, "s_v", "S_V (Real)"),
+            (PARALLEL, "s_s", "S_S (Parallel)")]):
+        data = [[val(t, score) for t in trials if t.agent == a and t.setting == setting
+                 and library.get(t.task_id).meta.suite == "real"] for a in agents]
+        ax.boxplot(data, showmeans=True)
+        ax.set_xticks(range(1, len(agents) + 1), agents)
+        ax.set_ylim(-0.05, 1.05)
+        ax.set_title(title)
+        if score == "s_n":
+            ax.axhline(0.5, color="grey", lw=0.8, ls="--")
+            ax.text(0.55, 0.52, "best published", color="grey", fontsize=8)
+    fig.tight_layout()
+    fig.savefig(out, dpi=110)
+
+
+def write(trials: list, args: argparse.Namespace) -> None:
+    library = TaskLibrary(ROOT / "var" / "tasks")
+    agents = args.agents
+    by = {(t.agent, t.task_id, t.setting): t for t in trials}
+    errors = [t for t in trials if t.status == agent_pb2.TRIAL_STATUS_ERROR]
+    walls = defaultdict(list)
+    for t in trials:
+        walls[t.agent].append(t.wall_seconds)
     lines = [
         "# Built-in agent baselines",
         "",
-        f"Generated by `make baselines` ({time.strftime('%Y-%m-%d')}, seed {args.seed}): every "
-        "task of the library, both settings, through real services on loopback. Unsubmitted "
-        "or failed trials count as 0 in the means.",
+        f"Generated by `make baselines` ({time.strftime('%Y-%m-%d')}, seed {args.seed}): one "
+        f"campaign, every task of the library ({len(library)}), both settings where the task "
+        "has them, through real services on loopback (2 cores). Unsubmitted or failed trials "
+        "count as 0 in the means (strict mean).",
         "",
-        "| agent | task | suite | type | setting | status | turns | S_N | S_V | S_S |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "![score distributions](baselines.png)",
+        "",
+        "## Means over the real-data tasks",
+        "",
+        "| agent | trials | mean S_N (Real) | mean S_V (Real) | mean S_S (Parallel) | "
+        "S_N > 0.5 (beats best published) | median trial time | trials per hour (1 worker) |",
+        "|---|---|---|---|---|---|---|---|",
     ]
-    for agent, task, setting, trial, status in rows:
-        lines.append(
-            f"| {agent} | {task.task_id} | {task.meta.suite} | {task.meta.type_label} | "
-            f"{'real' if setting == common_pb2.SETTING_REAL else 'parallel'} | {status} | "
-            f"{trial.turns} | {fmt(trial.scores, 's_n')} | {fmt(trial.scores, 's_v')} | "
-            f"{fmt(trial.scores, 's_s')} |")
-    errors = [r for r in rows if r[4] == "error"]
-    lines += ["", f"Harness errors: {len(errors)} of {len(rows)} trials"
-              + (": " + ", ".join(f"{r[1].task_id} ({r[3].error[:80]})" for r in errors)
-                 if errors else "."),
-              "", "Means over the real-data tasks (LLM-SRBench-style problems have a perfect "
-              "reference, so S_N does not apply to them; their scores are NMSE and Acc_tau).",
-              "", "| agent | mean S_N (Real) | mean S_V (Real) | mean S_S (Parallel) |",
-              "|---|---|---|---|"]
-    for agent in args.agents:
-        real = [r[3] for r in rows if r[0] == agent and r[2] == common_pb2.SETTING_REAL
-                and r[1].meta.suite == "real"]
-        par = [r[3] for r in rows if r[0] == agent and r[2] == common_pb2.SETTING_PARALLEL]
-
-        def mean(trials: list, name: str) -> float:
-            vals = [getattr(t.scores, name) if t.scores.HasField(name) else 0.0 for t in trials]
-            return sum(vals) / len(vals) if vals else float("nan")
-
-        lines.append(f"| {agent} | {mean(real, 's_n'):.3f} | {mean(real, 's_v'):.3f} | "
-                     f"{mean(par, 's_s'):.3f} |")
-    lines += ["", "LLM-SRBench-style problems: Acc_0.1 (share of problems whose every "
-              "prediction is within 10%) and median NMSE, in domain and out of domain; an "
-              "unsubmitted or failed trial counts as Acc 0 and NMSE infinite.", "",
+    for a in agents:
+        real = [t for t in trials if t.agent == a and t.setting == REAL
+                and library.get(t.task_id).meta.suite == "real"]
+        par = [t for t in trials if t.agent == a and t.setting == PARALLEL]
+        beats = sum(1 for t in real if val(t, "s_n") > 0.5)
+        med = statistics.median(walls[a]) if walls[a] else float("nan")
+        per_hour = 3600 * len(walls[a]) / sum(walls[a]) if walls[a] else float("nan")
+        lines.append(f"| {a} | {len([t for t in trials if t.agent == a])} | "
+                     f"{strict_mean(real, 's_n'):.3f} | {strict_mean(real, 's_v'):.3f} | "
+                     f"{strict_mean(par, 's_s'):.3f} | {beats} of {len(real)} | {med:.1f} s | "
+                     f"{per_hour:.0f} |")
+    lines += ["", "## LLM-SRBench-style problems", "",
+              "Acc_0.1 (share of problems whose every prediction is within 10%), median NMSE, "
+              "in domain and out of domain, and symbolic accuracy; an unsubmitted or failed "
+              "trial counts as Acc 0 and NMSE infinite.", "",
               "| agent | suite | problems | Acc_0.1 ID | Acc_0.1 OOD | median NMSE ID | "
               "median NMSE OOD | symbolic accuracy |", "|---|---|---|---|---|---|---|---|"]
-    for agent in args.agents:
+    for a in agents:
         for suite in ("lsr-transform", "lsr-synth"):
-            trials = [r[3] for r in rows if r[0] == agent and r[1].meta.suite == suite]
-            if not trials:
+            ts = [t for t in trials if t.agent == a and library.get(t.task_id).meta.suite == suite]
+            if not ts:
                 continue
-
-            def val(t, name: str, missing: float) -> float:
-                return getattr(t.scores, name) if t.scores.HasField(name) else missing
-
-            acc_id = sum(val(t, "acc_tau_id", 0.0) for t in trials) / len(trials)
-            acc_ood = sum(val(t, "acc_tau_ood", 0.0) for t in trials) / len(trials)
-            med_id = sorted(val(t, "nmse_id", float("inf")) for t in trials)[len(trials) // 2]
-            med_ood = sorted(val(t, "nmse_ood", float("inf")) for t in trials)[len(trials) // 2]
-            sym = sum(val(t, "symbolic_accuracy", 0.0) for t in trials) / len(trials)
-            lines.append(f"| {agent} | {suite} | {len(trials)} | {acc_id:.3f} | {acc_ood:.3f} | "
-                         f"{med_id:.3g} | {med_ood:.3g} | {sym:.3f} |")
+            n = len(ts)
+            lines.append(
+                f"| {a} | {suite} | {n} | {sum(val(t, 'acc_tau_id') for t in ts) / n:.3f} | "
+                f"{sum(val(t, 'acc_tau_ood') for t in ts) / n:.3f} | {median_of(ts, 'nmse_id'):.3g} | "
+                f"{median_of(ts, 'nmse_ood'):.3g} | "
+                f"{sum(val(t, 'symbolic_accuracy') for t in ts) / n:.3f} |")
+    lines += ["", "## Every task", "",
+              "S_N / S_V in Real, S_S in Parallel; `-` where the setting does not apply.", "",
+              "| task | suite | type | " + " | ".join(
+                  f"{a} Real S_N / S_V | {a} Parallel S_S" for a in agents) + " |",
+              "|---|---|---|" + "---|---|" * len(agents)]
+    for task in library:
+        cells = []
+        for a in agents:
+            r, p = by.get((a, task.task_id, REAL)), by.get((a, task.task_id, PARALLEL))
+            cells.append(f"{fmt(r, 's_n')} / {fmt(r, 's_v')}")
+            cells.append(fmt(p, "s_s"))
+        lines.append(f"| {task.task_id} | {task.meta.suite} | {task.meta.type_label} | "
+                     + " | ".join(cells) + " |")
+    lines += ["", f"Harness errors (every attempt failed): {len(errors)} of {len(trials)} trials"
+              + (": " + ", ".join(f"{t.agent} {t.task_id} ({t.cause}: {t.error[:80]})"
+                                  for t in errors) if errors else ".")]
     out = ROOT / "docs" / "baselines.md"
     out.write_text("\n".join(lines) + "\n")
-    print(f"wrote {out}")
-    errors = [r for r in rows if r[4] == "error"]
-    if errors:
-        raise SystemExit(f"{len(errors)} trials ended in a harness error")
+    figure(trials, agents, library, ROOT / "docs" / "baselines.png")
+    print(f"wrote {out} and docs/baselines.png")
 
 
 if __name__ == "__main__":
     ap = argparse.ArgumentParser()
-    ap.add_argument("--agents", nargs="+", default=["template"])
+    ap.add_argument("--agents", nargs="+", default=["template", "sr", "data-blind"])
     ap.add_argument("--seed", type=int, default=1)
-    asyncio.run(run(ap.parse_args()))
+    ap.add_argument("--concurrency", type=int, default=2)
+    ap.add_argument("--name", default="baselines")
+    a = ap.parse_args()
+    write(run(a), a)

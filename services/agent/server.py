@@ -15,6 +15,7 @@ from lawlab.rpc.server import ServiceSpec
 from lawlab.sandbox.v1 import sandbox_pb2_grpc
 from lawlab.scorer.v1 import scorer_pb2_grpc
 from lawlab.simulator.v1 import simulator_pb2_grpc
+from lawlab_agent import launchers
 from lawlab_agent.harness import Clients
 from lawlab_agent.servicer import AgentServicer
 from lawlab_agent.store import open_store
@@ -22,22 +23,28 @@ from lawlab_agent.store import open_store
 log = logging.getLogger("lawlab.agent")
 
 
-async def build(args: argparse.Namespace):
-    data_dir = Path(args.data_dir)
-    # Retrying on UNAVAILABLE is safe for every call made here: a Query retry
-    # carries the same request id, so it is charged once.
+def make_clients() -> tuple[dict, Clients]:
+    """Channels to the four other services (addresses from LAWLAB_<NAME>_ADDR)."""
     channels = {name: aio_channel(config.service_address(name))
                 for name in ("simulator", "sandbox", "scorer", "judge")}
-    clients = Clients(
+    return channels, Clients(
         simulator=simulator_pb2_grpc.SimulatorServiceStub(channels["simulator"]),
         sandbox=sandbox_pb2_grpc.SandboxServiceStub(channels["sandbox"]),
         scorer=scorer_pb2_grpc.ScorerServiceStub(channels["scorer"]),
         judge=judge_pb2_grpc.JudgeServiceStub(channels["judge"]),
     )
+
+
+async def build(args: argparse.Namespace):
+    data_dir = Path(args.data_dir)
+    # Retrying on UNAVAILABLE is safe for every call made here: a Query retry
+    # carries the same request id, so it is charged once.
+    channels, clients = make_clients()
     url = os.environ.get("LAWLAB_TRIAL_STORE_URL") or (
         f"sqlite:///{data_dir.resolve() / 'agent' / 'trials.sqlite'}")
     store = open_store(url)
-    servicer = AgentServicer(store, clients, data_dir)
+    servicer = AgentServicer(store, clients, data_dir,
+                             launcher=launchers.from_env(data_dir / "workers"))
 
     async def resume() -> None:
         # campaigns that were running when the service last stopped go on by themselves

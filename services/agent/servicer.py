@@ -17,10 +17,12 @@ import asyncio
 import logging
 import os
 import random
+import time
+from collections import deque
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 
-import grpc
 from prometheus_client import Counter, Gauge, Histogram
 
 from lawlab import convert
@@ -29,11 +31,13 @@ from lawlab.common.v1 import common_pb2
 from lawlab.errors import FailedPrecondition, InvalidArgument, NotFound
 from lawlab.rpc.client import FAST_CALL
 from lawlab.simulator.v1 import simulator_pb2
+from lawlab_agent import attempt
 from lawlab_agent import campaign as camp
 from lawlab_agent.builtin import BUILTIN_AGENTS
 from lawlab_agent.campaign import trial_id_for
-from lawlab_agent.harness import Clients, run_trial
-from lawlab_agent.policy import AttemptFailed, ConfigurationError, Policy
+from lawlab_agent.harness import Clients
+from lawlab_agent.launchers import Launcher
+from lawlab_agent.policy import ConfigurationError, Policy
 from lawlab_agent.store import (
     DONE_STATUSES,
     FINAL_STATUSES,
@@ -49,8 +53,6 @@ log = logging.getLogger("lawlab.agent")
 TRIALS = Counter("lawlab_agent_trials_total", "Trials finished, by setting and status.",
                  ["setting", "status"])
 RUNNING = Gauge("lawlab_agent_trials_running", "Trials in flight.")
-ATTEMPT_FAILURES = Counter("lawlab_agent_attempt_failures_total",
-                           "Trial attempts that failed, by cause.", ["cause"])
 RETRIES = Counter("lawlab_agent_retries_total", "Trial attempts retried, by cause.", ["cause"])
 SCORES = Histogram("lawlab_agent_trial_score", "Scores of finished trials.", ["score", "agent"],
                    buckets=(0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0))
@@ -70,8 +72,6 @@ _STATUS = {
     "interrupted": agent_pb2.TRIAL_STATUS_INTERRUPTED,
     "pending": agent_pb2.TRIAL_STATUS_PENDING,
 }
-TRANSPORT_CODES = {grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED,
-                   grpc.StatusCode.CANCELLED}
 SCORE_FIELDS = ("s_n", "s_v", "s_s", "acc_tau_id", "nmse_id", "acc_tau_ood", "nmse_ood",
                 "symbolic_accuracy")
 
@@ -94,18 +94,36 @@ def record_to_proto(r: TrialRecord) -> agent_pb2.Trial:
         completion_tokens=r.completion_tokens)
 
 
-def classify(err: BaseException) -> str:
-    if isinstance(err, AttemptFailed):
-        return err.cause
-    if isinstance(err, grpc.aio.AioRpcError):
-        return "transport" if err.code() in TRANSPORT_CODES else "crash"
-    return "crash"
+@dataclass
+class _Lease:
+    worker: str
+    attempt: int
+    deadline: float
+    cell: Cell
+
+
+@dataclass
+class _External:
+    """A campaign whose trials run in leased workers."""
+
+    campaign_id: str
+    spec: dict
+    pending: deque
+    failure: list[str]
+    delayed: list[tuple[float, Cell]] = field(default_factory=list)
+    leases: dict[str, _Lease] = field(default_factory=dict)
+
+
+def _cell_proto(c: Cell) -> agent_pb2.TrialCell:
+    return agent_pb2.TrialCell(trial_id=c.trial_id, task_id=c.task_id,
+                               setting=convert.setting_from_name(c.setting), agent=c.agent,
+                               model=c.model, seed=c.seed, context=c.context)
 
 
 class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
     def __init__(self, store: TrialStore, clients: Clients, data_dir: Path,
                  policies: dict[str, Callable[[str], Policy]] | None = None,
-                 workers: int | None = None) -> None:
+                 workers: int | None = None, launcher: Launcher | None = None) -> None:
         self.store = store
         self.clients = clients
         self.data_dir = data_dir
@@ -118,6 +136,12 @@ class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
         self._changed: dict[str, asyncio.Event] = {}
         self._stops: dict[str, asyncio.Event] = {}
         self._rng = random.Random()
+        # None: trials run in this process; otherwise workers (local processes or
+        # Kubernetes Jobs) lease them over gRPC (LeaseTrial / CompleteTrial)
+        self.launcher = launcher
+        self._external: dict[str, _External] = {}
+        self.lease_seconds = float(os.environ.get("LAWLAB_TRIAL_LEASE_SECONDS", "3600"))
+        self.poll_seconds = 0.5
         recovered = store.recover()
         if recovered:
             log.warning("trials interrupted by the last stop will restart from turn 0",
@@ -129,58 +153,45 @@ class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
 
     async def _attempt(self, cell: Cell,
                        on_start: Callable[[], None] = lambda: None) -> tuple[TrialRecord, str]:
-        """Runs one attempt; returns the record and the failure cause ('' if none).
+        """Runs one attempt here; returns the record and the failure cause ('' if none).
         ConfigurationError propagates after the attempt is recorded."""
         record = TrialRecord(cell.trial_id, cell.task_id, cell.setting, cell.agent, cell.model,
                              cell.seed, context=cell.context)
         record = await asyncio.to_thread(self.store.begin_attempt, record)
         on_start()
-        path = self.data_dir / "trajectories" / f"{cell.trial_id}.attempt{record.attempts}.jsonl"
-        record.trajectory = str(path)
-        trajectory = Trajectory(path, {"trial_id": cell.trial_id, "task_id": cell.task_id,
-                                       "setting": cell.setting, "agent": cell.agent,
-                                       "model": cell.model, "seed": cell.seed,
-                                       "context": cell.context, "attempt": record.attempts})
-        cause, error, config_error = "", "", None
+        trajectory = self._trajectory(record)
         RUNNING.inc()
-        policy: Policy | None = None
         try:
-            policy = self._policy(cell.agent, cell.model)
-            record = await run_trial(record, policy, self.clients, trajectory)
-        except ConfigurationError as err:
-            cause, error, config_error = "config", str(err), err
-        except asyncio.CancelledError:
-            # the service is stopping: the attempt stays open and is found 'killed'
-            # (and the trial 'interrupted') at the next start
-            trajectory.write({"type": "interrupted"})
-            raise
-        except Exception as err:  # noqa: BLE001  (classified and recorded)
-            cause = classify(err)
-            error = (f"{type(err).__name__}: {err.details()}" if isinstance(err, grpc.aio.AioRpcError)
-                     else f"{type(err).__name__}: {err}")[:2000]
-            if cause == "crash":
-                log.exception("trial attempt crashed", extra={"trial_id": cell.trial_id})
+            record, cause, error = await attempt.execute(record, self.policies, self.clients,
+                                                         trajectory)
         finally:
             RUNNING.dec()
-            if policy is not None:
-                await policy.close()
-        if cause:
-            ATTEMPT_FAILURES.labels(cause).inc()
-            trajectory.write({"type": "error", "cause": cause, "error": error})
-            record.status = "error" if config_error is not None else "retrying"
-            record.cause, record.error = cause, error
-        trajectory.close()
-        await asyncio.to_thread(self.store.end_attempt, record, "ok" if not cause else cause,
-                                cause, error)
-        if config_error is not None:
-            raise config_error
+            trajectory.close()
+        await asyncio.to_thread(self.store.end_attempt, record, cause or "ok", cause, error)
+        if cause == "config":
+            raise ConfigurationError(error)
         if not cause:
-            TRIALS.labels(record.setting, record.status).inc()
-            for name in ("s_n", "s_v", "s_s"):
-                value = getattr(record, name)
-                if value is not None:
-                    SCORES.labels(name, record.agent).observe(value)
+            self._finished(record)
         return record, cause
+
+    def _trajectory(self, record: TrialRecord) -> Trajectory:
+        path = self._trajectory_path(record.trial_id, record.attempts)
+        record.trajectory = str(path)
+        return Trajectory(path, {"trial_id": record.trial_id, "task_id": record.task_id,
+                                 "setting": record.setting, "agent": record.agent,
+                                 "model": record.model, "seed": record.seed,
+                                 "context": record.context, "attempt": record.attempts})
+
+    def _trajectory_path(self, trial_id: str, attempt_no: int) -> Path:
+        return self.data_dir / "trajectories" / f"{trial_id}.attempt{attempt_no}.jsonl"
+
+    @staticmethod
+    def _finished(record: TrialRecord) -> None:
+        TRIALS.labels(record.setting, record.status).inc()
+        for name in ("s_n", "s_v", "s_s"):
+            value = getattr(record, name)
+            if value is not None:
+                SCORES.labels(name, record.agent).observe(value)
 
     async def _run_cell(self, cell: Cell, max_attempts: int, backoff_base: float,
                         on_change: Callable[[], None] = lambda: None) -> TrialRecord:
@@ -258,14 +269,15 @@ class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
         record = await asyncio.to_thread(self.store.get, request.trial_id)
         if record is None:
             raise NotFound(f"trial {request.trial_id!r} not found")
-        attempt = request.attempt or record.attempts
-        if not 1 <= attempt <= record.attempts:
+        attempt_no = request.attempt or record.attempts
+        if not 1 <= attempt_no <= record.attempts:
             raise InvalidArgument("attempt", f"trial has attempts 1..{record.attempts}")
-        path = self.data_dir / "trajectories" / f"{record.trial_id}.attempt{attempt}.jsonl"
+        path = self._trajectory_path(record.trial_id, attempt_no)
         if not path.exists():
-            raise NotFound(f"the trajectory of attempt {attempt} is not on this service's disk")
+            raise NotFound(f"the trajectory of attempt {attempt_no} is not on this service's "
+                           "disk")
         lines = (await asyncio.to_thread(path.read_text, encoding="utf-8")).splitlines()
-        return agent_pb2.GetTrajectoryResponse(attempt=attempt, events=lines)
+        return agent_pb2.GetTrajectoryResponse(attempt=attempt_no, events=lines)
 
     # ---- campaigns ------------------------------------------------------------------
     async def _tasks(self) -> list[common_pb2.TaskMetadata]:
@@ -328,7 +340,11 @@ class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
         try:
             pending = await asyncio.to_thread(self.store.campaign_trials, campaign_id)
             done = {r.trial_id for r in pending if r.status in DONE_STATUSES}
-            await asyncio.gather(*(one(c) for c in cells if c.trial_id not in done))
+            todo = [c for c in cells if c.trial_id not in done]
+            if self.launcher is not None:
+                await self._drive_external(campaign_id, spec, todo, failure)
+            else:
+                await asyncio.gather(*(one(c) for c in todo))
             current = await asyncio.to_thread(self.store.campaign, campaign_id)
             if failure:
                 state, error = "failed", f"configuration error: {failure[0]}"
@@ -341,6 +357,146 @@ class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
         finally:
             CAMPAIGN_STATE.labels(campaign_id).set(0)
             self._notify(campaign_id)
+
+    # ---- campaigns run by leased workers ---------------------------------------------
+    async def _drive_external(self, campaign_id: str, spec: dict, todo: list[Cell],
+                              failure: list[str]) -> None:
+        assert self.launcher is not None
+        state = _External(campaign_id, spec, deque(todo), failure)
+        self._external[campaign_id] = state
+        stop = self._stops[campaign_id]
+        workers = max(1, min(spec["concurrency"], len(todo)))
+        relaunches = 0
+        try:
+            if todo:
+                await self.launcher.launch(campaign_id, workers)
+            while True:
+                now = time.time()
+                for trial_id, lease in list(state.leases.items()):
+                    if lease.deadline < now:  # the worker vanished with its attempt
+                        del state.leases[trial_id]
+                        await self._written_off(state, lease, "the worker's lease expired")
+                ready = [c for t, c in state.delayed if t <= now]
+                state.delayed = [(t, c) for t, c in state.delayed if t > now]
+                state.pending.extend(ready)
+                if stop.is_set():
+                    state.pending.clear()
+                    state.delayed.clear()
+                if not state.pending and not state.delayed and not state.leases:
+                    break
+                if (state.pending or state.delayed) and await self.launcher.alive(campaign_id) == 0:
+                    if relaunches >= 3 * workers:
+                        failure.append(f"trial workers keep exiting ({relaunches} relaunched); "
+                                       "see the worker logs")
+                        break
+                    relaunches += 1
+                    await self.launcher.launch(campaign_id, min(workers, len(state.pending)
+                                                                + len(state.delayed)))
+                await asyncio.sleep(self.poll_seconds)
+        finally:
+            self._external.pop(campaign_id, None)
+            await self.launcher.cleanup(campaign_id)
+
+    async def _written_off(self, state: _External, lease: _Lease, why: str) -> None:
+        record = await asyncio.to_thread(self.store.get, lease.cell.trial_id)
+        if record is None:
+            return
+        record.status, record.cause, record.error = "retrying", "killed", why
+        await asyncio.to_thread(self.store.end_attempt, record, "killed", "killed", why)
+        attempt.ATTEMPT_FAILURES.labels("killed").inc()
+        await self._after_failure(state, lease.cell, record, "killed")
+
+    async def _after_failure(self, state: _External, cell: Cell, record: TrialRecord,
+                             cause: str) -> None:
+        if cause == "config":
+            state.failure.append(record.error)
+            self._stops[state.campaign_id].set()
+        elif record.attempts >= state.spec["max_attempts"]:
+            record.status = "error"
+            await asyncio.to_thread(self.store.put, record)
+            TRIALS.labels(record.setting, "error").inc()
+        else:
+            RETRIES.labels(cause).inc()
+            delay = camp.backoff(record.attempts, state.spec["backoff_seconds"], self._rng)
+            state.delayed.append((time.time() + delay, cell))
+        self._notify(state.campaign_id)
+
+    async def LeaseTrial(self, request, context):
+        if not request.campaign_id:
+            raise InvalidArgument("campaign_id", "is required")
+        if not request.worker_id:
+            raise InvalidArgument("worker_id", "is required")
+        state = self._external.get(request.campaign_id)
+        if state is None:
+            row = await asyncio.to_thread(self.store.campaign, request.campaign_id)
+            if row is None:
+                raise NotFound(f"campaign {request.campaign_id!r} not found")
+            return agent_pb2.LeaseTrialResponse(done=row.state != "running",
+                                                retry_after_seconds=2.0)
+        if request.renew_trial_id:
+            lease = state.leases.get(request.renew_trial_id)
+            ok = (lease is not None and lease.worker == request.worker_id
+                  and lease.attempt == request.renew_attempt)
+            if ok:
+                lease.deadline = time.time() + self.lease_seconds
+            return agent_pb2.LeaseTrialResponse(renewed=ok, lease_seconds=self.lease_seconds)
+        if self._stops[request.campaign_id].is_set():
+            return agent_pb2.LeaseTrialResponse(done=True)
+        if not state.pending:
+            if state.delayed:
+                wait = max(0.1, min(t for t, _ in state.delayed) - time.time())
+                return agent_pb2.LeaseTrialResponse(retry_after_seconds=min(wait, 5.0))
+            return agent_pb2.LeaseTrialResponse(done=True)
+        cell = state.pending.popleft()
+        record = TrialRecord(cell.trial_id, cell.task_id, cell.setting, cell.agent, cell.model,
+                             cell.seed, context=cell.context)
+        record = await asyncio.to_thread(self.store.begin_attempt, record)
+        state.leases[cell.trial_id] = _Lease(request.worker_id, record.attempts,
+                                             time.time() + self.lease_seconds, cell)
+        self._notify(request.campaign_id)
+        return agent_pb2.LeaseTrialResponse(cell=_cell_proto(cell), attempt=record.attempts,
+                                            lease_seconds=self.lease_seconds)
+
+    async def CompleteTrial(self, request, context):
+        found = [(st, st.leases.get(request.trial_id)) for st in self._external.values()]
+        found = [(st, lease) for st, lease in found if lease is not None]
+        if not found:
+            return agent_pb2.CompleteTrialResponse(accepted=False)
+        state, lease = found[0]
+        if lease.worker != request.worker_id or lease.attempt != request.attempt:
+            return agent_pb2.CompleteTrialResponse(accepted=False)
+        r = request.result
+        status = agent_pb2.TrialStatus.Name(r.status).removeprefix("TRIAL_STATUS_").lower()
+        if not request.cause and status not in FINAL_STATUSES:
+            raise InvalidArgument("result.status", f"{status!r} is not a final status; a failed "
+                                                   "attempt must set cause")
+        del state.leases[request.trial_id]
+        record = await asyncio.to_thread(self.store.get, request.trial_id)
+        assert record is not None
+        path = self._trajectory_path(record.trial_id, lease.attempt)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        await asyncio.to_thread(path.write_text, "".join(e + "\n" for e in request.trajectory),
+                                encoding="utf-8")
+        record.trajectory = str(path)
+        record.turns, record.wall_seconds = r.turns, r.wall_seconds
+        record.submission, record.notes = r.submission.source, r.score_notes
+        record.prompt_tokens, record.completion_tokens = r.prompt_tokens, r.completion_tokens
+        for name in SCORE_FIELDS:
+            setattr(record, name, getattr(r.scores, name) if r.scores.HasField(name) else None)
+        if request.cause:
+            record.status = "error" if request.cause == "config" else "retrying"
+            record.cause, record.error = request.cause, request.error[:2000]
+        else:
+            record.status, record.cause, record.error = status, "", ""
+        await asyncio.to_thread(self.store.end_attempt, record, request.cause or "ok",
+                                request.cause, request.error)
+        if request.cause:
+            attempt.ATTEMPT_FAILURES.labels(request.cause).inc()
+            await self._after_failure(state, lease.cell, record, request.cause)
+        else:
+            self._finished(record)
+            self._notify(state.campaign_id)
+        return agent_pb2.CompleteTrialResponse(accepted=True)
 
     async def StartCampaign(self, request, context):
         doc = camp.normalise(request.spec, set(self.policies))

@@ -350,3 +350,58 @@ def test_audit_flags_a_hidden_law_string_in_a_tool_output():
     assert (1, "HIDDEN LAW IN TOOL OUTPUT", "166.91483843250646") in found
     assert any(f[1] == "introspection" and f[0] == 2 for f in found)
     assert audit_events(events[:1], []) == []
+
+
+def _worker_pids(campaign_id: str) -> list[int]:
+    pids = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            cmd = (proc / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if b"lawlab_agent.worker" in cmd and campaign_id.encode() in cmd:
+            pids.append(int(proc.name))
+    return pids
+
+
+def test_worker_processes_lease_trials_and_a_killed_worker_is_written_off(cluster, tmp_path):
+    import os
+    import signal
+
+    def script(turn, body):
+        return GOOD[min(turn, 1)]
+
+    tasks = ["mercury_vapour_pressure", "dnase_elisa", "brain_body_allometry", "newton_cooling"]
+    with scripted(script) as llm:
+        llm.delay = 0.5
+        with own_agent(cluster, tmp_path, llm, LAWLAB_AGENT_EXECUTOR="processes",
+                       LAWLAB_TRIAL_LEASE_SECONDS="3") as c:
+            stub = stub_of(c)
+            stub.StartCampaign(agent_pb2.StartCampaignRequest(spec=spec(
+                "workers", [("openai", "m")], tasks, repeats=2, concurrency=2,
+                backoff_seconds=0)))
+            deadline = time.monotonic() + 60
+            # both workers hold a lease (a slow model: each trial takes seconds)
+            while len(pids := _worker_pids("workers")) < 2 or stub.GetCampaign(
+                    agent_pb2.GetCampaignRequest(campaign_id="workers")).totals.running < 2:
+                assert time.monotonic() < deadline
+                time.sleep(0.05)
+            os.kill(pids[0], signal.SIGKILL)  # a worker dies holding a lease
+            done = wait_done(stub, "workers")
+            assert done.state == agent_pb2.CAMPAIGN_STATE_FINISHED, done.error
+            assert done.totals.completed == 8 and done.totals.failed == 0
+            trials = stub.ListTrials(agent_pb2.ListTrialsRequest(campaign_id="workers")).trials
+            assert len({t.trial_id for t in trials}) == 8
+            assert all(t.status in FINAL for t in trials)
+            assert dict(done.retries_by_cause).get("killed", 0) >= 1
+            # results and trajectories reached the controller's store and disk
+            retried = [t for t in trials if t.attempts == 2]
+            assert retried
+            events = stub.GetTrajectory(agent_pb2.GetTrajectoryRequest(
+                trial_id=retried[0].trial_id)).events
+            assert json.loads(events[0])["worker"].startswith("workers-p")
+            assert json.loads(events[-1])["type"] == "end"
+            assert list((tmp_path / "workers").glob("workers-p*.log"))
+        assert not _worker_pids("workers")  # every worker exited

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import os
 import signal
 import sys
 import time
@@ -204,6 +205,9 @@ async def run_server(options: ServerOptions, specs: list[ServiceSpec]) -> None:
         port = server.add_insecure_port(f"{options.host}:{options.port}")
     if port == 0:
         raise RuntimeError(f"could not bind {options.host}:{options.port}")
+    # the service's own address (a controller hands it to the workers it starts)
+    own_host = "127.0.0.1" if options.host in ("0.0.0.0", "::", "[::]", "") else options.host
+    os.environ["LAWLAB_SELF_ADDR"] = f"{own_host}:{port}"
     metrics_server, _ = start_http_server(options.metrics_port, addr=options.host)
     metrics_port = metrics_server.server_address[1]
 
@@ -224,8 +228,6 @@ async def run_server(options: ServerOptions, specs: list[ServiceSpec]) -> None:
     if options.ready_file:
         with open(options.ready_file + ".tmp", "w") as fh:
             json.dump(ready, fh)
-        import os
-
         os.replace(options.ready_file + ".tmp", options.ready_file)
 
     await stop.wait()

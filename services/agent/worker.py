@@ -1,0 +1,131 @@
+"""A trial worker: leases trial attempts of one campaign from the agent
+service, runs each against the simulator, sandbox, scorer and judge, and
+reports it. Exits 0 when the campaign has nothing left for it, 3 on a
+configuration problem of its own (Kubernetes does not retry those).
+
+    python -m lawlab_agent.worker --campaign ID --agent-addr HOST:PORT [--worker-id NAME]
+
+Service addresses come from LAWLAB_<SERVICE>_ADDR, the internal token from
+LAWLAB_INTERNAL_TOKEN, the LLM endpoint from LAWLAB_LLM_* (as for the agent
+service).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import os
+import socket
+import sys
+import tempfile
+from pathlib import Path
+
+from lawlab import config
+from lawlab.agent.v1 import agent_pb2, agent_pb2_grpc
+from lawlab.log import setup as setup_logging
+from lawlab.rpc.client import FAST_CALL, aio_channel
+from lawlab_agent import attempt
+from lawlab_agent.builtin import BUILTIN_AGENTS
+from lawlab_agent.server import make_clients
+from lawlab_agent.servicer import _STATUS, SCORE_FIELDS
+from lawlab_agent.store import Trajectory, TrialRecord
+
+log = logging.getLogger("lawlab.agent.worker")
+CONFIG_EXIT = 3
+
+
+def _result(record: TrialRecord) -> agent_pb2.Trial:
+    from lawlab.common.v1 import common_pb2
+
+    scores = common_pb2.Scores()
+    for name in SCORE_FIELDS:
+        value = getattr(record, name)
+        if value is not None:
+            setattr(scores, name, value)
+    return agent_pb2.Trial(
+        trial_id=record.trial_id, status=_STATUS.get(record.status, 0), turns=record.turns,
+        scores=scores, wall_seconds=record.wall_seconds, score_notes=record.notes,
+        submission=common_pb2.Submission(source=record.submission),
+        prompt_tokens=record.prompt_tokens, completion_tokens=record.completion_tokens)
+
+
+async def heartbeat(agent, args: argparse.Namespace, trial_id: str, attempt_no: int,
+                    lease_seconds: float) -> None:
+    """Renews the lease every third of its length while the attempt runs."""
+    while True:
+        await asyncio.sleep(max(lease_seconds / 3, 0.2))
+        try:
+            reply = await agent.LeaseTrial(agent_pb2.LeaseTrialRequest(
+                campaign_id=args.campaign, worker_id=args.worker_id, renew_trial_id=trial_id,
+                renew_attempt=attempt_no), timeout=FAST_CALL)
+        except Exception as err:  # noqa: BLE001  (the next beat tries again)
+            log.warning("heartbeat failed", extra={"error": str(err)[:200]})
+            continue
+        if not reply.renewed:
+            log.warning("lease lost; the result will be refused", extra={"trial_id": trial_id})
+            return
+
+
+async def work(args: argparse.Namespace) -> int:
+    channels, clients = make_clients()
+    scratch = Path(tempfile.mkdtemp(prefix="lawlab-worker-"))
+    done = 0
+    try:
+        async with aio_channel(args.agent_addr) as channel:
+            agent = agent_pb2_grpc.AgentServiceStub(channel)
+            while True:
+                lease = await agent.LeaseTrial(agent_pb2.LeaseTrialRequest(
+                    campaign_id=args.campaign, worker_id=args.worker_id), timeout=FAST_CALL)
+                if lease.done:
+                    log.info("nothing left; exiting", extra={"trials": done})
+                    return 0
+                if not lease.HasField("cell"):
+                    await asyncio.sleep(lease.retry_after_seconds or 1.0)
+                    continue
+                c = lease.cell
+                setting = {1: "real", 2: "parallel"}[c.setting]
+                record = TrialRecord(c.trial_id, c.task_id, setting, c.agent, c.model, c.seed,
+                                     context=c.context or "full", attempts=lease.attempt)
+                path = scratch / f"{c.trial_id}.attempt{lease.attempt}.jsonl"
+                trajectory = Trajectory(path, {
+                    "trial_id": c.trial_id, "task_id": c.task_id, "setting": setting,
+                    "agent": c.agent, "model": c.model, "seed": c.seed, "context": record.context,
+                    "attempt": lease.attempt, "worker": args.worker_id})
+                beat = asyncio.create_task(heartbeat(agent, args, c.trial_id, lease.attempt,
+                                                     lease.lease_seconds))
+                try:
+                    record, cause, error = await attempt.execute(record, BUILTIN_AGENTS, clients,
+                                                                 trajectory)
+                finally:
+                    beat.cancel()
+                    trajectory.close()
+                reply = await agent.CompleteTrial(agent_pb2.CompleteTrialRequest(
+                    worker_id=args.worker_id, trial_id=c.trial_id, attempt=lease.attempt,
+                    result=_result(record), cause=cause, error=error,
+                    trajectory=path.read_text(encoding="utf-8").splitlines()), timeout=FAST_CALL)
+                path.unlink(missing_ok=True)
+                done += 1
+                if not reply.accepted:
+                    log.warning("result refused: the lease had expired",
+                                extra={"trial_id": c.trial_id})
+                if cause == "config":
+                    return CONFIG_EXIT
+    finally:
+        for ch in channels.values():
+            await ch.close()
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="lawlab_agent.worker", description=__doc__)
+    ap.add_argument("--campaign", required=True)
+    ap.add_argument("--agent-addr", default=os.environ.get("LAWLAB_AGENT_ADDR")
+                    or config.service_address("agent"))
+    ap.add_argument("--worker-id", default=f"{socket.gethostname()}-{os.getpid()}")
+    args = ap.parse_args(argv)
+    setup_logging("agent-worker")
+    return asyncio.run(work(args))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
