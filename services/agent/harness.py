@@ -141,6 +141,7 @@ async def run_trial(record: TrialRecord, policy: Policy, clients: Clients,
             block = first_block(reply)
             t1 = time.perf_counter()
             result, tool = "", block.tool or "invalid"
+            code_seconds = 0.0  # the code's own run time inside the box
             if block.tool is None:
                 result = f"<error>{block.error}</error>"
             elif forced and block.tool != "final_formula":
@@ -149,6 +150,7 @@ async def run_trial(record: TrialRecord, policy: Policy, clients: Clients,
                 resp = await clients.sandbox.Execute(sandbox_pb2.ExecuteRequest(
                     session_id=box.session_id, code=block.content), timeout=EXECUTE_CALL)
                 result = _fmt_exec(resp)
+                code_seconds = resp.wall_seconds
             elif block.tool == "experiment":
                 if not parallel:
                     result = "<error>experiments are available in the Parallel setting only</error>"
@@ -187,7 +189,7 @@ async def run_trial(record: TrialRecord, policy: Policy, clients: Clients,
             TOOL_SECONDS.labels(tool).observe(tool_seconds)
             event = {"type": "turn", "turn": turn, "forced": forced, "reply": reply,
                      "tool": tool, "result": result, "model_seconds": model_seconds,
-                     "tool_seconds": tool_seconds}
+                     "tool_seconds": tool_seconds, "code_seconds": code_seconds}
             usage = getattr(policy, "last_usage", None)
             if usage:
                 event["usage"] = dict(usage)
