@@ -164,7 +164,7 @@ class KubernetesLauncher:
     """Trial workers as Kubernetes Jobs in the agent's own namespace.
 
     The agent's ServiceAccount needs a Role allowing only jobs (batch) and
-    configmaps/pods (core) in that namespace (deploy/k8s/base/agent-rbac.yaml).
+    configmaps/pods (core) in that namespace.
     """
 
     def __init__(self, namespace: str, image: str, agent_address: str, retain: bool = False,

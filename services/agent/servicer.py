@@ -337,6 +337,12 @@ class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
                     failure.append(str(err))
                     stop.set()
 
+        async def refresh_gauges() -> None:  # dashboards move even when nobody watches
+            while True:
+                await asyncio.sleep(5.0)
+                await self._snapshot(campaign_id)
+
+        refresher = asyncio.create_task(refresh_gauges())
         try:
             pending = await asyncio.to_thread(self.store.campaign_trials, campaign_id)
             done = {r.trial_id for r in pending if r.status in DONE_STATUSES}
@@ -355,8 +361,10 @@ class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
             await asyncio.to_thread(self.store.set_campaign_state, campaign_id, state, error)
             log.info("campaign stopped", extra={"campaign_id": campaign_id, "state": state})
         finally:
+            refresher.cancel()
             CAMPAIGN_STATE.labels(campaign_id).set(0)
             self._notify(campaign_id)
+        await self._snapshot(campaign_id)
 
     # ---- campaigns run by leased workers ---------------------------------------------
     async def _drive_external(self, campaign_id: str, spec: dict, todo: list[Cell],

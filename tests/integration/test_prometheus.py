@@ -93,3 +93,17 @@ def test_prometheus_scrapes_every_service_during_a_trial(cluster, prometheus):
         for key, value in r["metric"].items():
             assert key not in ("trial_id", "session_id", "request_id"), r["metric"]
             assert len(value) < 64, r["metric"]
+
+
+def test_campaign_progress_is_scraped(cluster, prometheus):
+    stub = agent_pb2_grpc.AgentServiceStub(cluster.channel("agent"))
+    spec = agent_pb2.CampaignSpec(name="prom", agents=[agent_pb2.AgentModel(agent="data-blind")],
+                                  tasks=["brain_body_allometry", "dnase_elisa"],
+                                  settings=[common_pb2.SETTING_REAL])
+    stub.StartCampaign(agent_pb2.StartCampaignRequest(spec=spec))
+    *_, last = stub.WatchCampaign(agent_pb2.GetCampaignRequest(campaign_id="prom"))
+    assert last.state == agent_pb2.CAMPAIGN_STATE_FINISHED
+    time.sleep(3)  # at least two scrapes
+    assert _total(prometheus, 'lawlab_campaign_trials{campaign="prom",state="completed"}') == 2
+    assert _total(prometheus, 'lawlab_campaign_trials{campaign="prom",state="pending"}') == 0
+    assert _total(prometheus, 'lawlab_campaign_running{campaign="prom"}') == 0
