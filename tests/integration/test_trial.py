@@ -87,3 +87,51 @@ def test_llm_agent_without_a_model_is_refused_up_front(agent):
                                                  setting=common_pb2.SETTING_REAL, agent="openai"),
                        timeout=10)
     assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT and "model" in err.value.details()
+
+
+def test_protocol_rules_in_one_parallel_trial(cluster, tmp_path):
+    """Submission before an experiment, an over-cap experiment, first block wins,
+    data appended, output capped, the forced final turn and its one retry."""
+    from tests.integration.test_campaign import own_agent
+    from tests.support.scripted_llm import SUBMISSION, ScriptedLLM
+
+    def respond(body):
+        turn = sum(1 for m in body["messages"] if m["role"] == "assistant")
+        script = {
+            0: "<final_formula>\n" + SUBMISSION + "</final_formula>",
+            1: '<experiment>{"temperature": ' + json.dumps([300.0] * 500) + "}</experiment>",
+            2: '<experiment>{"temperature": [300, 310, 320], "n_samples": 2}</experiment>'
+               "<python>print('second block')</python>",
+            3: "<python>print('x' * 20000)</python>",
+            4: "<python>print('rows', len(train_df))</python>",
+            5: "<experiment>{not json}</experiment>",
+        }
+        if turn in script:
+            return script[turn]
+        if turn < 30:
+            return "<python>pass</python>"
+        if turn == 29:
+            return "<python>print('ignoring the forced turn')</python>"
+        return "<final_formula>\n" + SUBMISSION + "</final_formula>"
+
+    with ScriptedLLM(respond=respond) as llm, own_agent(cluster, tmp_path, llm) as c:
+        stub = agent_pb2_grpc.AgentServiceStub(c.channel("agent"))
+        trial = stub.RunTrial(agent_pb2.RunTrialRequest(
+            task_id="mercury_vapour_pressure", setting=common_pb2.SETTING_PARALLEL,
+            agent="openai", model="m", seed=5), timeout=TRIAL_CALL)
+    assert trial.status == agent_pb2.TRIAL_STATUS_COMPLETED_FORCED_FINAL, trial.error
+    assert trial.turns == 31 and trial.scores.HasField("s_s")
+    turns = [e for e in _events(trial.trajectory_path) if e["type"] == "turn"]
+    assert "at least one successful <experiment>" in turns[0]["result"]
+    assert "experiment refused" in turns[1]["result"] and "points" in turns[1]["result"]
+    assert turns[2]["tool"] == "experiment"  # the first block wins
+    assert "6 observations appended" in turns[2]["result"]  # 3 points x 2 samples
+    assert "calls used 1/" in turns[2]["result"]  # the refused call consumed nothing
+    assert len(turns[3]["result"]) < 16_200 and "x" * 1000 in turns[3]["result"]
+    assert "rows 6" in turns[4]["result"]
+    assert "not valid JSON" in turns[5]["result"]
+    assert turns[29]["forced"] and "only <final_formula> will be accepted" in turns[29]["result"]
+    assert turns[30]["forced"] and turns[30]["tool"] == "final_formula"
+    # Parallel prompts never show held-out ranges; the system prompt states the budget
+    first = llm.requests[0]["messages"]
+    assert "held-out" not in first[1]["content"] and "successful calls" in first[0]["content"]
