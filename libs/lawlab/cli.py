@@ -482,6 +482,8 @@ def main(argv: list[str] | None = None) -> int:
         return cmd_sim(args)
     if args.command == "campaign":
         return cli_campaign.cmd_campaign(args)
+    if args.command == "report":
+        return cli_campaign.cmd_report(args)
     if args.command == "score":
         return cli_score.cmd_score(args)
     if args.command == "judge":

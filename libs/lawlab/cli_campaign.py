@@ -304,7 +304,60 @@ def cmd_audit(args: argparse.Namespace) -> int:
     return 1 if leaks else 0
 
 
+def rows_from_trials(trials, tasks_dir: Path) -> list:
+    """Trial protos -> report rows, with each task's discipline, type and suite."""
+    from lawlab.agent.v1 import agent_pb2
+    from lawlab.report import Row
+    from lawlab.tasks import TaskLibrary
+
+    library = TaskLibrary(tasks_dir)
+    rows = []
+    for t in trials:
+        meta = library.get(t.task_id).meta if t.task_id in library else None
+        notes = t.score_notes or ""
+        score_status = ""
+        if "S_N " in notes:
+            score_status = notes.split("S_N ", 1)[1].split(":", 1)[0].strip()
+
+        def score(name: str):
+            return getattr(t.scores, name) if t.scores.HasField(name) else None
+
+        rows.append(Row(
+            agent=t.agent + (f"/{t.model}" if t.model else ""),
+            setting={1: "real", 2: "parallel"}.get(t.setting, "?"), context=t.context or "full",
+            task_id=t.task_id, seed=t.seed,
+            status=agent_pb2.TrialStatus.Name(t.status).removeprefix("TRIAL_STATUS_").lower(),
+            score_status=score_status, s_n=score("s_n"), s_v=score("s_v"), s_s=score("s_s"),
+            discipline=meta.discipline if meta else "", multi_group=bool(meta and
+                                                                         meta.multi_group),
+            suite=meta.suite if meta else "real"))
+    return rows
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from lawlab.agent.v1 import agent_pb2, agent_pb2_grpc
+    from lawlab.report import write_report
+    from lawlab.rpc.client import sync_channel
+
+    with sync_channel(args.agent_addr or config.service_address("agent")) as channel:
+        stub = agent_pb2_grpc.AgentServiceStub(channel)
+        trials = stub.ListTrials(agent_pb2.ListTrialsRequest(campaign_id=args.campaign_id)).trials
+    if not trials:
+        print(f"campaign {args.campaign_id} has no trials yet", file=sys.stderr)
+        return 1
+    out = Path(args.out or f"reports/{args.campaign_id}")
+    files = write_report(rows_from_trials(trials, Path(args.tasks_dir)), out, args.campaign_id)
+    print(f"wrote {len(files)} files into {out}/: " + ", ".join(files))
+    return 0
+
+
 def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("report", help="a campaign's leaderboard, analyses and figures")
+    p.add_argument("campaign_id")
+    p.add_argument("--out", help="folder (default reports/<campaign>)")
+    p.add_argument("--agent-addr", default=os.environ.get("LAWLAB_AGENT_ADDR"))
+    p.add_argument("--tasks-dir", default=str(config.tasks_dir()))
+
     campaign = sub.add_parser("campaign", help="campaigns: grids of trials").add_subparsers(
         dest="verb", required=True)
     p = campaign.add_parser("run", help="start (or resume) a campaign and follow it")

@@ -337,6 +337,11 @@ def test_cli_runs_watches_lists_and_audits_a_campaign(cluster, tmp_path, capsys)
         out = capsys.readouterr().out
         assert "os/sys access" in out and "file read" in out
         assert "hidden-law strings in tool outputs: 0" in out
+        assert main(["report", "cli", "--agent-addr", addr, "--out", str(tmp_path / "rep"),
+                     "--tasks-dir", str(cluster.tasks_dir)]) == 0
+        board = json.loads((tmp_path / "rep" / "leaderboard.json").read_text())
+        assert {e["agent"] for e in board} == {"openai/m", "data-blind"}
+        assert (tmp_path / "rep" / "scores_by_agent.png").stat().st_size > 0
 
 
 def test_audit_flags_a_hidden_law_string_in_a_tool_output():

@@ -1,0 +1,356 @@
+"""Campaign reports: aggregates, leaderboards, concordance, best-of-N, figures.
+
+Pure functions over rows (one per trial) so every number is unit-testable;
+``lawlab report CAMPAIGN`` fetches the rows from the agent service and writes
+everything into one folder.
+
+Definitions (PROTOCOL.md section 4). Per-task means first (repeats of a task
+are averaged), then over tasks. ``strict_mean`` counts a missing, failed or
+non-finite score as 0; ``mean_scored`` averages finite scores only. Intervals
+are task-bootstrap 95% percentile intervals (tasks resampled with
+replacement, 2,000 draws, a fixed seed so reports are reproducible).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import random
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass
+from itertools import combinations
+from pathlib import Path
+
+BOOTSTRAP_DRAWS = 2000
+BOOTSTRAP_SEED = 20260514
+
+
+@dataclass(frozen=True)
+class Row:
+    agent: str  # agent or agent/model
+    setting: str  # real | parallel
+    context: str
+    task_id: str
+    seed: int
+    status: str  # completed, completed_forced_final, max_turns_reached, error, ...
+    score_status: str  # ok, contract_fail, compile_error, exec_error, or ''
+    s_n: float | None
+    s_v: float | None
+    s_s: float | None
+    discipline: str = ""
+    multi_group: bool = False
+    suite: str = "real"
+
+
+def finite(x: float | None) -> bool:
+    return x is not None and not math.isnan(x) and not math.isinf(x)
+
+
+def task_means(rows: Iterable[Row], score: str, strict: bool) -> dict[str, float]:
+    """task -> mean over its trials (strict: missing counts 0; else finite only)."""
+    per: dict[str, list[float]] = defaultdict(list)
+    for r in rows:
+        v = getattr(r, score)
+        if finite(v):
+            per[r.task_id].append(float(v))
+        elif strict:
+            per[r.task_id].append(0.0)
+        else:
+            per.setdefault(r.task_id, [])
+    return {t: sum(v) / len(v) for t, v in per.items() if v}
+
+
+def mean(values: Sequence[float]) -> float:
+    return sum(values) / len(values) if values else float("nan")
+
+
+def bootstrap_ci(per_task: dict[str, float], draws: int = BOOTSTRAP_DRAWS,
+                 seed: int = BOOTSTRAP_SEED) -> tuple[float, float]:
+    values = list(per_task.values())
+    if len(values) < 2:
+        return (float("nan"), float("nan"))
+    rng = random.Random(seed)
+    stats = sorted(mean([rng.choice(values) for _ in values]) for _ in range(draws))
+    return stats[int(0.025 * draws)], stats[int(0.975 * draws) - 1]
+
+
+SCORES = {"real": ("s_n", "s_v"), "parallel": ("s_s",)}
+
+
+def leaderboard(rows: Sequence[Row]) -> list[dict]:
+    """One entry per (agent, setting, context): strict and scored means of each
+    score, for single-group, multi-group and all tasks, with intervals and
+    counts of each status."""
+    groups: dict[tuple[str, str, str], list[Row]] = defaultdict(list)
+    for r in rows:
+        groups[(r.agent, r.setting, r.context)].append(r)
+    out = []
+    for (agent, setting, context), rs in sorted(groups.items()):
+        entry: dict = {"agent": agent, "setting": setting, "context": context,
+                       "tasks": len({r.task_id for r in rs}), "trials": len(rs)}
+        for score in SCORES[setting]:
+            for subset, pick in (("all", lambda r: True), ("single", lambda r: not r.multi_group),
+                                 ("multi", lambda r: r.multi_group)):
+                sub = [r for r in rs if pick(r)]
+                strict = task_means(sub, score, strict=True)
+                entry[f"{score}_strict_{subset}"] = mean(list(strict.values()))
+                entry[f"{score}_scored_{subset}"] = mean(list(
+                    task_means(sub, score, strict=False).values()))
+                if subset == "all":
+                    lo, hi = bootstrap_ci(strict)
+                    entry[f"{score}_ci_low"], entry[f"{score}_ci_high"] = lo, hi
+        counts: dict[str, int] = defaultdict(int)
+        for r in rs:
+            counts[r.status] += 1
+            if r.score_status and r.score_status != "ok":
+                counts[r.score_status] += 1
+        entry["status_counts"] = dict(sorted(counts.items()))
+        out.append(entry)
+    return out
+
+
+def per_discipline(rows: Sequence[Row], score: str) -> dict[str, dict[str, float]]:
+    """agent -> discipline -> strict mean of ``score``."""
+    out: dict[str, dict[str, float]] = defaultdict(dict)
+    by: dict[tuple[str, str], list[Row]] = defaultdict(list)
+    for r in rows:
+        if score in SCORES[r.setting]:
+            by[(r.agent, r.discipline or "unknown")].append(r)
+    for (agent, disc), rs in sorted(by.items()):
+        out[agent][disc] = mean(list(task_means(rs, score, strict=True).values()))
+    return dict(out)
+
+
+def concordance(rows: Sequence[Row], margins: Sequence[float] = (0.0, 0.05, 0.1, 0.2),
+                draws: int = BOOTSTRAP_DRAWS) -> list[dict]:
+    """Fit-validity concordance over within-task pairs of Real trials whose S_N
+    differ by more than the margin: concordant when the better-fitting law is
+    also at least as valid (S_V higher), discordant when strictly less valid,
+    tied when S_V is equal. Rate = concordant / (concordant + discordant), with a
+    task-bootstrap interval."""
+    real = [r for r in rows if r.setting == "real" and finite(r.s_n) and finite(r.s_v)]
+    by_task: dict[str, list[Row]] = defaultdict(list)
+    for r in real:
+        by_task[r.task_id].append(r)
+    out = []
+    for m in margins:
+        per_task: dict[str, tuple[int, int, int]] = {}
+        for task, rs in by_task.items():
+            c = d = t = 0
+            for a, b in combinations(rs, 2):
+                dn = a.s_n - b.s_n
+                if abs(dn) <= m or dn == 0:
+                    continue
+                dv = (a.s_v - b.s_v) * (1 if dn > 0 else -1)
+                if dv > 0:
+                    c += 1
+                elif dv < 0:
+                    d += 1
+                else:
+                    t += 1
+            if c + d + t:
+                per_task[task] = (c, d, t)
+        c, d, t = (sum(x[i] for x in per_task.values()) for i in range(3))
+        rate = c / (c + d) if c + d else float("nan")
+        lo = hi = float("nan")
+        tasks = list(per_task)
+        if len(tasks) >= 2:
+            rng = random.Random(BOOTSTRAP_SEED)
+            stats = []
+            for _ in range(draws):
+                pick = [per_task[rng.choice(tasks)] for _ in tasks]
+                cc, dd = sum(p[0] for p in pick), sum(p[1] for p in pick)
+                if cc + dd:
+                    stats.append(cc / (cc + dd))
+            stats.sort()
+            if stats:
+                lo, hi = stats[int(0.025 * len(stats))], stats[int(0.975 * len(stats)) - 1]
+        out.append({"margin": m, "pairs": c + d + t, "concordant": c, "discordant": d,
+                    "tied": t, "rate": rate, "ci_low": lo, "ci_high": hi})
+    return out
+
+
+def expected_max_of_subsets(values: Sequence[float], n: int) -> float:
+    """E[max] over all n-subsets of ``values`` (exact, by order statistics)."""
+    k = len(values)
+    if n > k or n < 1:
+        return float("nan")
+    s = sorted(values)
+    total = math.comb(k, n)
+    return sum(s[i] * math.comb(i, n - 1) for i in range(n - 1, k)) / total
+
+
+def best_of_n(rows: Sequence[Row], ns: Sequence[int] = (1, 2, 3, 5)) -> list[dict]:
+    """Oracle best-of-N on S_N (Real): per (agent, task) with at least N repeats,
+    the expected maximum over N-subsets of its trials, averaged over tasks,
+    with a task-bootstrap interval; beside it, the expected score of one
+    trial (N = 1), so the gap is the value of perfect selection."""
+    by: dict[tuple[str, str], list[float]] = defaultdict(list)
+    for r in rows:
+        if r.setting == "real":
+            by[(r.agent, r.task_id)].append(r.s_n if finite(r.s_n) else 0.0)
+    out = []
+    for agent in sorted({a for a, _ in by}):
+        for n in ns:
+            per_task = {t: expected_max_of_subsets(v, n) for (a, t), v in by.items()
+                        if a == agent and len(v) >= n}
+            if not per_task:
+                continue
+            lo, hi = bootstrap_ci(per_task)
+            out.append({"agent": agent, "n": n, "tasks": len(per_task),
+                        "oracle_mean_s_n": mean(list(per_task.values())),
+                        "ci_low": lo, "ci_high": hi})
+    return out
+
+
+# ---- writing ---------------------------------------------------------------------------
+
+def _fmt(x: object) -> str:
+    if isinstance(x, float):
+        return "-" if math.isnan(x) else f"{x:.3f}"
+    return str(x)
+
+
+def leaderboard_markdown(board: list[dict]) -> str:
+    lines = ["| agent | setting | context | tasks | trials | score | strict mean (95% CI) | "
+             "mean scored | single-group | multi-group | statuses |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for e in board:
+        for score in SCORES[e["setting"]]:
+            lines.append(
+                f"| {e['agent']} | {e['setting']} | {e['context']} | {e['tasks']} | "
+                f"{e['trials']} | {score.upper().replace('S_', 'S_')} | "
+                f"{_fmt(e[f'{score}_strict_all'])} ({_fmt(e[f'{score}_ci_low'])}-"
+                f"{_fmt(e[f'{score}_ci_high'])}) | {_fmt(e[f'{score}_scored_all'])} | "
+                f"{_fmt(e[f'{score}_strict_single'])} | {_fmt(e[f'{score}_strict_multi'])} | "
+                + ", ".join(f"{k} {v}" for k, v in e["status_counts"].items()) + " |")
+    return "\n".join(lines)
+
+
+def leaderboard_csv(board: list[dict]) -> str:
+    keys = sorted({k for e in board for k in e if k != "status_counts"})
+    buf = io.StringIO()
+    w = csv.writer(buf)
+    w.writerow([*keys, "status_counts"])
+    for e in board:
+        w.writerow([e.get(k, "") for k in keys] + [json.dumps(e["status_counts"])])
+    return buf.getvalue()
+
+
+def figures(rows: Sequence[Row], board: list[dict], out: Path) -> list[str]:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    written = []
+    # scores by agent and setting, with intervals
+    entries = [(e, s) for e in board for s in SCORES[e["setting"]]]
+    if entries:
+        fig, ax = plt.subplots(figsize=(max(5, 1.1 * len(entries)), 3.6))
+        labels = [f"{e['agent']}\n{s.upper()} {e['context'] if e['context'] != 'full' else ''}"
+                  for e, s in entries]
+        vals = [e[f"{s}_strict_all"] for e, s in entries]
+        errs = [[max(0.0, v - e[f"{s}_ci_low"]) if finite(e[f"{s}_ci_low"]) else 0 for
+                 (e, s), v in zip(entries, vals)],
+                [max(0.0, e[f"{s}_ci_high"] - v) if finite(e[f"{s}_ci_high"]) else 0 for
+                 (e, s), v in zip(entries, vals)]]
+        ax.bar(range(len(vals)), vals, yerr=errs, capsize=3, color="#4C72B0")
+        ax.set_xticks(range(len(vals)), labels, fontsize=7)
+        ax.set_ylim(0, 1)
+        ax.axhline(0.5, color="grey", lw=0.8, ls="--")
+        ax.set_ylabel("strict mean (task bootstrap 95% CI)")
+        fig.tight_layout()
+        fig.savefig(out / "scores_by_agent.png", dpi=110)
+        plt.close(fig)
+        written.append("scores_by_agent.png")
+    heat = per_discipline(rows, "s_n")
+    if heat:
+        agents = sorted(heat)
+        discs = sorted({d for a in agents for d in heat[a]})
+        grid = [[heat[a].get(d, float("nan")) for d in discs] for a in agents]
+        fig, ax = plt.subplots(figsize=(max(5, 0.45 * len(discs) + 2), 0.5 * len(agents) + 2))
+        im = ax.imshow(grid, vmin=0, vmax=1, cmap="viridis", aspect="auto")
+        ax.set_xticks(range(len(discs)), discs, rotation=60, ha="right", fontsize=7)
+        ax.set_yticks(range(len(agents)), agents, fontsize=8)
+        fig.colorbar(im, ax=ax, label="strict mean S_N")
+        fig.tight_layout()
+        fig.savefig(out / "discipline_heatmap.png", dpi=110)
+        plt.close(fig)
+        written.append("discipline_heatmap.png")
+    pts = [r for r in rows if r.setting == "real" and finite(r.s_n) and finite(r.s_v)]
+    if pts:
+        fig, ax = plt.subplots(figsize=(4.5, 4))
+        for agent in sorted({r.agent for r in pts}):
+            mine = [r for r in pts if r.agent == agent]
+            ax.scatter([r.s_n for r in mine], [r.s_v for r in mine], s=14, alpha=0.7,
+                       label=agent)
+        ax.set_xlabel("S_N (fit)")
+        ax.set_ylabel("S_V (validity)")
+        ax.set_xlim(-0.03, 1.03)
+        ax.set_ylim(-0.03, 1.03)
+        ax.legend(fontsize=7)
+        fig.tight_layout()
+        fig.savefig(out / "fit_vs_validity.png", dpi=110)
+        plt.close(fig)
+        written.append("fit_vs_validity.png")
+    return written
+
+
+def write_report(rows: Sequence[Row], out: Path, title: str) -> list[str]:
+    """Everything into ``out``; returns the file names written."""
+    out.mkdir(parents=True, exist_ok=True)
+    board = leaderboard(rows)
+    conc = concordance(rows)
+    bon = best_of_n(rows)
+    disc = {s: per_discipline(rows, s) for s in ("s_n", "s_v", "s_s")}
+    files = ["report.md", "leaderboard.md", "leaderboard.csv", "leaderboard.json",
+             "trials.csv", "per_discipline.json", "concordance.json", "best_of_n.json"]
+    (out / "leaderboard.md").write_text(leaderboard_markdown(board) + "\n")
+    (out / "leaderboard.csv").write_text(leaderboard_csv(board))
+    (out / "leaderboard.json").write_text(json.dumps(board, indent=2, default=str) + "\n")
+    (out / "per_discipline.json").write_text(json.dumps(disc, indent=2) + "\n")
+    (out / "concordance.json").write_text(json.dumps(conc, indent=2) + "\n")
+    (out / "best_of_n.json").write_text(json.dumps(bon, indent=2) + "\n")
+    buf = io.StringIO()
+    w = csv.writer(buf)
+    w.writerow(list(asdict(rows[0]).keys()) if rows else [])
+    for r in rows:
+        w.writerow(list(asdict(r).values()))
+    (out / "trials.csv").write_text(buf.getvalue())
+    pictures = figures(rows, board, out)
+    md = [f"# Report: {title}", "", f"{len(rows)} trials, "
+          f"{len({r.task_id for r in rows})} tasks, agents: "
+          + ", ".join(sorted({r.agent for r in rows})) + ".", "",
+          "Strict means count a missing, failed or non-finite score as 0; 'mean scored' "
+          "averages finite scores only. Intervals: task bootstrap, 95%.", "",
+          "## Leaderboard", "", leaderboard_markdown(board), ""]
+    md += [f"![{p}]({p})" for p in pictures] + [""]
+    md += ["## Fit-validity concordance (Real)", "",
+           "Within-task pairs of trials whose S_N differ by more than the margin: does the "
+           "better fit also have the higher S_V?", "",
+           "| margin | pairs | concordant | discordant | tied | rate (95% CI) |",
+           "|---|---|---|---|---|---|"]
+    md += [f"| {c['margin']} | {c['pairs']} | {c['concordant']} | {c['discordant']} | "
+           f"{c['tied']} | {_fmt(c['rate'])} ({_fmt(c['ci_low'])}-{_fmt(c['ci_high'])}) |"
+           for c in conc]
+    md += ["", "## Best-of-N (Real, oracle selection)", "",
+           "Expected S_N of the best of N trials of the same agent on the same task "
+           "(exact over all N-subsets of its repeats), averaged over tasks with at least N "
+           "repeats. N = 1 is the expected single trial.", "",
+           "| agent | N | tasks | oracle mean S_N (95% CI) |", "|---|---|---|---|"]
+    md += [f"| {b['agent']} | {b['n']} | {b['tasks']} | {_fmt(b['oracle_mean_s_n'])} "
+           f"({_fmt(b['ci_low'])}-{_fmt(b['ci_high'])}) |" for b in bon]
+    md += ["", "## Per discipline (strict mean S_N)", "",
+           "| agent | " + " | ".join(sorted({d for a in disc['s_n'].values() for d in a}))
+           + " |"]
+    discs = sorted({d for a in disc["s_n"].values() for d in a})
+    md.append("|---|" + "---|" * len(discs))
+    for agent, by in sorted(disc["s_n"].items()):
+        md.append(f"| {agent} | " + " | ".join(_fmt(by.get(d, float("nan"))) for d in discs)
+                  + " |")
+    (out / "report.md").write_text("\n".join(md) + "\n")
+    return files + pictures

@@ -1,0 +1,101 @@
+"""Report aggregates on worked cases."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from lawlab.report import (
+    Row,
+    best_of_n,
+    bootstrap_ci,
+    concordance,
+    expected_max_of_subsets,
+    leaderboard,
+    per_discipline,
+    task_means,
+    write_report,
+)
+
+
+def row(task, s_n=None, s_v=None, s_s=None, agent="a", setting="real", seed=0, multi=False,
+        status="completed", score_status="ok", discipline="physics"):
+    return Row(agent, setting, "full", task, seed, status, score_status, s_n, s_v, s_s,
+               discipline, multi)
+
+
+def test_strict_counts_missing_as_zero_and_scored_skips_it():
+    rows = [row("t1", 0.8), row("t1", None, status="error", score_status=""), row("t2", 0.4),
+            row("t3", float("nan"))]
+    assert task_means(rows, "s_n", strict=True) == {"t1": 0.4, "t2": 0.4, "t3": 0.0}
+    assert task_means(rows, "s_n", strict=False) == {"t1": 0.8, "t2": 0.4}
+    (entry,) = leaderboard(rows)
+    assert entry["s_n_strict_all"] == pytest.approx(0.8 / 3)
+    assert entry["s_n_scored_all"] == pytest.approx(0.6)
+    assert entry["status_counts"] == {"completed": 3, "error": 1}
+    assert entry["tasks"] == 3 and entry["trials"] == 4
+
+
+def test_single_and_multi_group_subsets_and_settings_are_separate():
+    rows = [row("t1", 1.0, 1.0), row("t2", 0.0, 0.5, multi=True),
+            row("t1", s_s=0.75, setting="parallel"), row("t3", s_s=0.25, setting="parallel")]
+    par, real = sorted(leaderboard(rows), key=lambda e: e["setting"])
+    assert (real["s_n_strict_single"], real["s_n_strict_multi"]) == (1.0, 0.0)
+    assert real["s_v_strict_all"] == 0.75 and "s_s_strict_all" not in real
+    assert par["s_s_strict_all"] == 0.5 and "s_n_strict_all" not in par
+
+
+def test_contract_failures_are_counted_by_status():
+    rows = [row("t1", 0.0, 0.0, score_status="contract_fail"), row("t2", 0.7, 1.0)]
+    (entry,) = leaderboard(rows)
+    assert entry["status_counts"] == {"completed": 2, "contract_fail": 1}
+
+
+def test_bootstrap_interval_brackets_the_mean_and_is_reproducible():
+    per = {f"t{i}": v for i, v in enumerate([0.1, 0.2, 0.3, 0.4, 0.9, 0.5])}
+    lo, hi = bootstrap_ci(per)
+    assert lo < sum(per.values()) / 6 < hi and 0.1 <= lo and hi <= 0.9
+    assert bootstrap_ci(per) == (lo, hi)
+    assert all(math.isnan(x) for x in bootstrap_ci({"t": 0.3}))
+
+
+def test_expected_max_over_subsets_by_hand():
+    # subsets of 2 from [1, 2, 3]: maxima 2, 3, 3 -> 8/3
+    assert expected_max_of_subsets([3, 1, 2], 2) == pytest.approx(8 / 3)
+    assert expected_max_of_subsets([3, 1, 2], 1) == pytest.approx(2.0)
+    assert expected_max_of_subsets([3, 1, 2], 3) == 3
+    assert math.isnan(expected_max_of_subsets([1], 2))
+    rows = [row("t1", v, 1.0, seed=i) for i, v in enumerate([0.2, 0.6, 0.4])]
+    by_n = {b["n"]: b["oracle_mean_s_n"] for b in best_of_n(rows, ns=(1, 2, 3, 5))}
+    assert by_n == pytest.approx({1: 0.4, 2: (0.4 + 0.6 + 0.6) / 3, 3: 0.6})
+
+
+def test_concordance_counts_pairs_by_margin():
+    rows = [row("t1", 0.9, 1.0, agent="a"), row("t1", 0.5, 0.5, agent="b"),  # concordant
+            row("t1", 0.52, 1.0, agent="c"),  # vs b: dS_N 0.02 -> only at margin 0
+            row("t2", 0.8, 0.2, agent="a"), row("t2", 0.3, 0.6, agent="b")]  # discordant
+    by_margin = {c["margin"]: c for c in concordance(rows, margins=(0.0, 0.05))}
+    m0 = by_margin[0.0]
+    # t1 pairs: (a,b) c, (a,c) tie on S_V, (b,c) c->better fit c has higher S_V; t2: d
+    assert (m0["concordant"], m0["discordant"], m0["tied"]) == (2, 1, 1)
+    assert m0["rate"] == pytest.approx(2 / 3)
+    m5 = by_margin[0.05]
+    assert (m5["concordant"], m5["discordant"], m5["tied"]) == (1, 1, 1)
+
+
+def test_per_discipline_and_the_written_folder(tmp_path):
+    rows = [row("t1", 0.6, 1.0, discipline="physics"), row("t2", 0.2, 0.5, discipline="ecology"),
+            row("t1", 0.4, 0.5, agent="b", discipline="physics"),
+            row("t1", s_s=0.5, setting="parallel")]
+    assert per_discipline(rows, "s_n") == {"a": {"ecology": 0.2, "physics": 0.6},
+                                           "b": {"physics": 0.4}}
+    files = write_report(rows, tmp_path, "demo")
+    for name in ("report.md", "leaderboard.csv", "leaderboard.json", "scores_by_agent.png",
+                 "discipline_heatmap.png", "fit_vs_validity.png", "trials.csv"):
+        assert name in files and (tmp_path / name).stat().st_size > 0
+    board = json.loads((tmp_path / "leaderboard.json").read_text())
+    assert {(e["agent"], e["setting"]) for e in board} == {("a", "real"), ("b", "real"),
+                                                          ("a", "parallel")}
+    assert "| a | real | full | 2 | 2 | S_N | 0.400" in (tmp_path / "report.md").read_text()
