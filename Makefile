@@ -11,7 +11,7 @@ TASKS_DIR ?= var/tasks
 PROTOS := $(shell find protos -name '*.proto')
 GEN_STAMP := libs/lawlab/common/v1/common_pb2.py
 
-.PHONY: install apt deps proto sandbox-access tasks node-client certs run test test-all baselines lint clean distclean
+.PHONY: install apt deps proto sandbox-access tasks node-client certs run test test-all baselines lint clean distclean deploy deploy-dry-run undeploy
 
 install: apt deps proto sandbox-access tasks node-client
 
@@ -91,6 +91,25 @@ test-all: install
 # the built-in agents over the whole library, both settings -> docs/baselines.md
 baselines: install
 	$(PY) bench/baselines.py
+
+# Kubernetes: ENV=local (a dev cluster) or ENV=prod. No cluster runs on the
+# build machine: deploy-dry-run renders every overlay and component and runs the
+# schema and policy checks; deploy applies to the current kubectl context.
+ENV ?= local
+deploy-dry-run: install
+	@mkdir -p var
+	kubectl kustomize deploy/k8s/overlays/$(ENV) > var/deploy-$(ENV).yaml
+	$(BIN)/pytest -q tests/integration/test_deploy.py
+	@echo "rendered overlay $(ENV): var/deploy-$(ENV).yaml ($$(grep -c '^kind:' var/deploy-$(ENV).yaml) objects)"
+
+deploy: deploy-dry-run
+	@ctx=$$(kubectl config current-context 2>/dev/null) || { echo "no current kubectl context: point kubectl at your cluster (kubectl config use-context NAME)"; exit 1; }; \
+	echo "applying overlay $(ENV) to kubectl context '$$ctx'"; \
+	kubectl cluster-info --request-timeout=10s >/dev/null || { echo "the cluster of context '$$ctx' is not reachable"; exit 1; }; \
+	kubectl apply --server-side -k deploy/k8s/overlays/$(ENV)
+
+undeploy:
+	kubectl delete -k deploy/k8s/overlays/$(ENV) --ignore-not-found
 
 lint: install
 	$(BIN)/ruff check libs services tests bench
