@@ -170,6 +170,7 @@ def cmd_up(args: argparse.Namespace) -> int:
         rows = [[n, r.address, f"127.0.0.1:{r.metrics_port}", r.process.pid]
                 for n, r in cluster.services.items()]
         print(_table(rows, ["service", "grpc", "metrics", "pid"]))
+        print(f"status page: http://127.0.0.1:{cluster.services['agent'].metrics_port}/")
         print(f"logs in {cluster.log_dir}; Ctrl-C or SIGTERM stops all services", flush=True)
         while not stop["now"]:
             for name, r in cluster.services.items():
@@ -247,6 +248,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         cluster.start(default_ports=args.default_ports)
         for name, r in cluster.services.items():
             print(f"  {name:<10} grpc {r.address}  metrics 127.0.0.1:{r.metrics_port}")
+        print(f"  status page: http://127.0.0.1:{cluster.services['agent'].metrics_port}/")
         plan = [(args.real_task, "real"), (args.parallel_task, "parallel")]
         for i, (task, setting) in enumerate(plan, 1):
             print(f"[{i}/{len(plan)}] {setting} trial on {task} with the {args.agent} agent ...",

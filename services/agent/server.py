@@ -15,7 +15,7 @@ from lawlab.rpc.server import ServiceSpec
 from lawlab.sandbox.v1 import sandbox_pb2_grpc
 from lawlab.scorer.v1 import scorer_pb2_grpc
 from lawlab.simulator.v1 import simulator_pb2_grpc
-from lawlab_agent import launchers
+from lawlab_agent import launchers, status_page
 from lawlab_agent.harness import Clients
 from lawlab_agent.servicer import AgentServicer
 from lawlab_agent.store import open_store
@@ -60,5 +60,6 @@ async def build(args: argparse.Namespace):
         store.close()
 
     spec = ServiceSpec(agent_pb2_grpc.add_AgentServiceServicer_to_server, servicer,
-                       agent_pb2.DESCRIPTOR.services_by_name["AgentService"])
+                       agent_pb2.DESCRIPTOR.services_by_name["AgentService"],
+                       http_app=status_page.make_app(store))
     return [spec], [resume], [close]

@@ -151,6 +151,9 @@ class ServiceSpec:
     add_to_server: Callable[[Any, grpc.aio.Server], None]
     servicer: Any
     descriptor: Any  # google.protobuf ServiceDescriptor
+    # optional WSGI app served on the metrics port for every path but /metrics
+    # (the agent's status page)
+    http_app: Callable[..., Any] | None = None
 
 
 @dataclass
@@ -166,6 +169,33 @@ class ServerOptions:
     tls_key: str | None = None
     on_start: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
     on_stop: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
+
+
+def _start_http(port: int, host: str, app: Callable[..., Any]):
+    """Metrics at /metrics, ``app`` everywhere else, in a daemon thread."""
+    import threading
+    from socketserver import ThreadingMixIn
+    from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
+
+    from prometheus_client import make_wsgi_app
+
+    metrics = make_wsgi_app()
+
+    def dispatch(environ, start_response):
+        if environ.get("PATH_INFO", "").startswith("/metrics"):
+            return metrics(environ, start_response)
+        return app(environ, start_response)
+
+    class Server(ThreadingMixIn, WSGIServer):
+        daemon_threads = True
+
+    class Quiet(WSGIRequestHandler):
+        def log_message(self, *args: object) -> None:
+            pass
+
+    httpd = make_server(host, port, dispatch, Server, handler_class=Quiet)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    return httpd
 
 
 async def run_server(options: ServerOptions, specs: list[ServiceSpec]) -> None:
@@ -208,7 +238,11 @@ async def run_server(options: ServerOptions, specs: list[ServiceSpec]) -> None:
     # the service's own address (a controller hands it to the workers it starts)
     own_host = "127.0.0.1" if options.host in ("0.0.0.0", "::", "[::]", "") else options.host
     os.environ["LAWLAB_SELF_ADDR"] = f"{own_host}:{port}"
-    metrics_server, _ = start_http_server(options.metrics_port, addr=options.host)
+    apps = [s.http_app for s in specs if s.http_app is not None]
+    if apps:
+        metrics_server = _start_http(options.metrics_port, options.host, apps[0])
+    else:
+        metrics_server, _ = start_http_server(options.metrics_port, addr=options.host)
     metrics_port = metrics_server.server_address[1]
 
     stop = asyncio.Event()

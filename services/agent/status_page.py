@@ -1,0 +1,124 @@
+"""A small status page for the embedded default (no Grafana there): campaigns
+with progress bars, ETA and scores so far, and the most recent trials. Served
+by the agent service on its metrics port (``/``; JSON at ``/api/status``;
+``/metrics`` stays Prometheus). Rendered on the server, refreshed by the
+browser every 5 s: no JavaScript, nothing fetched from elsewhere.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import time
+from collections.abc import Callable
+
+from lawlab_agent import campaign as camp
+from lawlab_agent.store import TrialStore
+
+STATE_COLOURS = {"running": "#2b7bb9", "finished": "#1e6b43", "failed": "#c0392b",
+                 "cancelled": "#7f8c8d", "interrupted": "#d68910"}
+
+
+def snapshot(store: TrialStore, recent: int = 20) -> dict:
+    campaigns = []
+    attempts = store.attempts()
+    for row in reversed(store.campaigns()):
+        c = camp.summarize(row, store.cells(row.campaign_id),
+                           store.campaign_trials(row.campaign_id), attempts)
+        t = c.totals
+        campaigns.append({
+            "campaign_id": c.campaign_id, "state": row.state, "error": c.error,
+            "total": t.total, "done": t.completed + t.unsubmitted + t.failed,
+            "running": t.running, "failed": t.failed, "retries": t.retries,
+            "eta_seconds": c.eta_seconds,
+            "mean_s_n": t.mean_s_n if t.HasField("mean_s_n") else None,
+            "mean_s_v": t.mean_s_v if t.HasField("mean_s_v") else None,
+            "mean_s_s": t.mean_s_s if t.HasField("mean_s_s") else None,
+        })
+    trials = sorted(store.all(), key=lambda r: r.updated, reverse=True)[:recent]
+    return {"generated": time.time(), "campaigns": campaigns, "recent_trials": [
+        {"trial_id": r.trial_id, "task_id": r.task_id, "setting": r.setting,
+         "agent": r.agent + (f"/{r.model}" if r.model else ""), "status": r.status,
+         "turns": r.turns, "s_n": r.s_n, "s_v": r.s_v, "s_s": r.s_s,
+         "updated": r.updated} for r in trials]}
+
+
+def _num(x: float | None) -> str:
+    return "&ndash;" if x is None else f"{x:.3f}"
+
+
+def render(data: dict) -> str:
+    e = html.escape
+    rows = []
+    for c in data["campaigns"]:
+        frac = c["done"] / c["total"] if c["total"] else 1.0
+        colour = STATE_COLOURS.get(c["state"], "#555")
+        eta = f"{int(c['eta_seconds'] // 60)} min" if c["eta_seconds"] else "&ndash;"
+        rows.append(
+            f"<tr><td class=id>{e(c['campaign_id'])}</td>"
+            f"<td><span class=state style='background:{colour}'>{e(c['state'])}</span></td>"
+            f"<td><div class=bar><div style='width:{100 * frac:.1f}%'></div></div>"
+            f"<span class=count>{c['done']}/{c['total']}</span></td>"
+            f"<td>{c['running']}</td><td>{c['failed']}</td><td>{c['retries']}</td><td>{eta}</td>"
+            f"<td>{_num(c['mean_s_n'])}</td><td>{_num(c['mean_s_v'])}</td>"
+            f"<td>{_num(c['mean_s_s'])}</td></tr>"
+            + (f"<tr><td colspan=10 class=error>{e(c['error'])}</td></tr>" if c["error"] else ""))
+    trials = [
+        f"<tr><td>{e(time.strftime('%H:%M:%S', time.localtime(t['updated'])))}</td>"
+        f"<td>{e(t['task_id'])}</td><td>{e(t['setting'])}</td><td>{e(t['agent'])}</td>"
+        f"<td>{e(t['status'])}</td><td>{t['turns']}</td><td>{_num(t['s_n'])}</td>"
+        f"<td>{_num(t['s_v'])}</td><td>{_num(t['s_s'])}</td></tr>"
+        for t in data["recent_trials"]]
+    return f"""<!doctype html>
+<html lang=en><head><meta charset=utf-8><meta http-equiv=refresh content=5>
+<title>lawlab status</title>
+<style>
+body {{ font: 14px/1.4 system-ui, sans-serif; margin: 24px; color: #222; }}
+h1 {{ font-size: 20px; }} h2 {{ font-size: 16px; margin-top: 28px; }}
+table {{ border-collapse: collapse; width: 100%; }}
+th, td {{ text-align: left; padding: 4px 8px; border-bottom: 1px solid #ddd; }}
+th {{ background: #f4f4f4; }}
+.bar {{ display: inline-block; width: 160px; height: 12px; background: #e6e6e6;
+        border-radius: 6px; overflow: hidden; vertical-align: middle; }}
+.bar div {{ height: 100%; background: #2e8b57; }}
+.count {{ margin-left: 8px; }} .id {{ font-family: monospace; }}
+.state {{ color: white; border-radius: 4px; padding: 1px 6px; }}
+.error {{ color: #c0392b; }} .muted {{ color: #777; }}
+</style></head><body>
+<h1>lawlab status</h1>
+<p class=muted>Generated {e(time.strftime('%Y-%m-%d %H:%M:%S'))}; refreshes every 5 s.
+JSON: <a href="/api/status">/api/status</a>, metrics: <a href="/metrics">/metrics</a>.</p>
+<h2>Campaigns</h2>
+<table><tr><th>campaign</th><th>state</th><th>progress</th><th>running</th><th>failed</th>
+<th>retries</th><th>ETA</th><th>S_N</th><th>S_V</th><th>S_S</th></tr>
+{''.join(rows) or '<tr><td colspan=10 class=muted>no campaigns yet</td></tr>'}</table>
+<h2>Recent trials</h2>
+<table><tr><th>updated</th><th>task</th><th>setting</th><th>agent</th><th>status</th>
+<th>turns</th><th>S_N</th><th>S_V</th><th>S_S</th></tr>
+{''.join(trials) or '<tr><td colspan=9 class=muted>no trials yet</td></tr>'}</table>
+</body></html>
+"""
+
+
+def make_app(store: TrialStore) -> Callable:
+    def app(environ, start_response):
+        path = environ.get("PATH_INFO", "/")
+        if environ.get("REQUEST_METHOD", "GET") != "GET":
+            start_response("405 Method Not Allowed", [("Content-Type", "text/plain")])
+            return [b"GET only\n"]
+        if path == "/api/status":
+            body = json.dumps(snapshot(store)).encode()
+            start_response("200 OK", [("Content-Type", "application/json"),
+                                      ("Cache-Control", "no-store")])
+            return [body]
+        if path in ("/", "/index.html"):
+            body = render(snapshot(store)).encode()
+            start_response("200 OK", [("Content-Type", "text/html; charset=utf-8"),
+                                      ("Cache-Control", "no-store"),
+                                      ("Content-Security-Policy", "default-src 'none'; "
+                                       "style-src 'unsafe-inline'")])
+            return [body]
+        start_response("404 Not Found", [("Content-Type", "text/plain")])
+        return [b"not found: try / or /api/status\n"]
+
+    return app

@@ -1,0 +1,70 @@
+"""The agent's status page (the embedded default's dashboard), in a real
+headless Chromium: content, JSON, and a screenshot that shows the progress."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import urllib.request
+
+import pytest
+
+from lawlab.agent.v1 import agent_pb2, agent_pb2_grpc
+from lawlab.common.v1 import common_pb2
+
+
+@pytest.fixture(scope="module")
+def finished_campaign(cluster):
+    stub = agent_pb2_grpc.AgentServiceStub(cluster.channel("agent"))
+    spec = agent_pb2.CampaignSpec(name="status-page",
+                                  agents=[agent_pb2.AgentModel(agent="data-blind")],
+                                  tasks=["brain_body_allometry", "dnase_elisa"],
+                                  settings=[common_pb2.SETTING_REAL])
+    stub.StartCampaign(agent_pb2.StartCampaignRequest(spec=spec))
+    *_, last = stub.WatchCampaign(agent_pb2.GetCampaignRequest(campaign_id="status-page"))
+    assert last.state == agent_pb2.CAMPAIGN_STATE_FINISHED
+    return f"http://127.0.0.1:{cluster.services['agent'].metrics_port}"
+
+
+def get(url: str) -> tuple[int, str, str]:
+    try:
+        with urllib.request.urlopen(url, timeout=10) as resp:
+            return resp.status, resp.headers["Content-Type"], resp.read().decode()
+    except urllib.error.HTTPError as err:
+        return err.code, err.headers["Content-Type"], err.read().decode()
+
+
+def test_page_json_and_metrics_share_the_port(finished_campaign):
+    base = finished_campaign
+    status, ctype, body = get(base + "/")
+    assert status == 200 and ctype.startswith("text/html")
+    assert "status-page" in body and "finished" in body and "2/2" in body
+    assert "brain_body_allometry" in body and "dnase_elisa" in body
+    status, ctype, body = get(base + "/api/status")
+    doc = json.loads(body)
+    (c,) = [c for c in doc["campaigns"] if c["campaign_id"] == "status-page"]
+    assert (c["done"], c["total"], c["state"]) == (2, 2, "finished")
+    status, ctype, body = get(base + "/metrics")
+    assert status == 200 and "lawlab_agent_trials_total" in body
+    assert get(base + "/nope")[0] == 404
+
+
+def test_headless_chromium_renders_the_progress(finished_campaign, tmp_path):
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    assert chromium, "chromium is installed by `make install` (Debian package chromium)"
+    shot = tmp_path / "status.png"
+    subprocess.run([chromium, "--headless", "--no-sandbox", "--disable-gpu",
+                    "--hide-scrollbars", "--window-size=1200,800",
+                    f"--screenshot={shot}", finished_campaign + "/"],
+                   check=True, capture_output=True, timeout=120)
+    import matplotlib.image
+
+    img = matplotlib.image.imread(shot)
+    assert img.shape[:2] == (800, 1200)
+    rgb = (img[..., :3] * 255).round()
+    # the finished campaign's bar is filled with the progress green (#2e8b57)
+    green = ((abs(rgb[..., 0] - 46) < 6) & (abs(rgb[..., 1] - 139) < 6)
+             & (abs(rgb[..., 2] - 87) < 6)).sum()
+    assert green > 160 * 8, green
+    assert rgb.std() > 10  # not a blank page
