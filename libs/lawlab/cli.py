@@ -486,6 +486,8 @@ def main(argv: list[str] | None = None) -> int:
         return cli_campaign.cmd_campaign(args)
     if args.command == "report":
         return cli_campaign.cmd_report(args)
+    if args.command == "audit":
+        return cli_campaign.cmd_audit_memorization(args)
     if args.command == "score":
         return cli_score.cmd_score(args)
     if args.command == "judge":

@@ -351,7 +351,58 @@ def cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_audit_memorization(args: argparse.Namespace) -> int:
+    from lawlab import memorization
+    from lawlab.tasks import TaskLibrary
+
+    base_url = args.llm_base_url or os.environ.get("LAWLAB_LLM_BASE_URL", "")
+    if not base_url:
+        print("--llm-base-url (or LAWLAB_LLM_BASE_URL) is required: the endpoint of the "
+              "models to audit", file=sys.stderr)
+        return 2
+    key = os.environ.get("LAWLAB_LLM_API_KEY") or os.environ.get("OPENAI_API_KEY", "")
+    library = TaskLibrary(Path(args.tasks_dir))
+    chosen = []
+    for sel in args.tasks.split(","):
+        kind, _, value = sel.partition(":")
+        if sel == "all":
+            chosen += [t for t in library if t.meta.suite == "real"]
+        elif kind == "suite":
+            chosen += [t for t in library if t.meta.suite == value]
+        elif sel in library:
+            chosen.append(library.get(sel))
+        else:
+            print(f"--tasks: {sel!r} is neither a task id nor all / suite:NAME", file=sys.stderr)
+            return 2
+    models = [m for m in args.models.split(",") if m]
+    total = len(chosen) * len(models)
+    done = [0]
+
+    def progress(r) -> None:
+        done[0] += 1
+        hits = sum(s.matched for s in r.samples)
+        print(f"{bar(done[0], total, 20)}  {r.task_id} / {r.model}: {hits}/{len(r.samples)} "
+              f"match {r.reference}" + ("  (cold-recalled)" if r.recalled else ""), flush=True)
+
+    recalls, tiers = memorization.audit(chosen, models, base_url, key, samples=args.samples,
+                                        progress=progress)
+    out = Path(args.out)
+    memorization.write(recalls, tiers, out)
+    counts = {t: sum(1 for v in tiers.values() if v == t) for t in ("Canon", "Mid", "Moat")}
+    print(f"tiers: {counts}; wrote {out}/memorization.md and memorization.json")
+    return 0
+
+
 def add_parser(sub: argparse._SubParsersAction) -> None:
+    audit = sub.add_parser("audit", help="audits of models").add_subparsers(dest="kind",
+                                                                            required=True)
+    p = audit.add_parser("memorization", help="data-free recall of published laws, per model")
+    p.add_argument("--models", required=True, help="comma list of model names")
+    p.add_argument("--tasks", default="all", help="ids, all (real-data tasks), suite:NAME")
+    p.add_argument("--samples", type=int, default=5)
+    p.add_argument("--llm-base-url", help="OpenAI-compatible endpoint (env LAWLAB_LLM_BASE_URL)")
+    p.add_argument("--out", default="reports/memorization")
+    p.add_argument("--tasks-dir", default=str(config.tasks_dir()))
     p = sub.add_parser("report", help="a campaign's leaderboard, analyses and figures")
     p.add_argument("campaign_id")
     p.add_argument("--out", help="folder (default reports/<campaign>)")
