@@ -111,7 +111,8 @@ def cmd_judge(args: argparse.Namespace) -> int:
         raise SystemExit(f"lawlab judge {args.kind}: --task is required"
                          + (" (or --law and --base)" if args.kind == "structure" else ""))
     request = judge_pb2.JudgeRequest(task_id=args.task,
-                                     submission=common_pb2.Submission(source=source))
+                                     submission=common_pb2.Submission(source=source),
+                                     backend=args.backend)
     try:
         with _service("judge", args.judge_addr, args.tasks_dir) as channel:
             stub = judge_pb2_grpc.JudgeServiceStub(channel)
@@ -125,11 +126,14 @@ def cmd_judge(args: argparse.Namespace) -> int:
     doc = MessageToDict(v, preserving_proto_field_name=True,
                         always_print_fields_with_no_presence=True)
     if args.kind == "validity":
-        lines = [f"{args.task}: S_V {v.s_v:.3f}; anti-hacking "
+        s_v = f"{v.s_v:.3f}" if v.HasField("s_v") else f"null ({v.status}: {v.message[:200]})"
+        lines = [f"{args.task}: S_V {s_v} [{v.backend}]; anti-hacking "
                  f"{'passed' if v.anti_hacking_passed else 'FAILED: ' + v.anti_hacking_reason}"]
         lines += [f"  [{'x' if i.passed else ' '}] {i.item_id}: {i.evidence}" for i in v.items]
     else:
-        lines = [f"{args.task}: level {v.s_s:g} ({v.confidence} confidence): {v.explanation}",
+        level = f"{v.s_s:g}" if v.HasField("s_s") else f"null ({v.status})"
+        lines = [f"{args.task}: level {level} ({v.confidence} confidence, {v.backend}): "
+                 f"{v.explanation}",
                  f"  matched: {', '.join(v.matched) or '-'}", f"  missed: {', '.join(v.missed) or '-'}"]
     _print(doc, args.json, lines)
     return 0
@@ -210,6 +214,9 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
         q.add_argument("--task", help="the task (its rubric or hidden law)")
         q.add_argument("--submission", required=True)
         q.add_argument("--judge-addr", help="a running judge (default: start one, with a sandbox)")
+        q.add_argument("--backend", choices=["deterministic", "llm"], default="deterministic",
+                       help="llm: the judge's optional LLM backend (LAWLAB_JUDGE_LLM_BASE_URL, "
+                            "LAWLAB_JUDGE_LLM_MODEL in the judge's environment)")
         q.add_argument("--tasks-dir", default=str(config.tasks_dir()))
         q.add_argument("--json", action="store_true")
         if kind == "structure":

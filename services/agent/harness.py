@@ -228,7 +228,7 @@ async def run_trial(record: TrialRecord, policy: Policy, clients: Clients,
         verdict = await clients.judge.JudgeStructure(judge_pb2.JudgeRequest(
             task_id=task.task_id, submission=common_pb2.Submission(source=submission)),
             timeout=SCORING_CALL)
-        record.s_s = verdict.s_s
+        record.s_s = verdict.s_s if verdict.HasField("s_s") else None  # null: no verdict
         notes.append(f"S_S: {verdict.explanation}")
         trajectory.write({"type": "score", "structure": {
             "s_s": verdict.s_s, "matched": list(verdict.matched), "missed": list(verdict.missed),
@@ -240,7 +240,8 @@ async def run_trial(record: TrialRecord, policy: Policy, clients: Clients,
         validity = await clients.judge.JudgeValidity(judge_pb2.JudgeRequest(
             task_id=task.task_id, submission=common_pb2.Submission(source=submission)),
             timeout=SCORING_CALL)
-        record.s_n, record.s_v = score.s_n, validity.s_v
+        record.s_n = score.s_n
+        record.s_v = validity.s_v if validity.HasField("s_v") else None
         if score.HasField("srbench"):
             sr = score.srbench
             record.acc_tau_id, record.nmse_id = sr.acc_tau_id, sr.nmse_id

@@ -9,13 +9,13 @@ import pandas as pd
 from prometheus_client import Counter, Histogram
 
 from lawlab import rubric as rubric_mod
-from lawlab.errors import InvalidArgument, NotFound
+from lawlab.errors import FailedPrecondition, InvalidArgument, NotFound, Unavailable
 from lawlab.expr import Expression
 from lawlab.judge.v1 import judge_pb2, judge_pb2_grpc
 from lawlab.sandbox.v1 import sandbox_pb2_grpc
 from lawlab.submission_runs import Job, run_jobs
 from lawlab.tasks import GROUP_COL, Task, TaskLibrary
-from lawlab_judge import antihack, structure
+from lawlab_judge import antihack, llm_judge, structure
 
 VERDICTS = Counter("lawlab_judge_verdicts_total", "Verdicts given, by kind and status.",
                    ["kind", "status"])
@@ -27,9 +27,78 @@ PROBE_GROUPS = 3
 
 
 class JudgeServicer(judge_pb2_grpc.JudgeServiceServicer):
-    def __init__(self, library: TaskLibrary, sandbox: sandbox_pb2_grpc.SandboxServiceStub) -> None:
+    def __init__(self, library: TaskLibrary, sandbox: sandbox_pb2_grpc.SandboxServiceStub,
+                 llm: llm_judge.LLMConfig | None = None) -> None:
         self.library = library
         self.sandbox = sandbox
+        self.llm = llm
+
+    def _backend(self, request) -> str:
+        backend = request.backend or "deterministic"
+        if backend not in ("deterministic", "llm"):
+            raise InvalidArgument("backend", "use deterministic (default) or llm")
+        if backend == "llm" and self.llm is None:
+            raise FailedPrecondition("this judge has no LLM backend: set LAWLAB_JUDGE_LLM_BASE_URL "
+                                     "and LAWLAB_JUDGE_LLM_MODEL in its environment")
+        return backend
+
+    async def _ask(self, prompt: str, parse):
+        try:
+            return await llm_judge.ask_json(self.llm, prompt, parse)
+        except llm_judge.LLMJudgeUnavailable as err:
+            raise Unavailable(str(err)) from None
+
+    async def _llm_validity(self, task: Task, source: str, gate) -> judge_pb2.ValidityVerdict:
+        meta = task.meta
+        items = task.rubric()
+        prompt = llm_judge.VALIDITY_PROMPT.format(
+            title=meta.title, context=meta.context,
+            target=f"{meta.target.name} ({meta.target.unit}): {meta.target.description}",
+            inputs="\n".join(f"- {v.name} ({v.unit}), range [{v.min:g}, {v.max:g}]: "
+                             f"{v.description}" for v in meta.inputs),
+            source=source,
+            items="\n".join(f"- {it['id']}: {it.get('description', '')}" for it in items))
+        parsed, raws = await self._ask(prompt, lambda text: llm_judge.parse_validity(
+            text, [it["id"] for it in items]))
+        if parsed is None:
+            VERDICTS.labels("validity", "llm_malformed").inc()
+            return judge_pb2.ValidityVerdict(
+                anti_hacking_passed=gate.passed, anti_hacking_reason=gate.reason,
+                status="llm_malformed", backend="llm",
+                message="the judge model's replies were not valid verdicts (twice): "
+                        + " | ".join(r[:300] for r in raws))
+        verdicts = [judge_pb2.RubricVerdict(
+            item_id=v["item_id"], passed=v["passed"], evidence=v["evidence"],
+            description=next(it.get("description", "") for it in items
+                             if it["id"] == v["item_id"])) for v in parsed]
+        verdicts.append(judge_pb2.RubricVerdict(
+            item_id="anti_hacking", description="no hidden degrees of freedom",
+            passed=gate.passed, evidence=gate.reason))
+        s_v = sum(v.passed for v in verdicts) / len(verdicts) if gate.passed else 0.0
+        VERDICTS.labels("validity", "ok").inc()
+        S_V.observe(s_v)
+        return judge_pb2.ValidityVerdict(s_v=s_v, items=verdicts, anti_hacking_passed=gate.passed,
+                                         anti_hacking_reason=gate.reason, status="ok",
+                                         backend="llm")
+
+    async def _llm_structure(self, task: Task, source: str) -> judge_pb2.StructureVerdict:
+        law = task.hidden_law()
+        base = next(r for r in task.references() if r.name == law.base_reference)
+        prompt = llm_judge.STRUCTURE_PROMPT.format(
+            inputs=", ".join(task.meta.input_names), hidden=law.expr, base=base.expr,
+            source=source)
+        parsed, raws = await self._ask(prompt, llm_judge.parse_structure)
+        if parsed is None:
+            VERDICTS.labels("structure", "llm_malformed").inc()
+            return judge_pb2.StructureVerdict(
+                status="llm_malformed", backend="llm", confidence="low",
+                explanation="the judge model's replies were not valid verdicts (twice): "
+                            + " | ".join(r[:300] for r in raws))
+        VERDICTS.labels("structure", "ok").inc()
+        S_S.observe(parsed["level"])
+        return judge_pb2.StructureVerdict(
+            s_s=parsed["level"], matched=parsed["matched"], missed=parsed["missed"],
+            confidence="llm", explanation=parsed["explanation"], status="ok", backend="llm")
 
     def _request(self, request) -> tuple[Task, str]:
         if not request.task_id:
@@ -42,12 +111,15 @@ class JudgeServicer(judge_pb2_grpc.JudgeServiceServicer):
 
     async def JudgeValidity(self, request, context):
         task, source = self._request(request)
+        backend = self._backend(request)
         meta = task.meta
         train = task.train
         inputs = meta.input_names
         y = train[meta.target.name].to_numpy(float)
         cap = meta.caps.max_law_constants + meta.caps.max_local_params
         gate = antihack.check(source, cap, [float(np.mean(y)), float(np.median(y)), float(np.std(y))])
+        if backend == "llm":
+            return await self._llm_validity(task, source, gate)
         items = task.rubric()
         ranges = rubric_mod.input_ranges(train, inputs)
         frames = ([(str(g), f) for g, f in train.groupby(GROUP_COL)][:PROBE_GROUPS]
@@ -84,11 +156,16 @@ class JudgeServicer(judge_pb2_grpc.JudgeServiceServicer):
         VERDICTS.labels("validity", run.status).inc()
         S_V.observe(s_v)
         return judge_pb2.ValidityVerdict(
-            s_v=s_v, items=verdicts, anti_hacking_passed=gate.passed,
+            s_v=s_v, items=verdicts, anti_hacking_passed=gate.passed, backend="deterministic",
             anti_hacking_reason=gate.reason, status=run.status, message=run.message)
 
     async def JudgeStructure(self, request, context):
         task, source = self._request(request)
+        if self._backend(request) == "llm":
+            if not task.has_world():
+                raise FailedPrecondition("the LLM judge compares with a hidden law; this task "
+                                         "has none (its symbolic accuracy is deterministic)")
+            return await self._llm_structure(task, source)
         if task.meta.suite != "real":
             outcome = await asyncio.to_thread(self.symbolic_outcome, task, source)
         elif not task.has_world():
@@ -99,6 +176,7 @@ class JudgeServicer(judge_pb2_grpc.JudgeServiceServicer):
         S_S.observe(outcome.level)
         return judge_pb2.StructureVerdict(
             s_s=outcome.level, matched=outcome.matched, missed=outcome.missed,
+            backend="deterministic",
             confidence=outcome.confidence, explanation=outcome.explanation, status="ok")
 
     def symbolic_outcome(self, task: Task, source: str) -> structure.StructureOutcome:

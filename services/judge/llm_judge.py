@@ -1,0 +1,153 @@
+"""An optional LLM judge backend for validity and structure (OpenAI-compatible).
+
+Our own prompts; the verdict comes back as JSON in the same schema as the
+deterministic judges. A reply that is not valid JSON in that schema is asked
+for again once; if it is still malformed the verdict is recorded as null
+(``status = "llm_malformed"``, no score), never dropped and never guessed.
+The anti-hacking gate stays deterministic: an LLM verdict cannot lift it.
+
+Configuration (environment of the judge service):
+  LAWLAB_JUDGE_LLM_BASE_URL   the endpoint (e.g. http://127.0.0.1:8000/v1)
+  LAWLAB_JUDGE_LLM_MODEL      the model
+  LAWLAB_JUDGE_LLM_API_KEY    the key (may be empty for local servers)
+A request chooses the backend with ``JudgeRequest.backend`` ("llm"); the
+default is the deterministic judge.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+
+LEVELS = (0.0, 0.25, 0.5, 0.75, 1.0)
+
+VALIDITY_PROMPT = """You check a proposed scientific law against a rubric of validity criteria.
+
+Problem: {title}
+Context: {context}
+Target: {target}
+Inputs:
+{inputs}
+
+Submitted law (a Python module; predict(X, **constants) computes the target):
+```python
+{source}
+```
+
+Rubric items (judge each on its own, from the law's mathematical form and the input ranges):
+{items}
+
+Reply with JSON only, exactly this shape:
+{{"items": [{{"item_id": "<id>", "passed": true|false, "evidence": "<one sentence>"}}, ...]}}
+with one entry per rubric item, in the same order."""
+
+STRUCTURE_PROMPT = """You compare a submitted law with a hidden reference law, structurally.
+
+Inputs: {inputs}
+Hidden law: {hidden}
+Its published base form: {base}
+Submitted law (a Python module; predict(X, **constants)):
+```python
+{source}
+```
+
+Levels: 0 unrelated or invalid; 0.25 relevant variables or trend only; 0.5 the published base
+form recovered; 0.75 the base form plus most added terms; 1.0 the full hidden structure up to
+algebraic rearrangement and the values of constants.
+
+Reply with JSON only, exactly this shape:
+{{"level": 0|0.25|0.5|0.75|1, "matched": ["<term>", ...], "missed": ["<term>", ...],
+  "explanation": "<one sentence>"}}"""
+
+
+class LLMJudgeUnavailable(RuntimeError):
+    pass
+
+
+@dataclass
+class LLMConfig:
+    base_url: str
+    model: str
+    key: str = ""
+    timeout: float = 120.0
+
+    @classmethod
+    def from_env(cls) -> LLMConfig | None:
+        url = os.environ.get("LAWLAB_JUDGE_LLM_BASE_URL", "")
+        model = os.environ.get("LAWLAB_JUDGE_LLM_MODEL", "")
+        if not url or not model:
+            return None
+        return cls(url.rstrip("/"), model, os.environ.get("LAWLAB_JUDGE_LLM_API_KEY", ""))
+
+
+def _post(cfg: LLMConfig, prompt: str) -> str:
+    body = json.dumps({"model": cfg.model, "messages": [
+        {"role": "system", "content": "You are a careful scientific referee. Answer in JSON."},
+        {"role": "user", "content": prompt}], "max_completion_tokens": 2048}).encode()
+    req = urllib.request.Request(f"{cfg.base_url}/chat/completions", data=body, method="POST",
+                                 headers={"Content-Type": "application/json",
+                                          **({"Authorization": f"Bearer {cfg.key}"}
+                                             if cfg.key else {})})
+    with urllib.request.urlopen(req, timeout=cfg.timeout) as resp:  # noqa: S310 (configured)
+        doc = json.loads(resp.read())
+    return str(doc["choices"][0]["message"].get("content") or "")
+
+
+def _json_object(text: str) -> dict:
+    start, end = text.find("{"), text.rfind("}")
+    if start < 0 or end <= start:
+        raise ValueError("no JSON object in the reply")
+    doc = json.loads(text[start:end + 1])
+    if not isinstance(doc, dict):
+        raise ValueError("the reply is not a JSON object")
+    return doc
+
+
+def parse_validity(text: str, item_ids: list[str]) -> list[dict]:
+    doc = _json_object(text)
+    items = doc.get("items")
+    if not isinstance(items, list):
+        raise ValueError("'items' must be a list")
+    got = {}
+    for it in items:
+        if not isinstance(it, dict) or not isinstance(it.get("passed"), bool):
+            raise ValueError("each item needs a boolean 'passed'")
+        got[str(it.get("item_id"))] = {"passed": it["passed"],
+                                       "evidence": str(it.get("evidence", ""))[:500]}
+    missing = [i for i in item_ids if i not in got]
+    if missing:
+        raise ValueError(f"no verdict for items {missing}")
+    return [{"item_id": i, **got[i]} for i in item_ids]
+
+
+def parse_structure(text: str) -> dict:
+    doc = _json_object(text)
+    level = doc.get("level")
+    if not isinstance(level, (int, float)) or float(level) not in LEVELS:
+        raise ValueError(f"'level' must be one of {LEVELS}")
+    return {"level": float(level),
+            "matched": [str(x) for x in doc.get("matched", []) if isinstance(x, str)],
+            "missed": [str(x) for x in doc.get("missed", []) if isinstance(x, str)],
+            "explanation": str(doc.get("explanation", ""))[:1000]}
+
+
+async def ask_json(cfg: LLMConfig, prompt: str, parse) -> tuple[object | None, list[str]]:
+    """(parsed verdict or None, the raw replies): one retry on a malformed reply."""
+    raws: list[str] = []
+    for attempt in range(2):
+        try:
+            text = await asyncio.to_thread(_post, cfg, prompt if attempt == 0 else prompt + (
+                "\n\nYour previous reply could not be parsed: reply with the JSON object only."))
+        except (urllib.error.URLError, TimeoutError, OSError, ValueError, KeyError,
+                IndexError) as err:
+            raise LLMJudgeUnavailable(f"the judge model endpoint failed: {err}") from None
+        raws.append(text)
+        try:
+            return parse(text), raws
+        except (ValueError, json.JSONDecodeError):
+            continue
+    return None, raws

@@ -1,0 +1,114 @@
+"""The optional LLM judge backend, against a scripted OpenAI-compatible model
+(real HTTP) through a real judge service: verdicts in the deterministic
+schema, one retry on a malformed reply, then null (never dropped or guessed),
+and the anti-hacking gate staying deterministic."""
+
+from __future__ import annotations
+
+import json
+from contextlib import contextmanager
+from pathlib import Path
+
+import grpc
+import pytest
+
+from lawlab.common.v1 import common_pb2
+from lawlab.judge.v1 import judge_pb2, judge_pb2_grpc
+from lawlab.launcher import Cluster
+from tests.support.scripted_llm import SUBMISSION, ScriptedLLM
+
+TASK = "mercury_vapour_pressure"
+LOOKUP = SUBMISSION.replace("return 10 ** (A - B / (C + T))",
+                            "TABLE = [" + ", ".join(str(0.1 * i) for i in range(300)) + "]\n"
+                            "    return np.interp(T, np.arange(300), TABLE)")
+
+
+@contextmanager
+def own_judge(cluster: Cluster, data: Path, llm: ScriptedLLM):
+    c = Cluster(cluster.tasks_dir, data, log_dir=data / "logs",
+                internal_token=cluster.internal_token)
+    c.services = {n: r for n, r in cluster.services.items() if n != "judge"}
+    c.log_dir.mkdir(parents=True, exist_ok=True)
+    c.start_one("judge", extra_env={"LAWLAB_JUDGE_LLM_BASE_URL": llm.base_url,
+                                    "LAWLAB_JUDGE_LLM_MODEL": "judge-model"})
+    try:
+        yield judge_pb2_grpc.JudgeServiceStub(c.channel("judge"))
+    finally:
+        c.stop_one("judge")
+
+
+def rubric_ids(library) -> list[str]:
+    return [it["id"] for it in library.get(TASK).rubric()]
+
+
+def req(source: str = SUBMISSION) -> judge_pb2.JudgeRequest:
+    return judge_pb2.JudgeRequest(task_id=TASK, backend="llm",
+                                  submission=common_pb2.Submission(source=source))
+
+
+def test_llm_validity_verdict_then_malformed_retry_then_null(cluster, library, tmp_path):
+    ids = rubric_ids(library)
+    replies = iter([
+        # 1: a good verdict, one item failed
+        json.dumps({"items": [{"item_id": i, "passed": i != ids[0], "evidence": f"checked {i}"}
+                              for i in ids]}),
+        # 2 and 3: malformed, then good after the retry
+        "I think it is fine.",
+        "```json\n" + json.dumps({"items": [{"item_id": i, "passed": True, "evidence": "ok"}
+                                            for i in ids]}) + "\n```",
+        # 4 and 5: malformed twice -> null
+        json.dumps({"items": [{"item_id": ids[0], "passed": "yes"}]}),
+        "still not JSON",
+        # 6: all pass, but the submission is a lookup table
+        json.dumps({"items": [{"item_id": i, "passed": True, "evidence": "ok"} for i in ids]}),
+    ])
+    with ScriptedLLM(respond=lambda body: next(replies)) as llm, \
+            own_judge(cluster, tmp_path, llm) as judge:
+        v = judge.JudgeValidity(req(), timeout=120)
+        assert v.status == "ok" and v.backend == "llm"
+        n = len(ids) + 1  # + the anti-hacking item
+        assert v.s_v == pytest.approx((n - 1) / n)
+        assert [i.item_id for i in v.items] == [*ids, "anti_hacking"]
+        assert v.items[0].evidence == f"checked {ids[0]}" and not v.items[0].passed
+        v = judge.JudgeValidity(req(), timeout=120)
+        assert v.status == "ok" and v.s_v == 1.0
+        v = judge.JudgeValidity(req(), timeout=120)
+        assert v.status == "llm_malformed" and not v.HasField("s_v")
+        assert "still not JSON" in v.message
+        v = judge.JudgeValidity(req(LOOKUP), timeout=120)
+        assert not v.anti_hacking_passed and v.s_v == 0.0  # the gate is not the model's call
+        assert len(llm.requests) == 6
+        prompt = llm.requests[0]["messages"][-1]["content"]
+        assert ids[0] in prompt and "def predict" in prompt and "residual" not in prompt
+
+
+def test_llm_structure_verdict_and_a_bad_level(cluster, tmp_path):
+    replies = iter([
+        json.dumps({"level": 0.5, "matched": ["base form"], "missed": ["h term"],
+                    "explanation": "the Antoine form without the added term"}),
+        json.dumps({"level": 0.6, "matched": []}),
+        json.dumps({"level": 2}),
+    ])
+    with ScriptedLLM(respond=lambda body: next(replies)) as llm, \
+            own_judge(cluster, tmp_path, llm) as judge:
+        s = judge.JudgeStructure(req(), timeout=120)
+        assert (s.s_s, s.status, s.backend) == (0.5, "ok", "llm")
+        assert list(s.missed) == ["h term"]
+        s = judge.JudgeStructure(req(), timeout=120)
+        assert s.status == "llm_malformed" and not s.HasField("s_s")
+        # the hidden law is in the judge's prompt, never in a reply to the caller
+        assert "Hidden law:" in llm.requests[0]["messages"][-1]["content"]
+
+
+def test_llm_backend_not_configured_is_failed_precondition(cluster):
+    judge = judge_pb2_grpc.JudgeServiceStub(cluster.channel("judge"))
+    with pytest.raises(grpc.RpcError) as err:
+        judge.JudgeValidity(req(), timeout=60)
+    assert err.value.code() == grpc.StatusCode.FAILED_PRECONDITION
+    assert "LAWLAB_JUDGE_LLM_BASE_URL" in err.value.details()
+    with pytest.raises(grpc.RpcError) as err:
+        judge.JudgeValidity(judge_pb2.JudgeRequest(task_id=TASK, backend="oracle",
+                                                   submission=common_pb2.Submission(
+                                                       source=SUBMISSION)), timeout=60)
+    assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT and "backend" in \
+        err.value.details()
