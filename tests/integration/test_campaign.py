@@ -410,3 +410,25 @@ def test_worker_processes_lease_trials_and_a_killed_worker_is_written_off(cluste
             assert json.loads(events[-1])["type"] == "end"
             assert list((tmp_path / "workers").glob("workers-p*.log"))
         assert not _worker_pids("workers")  # every worker exited
+
+
+def test_scores_are_identical_across_two_runs_of_the_same_submissions(cluster, tmp_path):
+    """Scoring is deterministic: two campaigns whose agents submit the same laws
+    (different seeds, so different trials) get exactly the same scores."""
+    with own_agent(cluster, tmp_path) as c:
+        stub = stub_of(c)
+        tasks = ["brain_body_allometry", "chick_growth", "lsrt_i_6_2"]  # I, II, LSR
+        for name, seed in (("det-a", 11), ("det-b", 12)):
+            stub.StartCampaign(agent_pb2.StartCampaignRequest(spec=spec(
+                name, [("data-blind", "")], tasks, settings=(REAL, PARALLEL), seed=seed,
+                concurrency=3)))
+        runs = {}
+        for name in ("det-a", "det-b"):
+            assert wait_done(stub, name).state == agent_pb2.CAMPAIGN_STATE_FINISHED
+            trials = stub.ListTrials(agent_pb2.ListTrialsRequest(campaign_id=name)).trials
+            runs[name] = {(t.task_id, t.setting): t for t in trials}
+    assert runs["det-a"].keys() == runs["det-b"].keys() and len(runs["det-a"]) == 5
+    for key, a in runs["det-a"].items():
+        b = runs["det-b"][key]
+        assert a.trial_id != b.trial_id and a.submission.source == b.submission.source
+        assert a.scores == b.scores, key  # every field, bit for bit
