@@ -330,8 +330,57 @@ def rows_from_trials(trials, tasks_dir: Path) -> list:
             score_status=score_status, s_n=score("s_n"), s_v=score("s_v"), s_s=score("s_s"),
             discipline=meta.discipline if meta else "", multi_group=bool(meta and
                                                                          meta.multi_group),
-            suite=meta.suite if meta else "real"))
+            suite=meta.suite if meta else "real", trial_id=t.trial_id))
     return rows
+
+
+SELECT_PROMPT = """Task: {title}
+{context}
+Target: {target}. Inputs: {inputs}.
+
+Training data (CSV):
+{data}
+
+Below are {k} candidate laws (Python modules) proposed for this task. Choose the one you
+expect to predict held-out data best while being scientifically valid. Reply with its
+number inside <choice>...</choice>.
+
+{candidates}"""
+
+
+def llm_selector(args: argparse.Namespace, sources: dict[str, str]):
+    """The knockout selector: the model sees the task, the full training set and the
+    candidate programs (never held-out data or scores) and names one."""
+    from lawlab.memorization import ask
+    from lawlab.tasks import TaskLibrary
+
+    base_url = args.llm_base_url or os.environ.get("LAWLAB_LLM_BASE_URL", "")
+    if not base_url:
+        raise SystemExit("--selector-model needs --llm-base-url (or LAWLAB_LLM_BASE_URL)")
+    key = os.environ.get("LAWLAB_LLM_API_KEY") or os.environ.get("OPENAI_API_KEY", "")
+    library = TaskLibrary(Path(args.tasks_dir))
+    fallbacks = [0]
+
+    def select(agent: str, task_id: str, candidates: list) -> int:
+        meta = library.get(task_id).meta
+        data = library.get(task_id).train.to_csv(index=False)[:100_000]
+        blocks = "\n\n".join(f"Candidate {i + 1}:\n```python\n{sources.get(c.trial_id, '')}\n```"
+                              for i, c in enumerate(candidates))
+        prompt = SELECT_PROMPT.format(title=meta.title, context=meta.context,
+                                      target=meta.target.name,
+                                      inputs=", ".join(meta.input_names), data=data,
+                                      k=len(candidates), candidates=blocks)
+        for _ in range(2):
+            found = re.search(r"<choice>\s*(\d+)\s*</choice>",
+                              ask(base_url, key, args.selector_model, prompt))
+            if found and 1 <= int(found.group(1)) <= len(candidates):
+                return int(found.group(1)) - 1
+        fallbacks[0] += 1
+        print(f"selector: no valid choice for {task_id} ({agent}); the first candidate "
+              f"stands (fallbacks so far: {fallbacks[0]})", file=sys.stderr)
+        return 0
+
+    return select
 
 
 def cmd_report(args: argparse.Namespace) -> int:
@@ -346,7 +395,11 @@ def cmd_report(args: argparse.Namespace) -> int:
         print(f"campaign {args.campaign_id} has no trials yet", file=sys.stderr)
         return 1
     out = Path(args.out or f"reports/{args.campaign_id}")
-    files = write_report(rows_from_trials(trials, Path(args.tasks_dir)), out, args.campaign_id)
+    select = None
+    if args.selector_model:
+        select = llm_selector(args, {t.trial_id: t.submission.source for t in trials})
+    rows = rows_from_trials(trials, Path(args.tasks_dir))
+    files = write_report(rows, out, args.campaign_id, select)
     print(f"wrote {len(files)} files into {out}/: " + ", ".join(files))
     return 0
 
@@ -406,6 +459,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("report", help="a campaign's leaderboard, analyses and figures")
     p.add_argument("campaign_id")
     p.add_argument("--out", help="folder (default reports/<campaign>)")
+    p.add_argument("--selector-model", help="knockout self-selection by this model (the "
+                                            "endpoint: --llm-base-url or LAWLAB_LLM_BASE_URL)")
+    p.add_argument("--llm-base-url")
     p.add_argument("--agent-addr", default=os.environ.get("LAWLAB_AGENT_ADDR"))
     p.add_argument("--tasks-dir", default=str(config.tasks_dir()))
 

@@ -43,6 +43,7 @@ class Row:
     discipline: str = ""
     multi_group: bool = False
     suite: str = "real"
+    trial_id: str = ""
 
 
 def finite(x: float | None) -> bool:
@@ -206,6 +207,90 @@ def best_of_n(rows: Sequence[Row], ns: Sequence[int] = (1, 2, 3, 5)) -> list[dic
     return out
 
 
+# ---- selection: knockout self-selection and Pareto analyses (paper, appendix B.4) ----------
+
+def pareto_dominates(a: tuple[float, float], b: tuple[float, float]) -> bool:
+    """a dominates b: no lower on either score and strictly higher on one."""
+    return a[0] >= b[0] and a[1] >= b[1] and (a[0] > b[0] or a[1] > b[1])
+
+
+def on_front(point: tuple[float, float], pool: Sequence[tuple[float, float]]) -> bool:
+    return not any(pareto_dominates(q, point) for q in pool)
+
+
+def joint_balance(pool: Sequence[tuple[float, float]]) -> list[float]:
+    """min of the pool-normalised S_N and S_V of each candidate (1 when a score is flat)."""
+    out = []
+    lo = [min(p[i] for p in pool) for i in (0, 1)]
+    hi = [max(p[i] for p in pool) for i in (0, 1)]
+    for p in pool:
+        norm = [(p[i] - lo[i]) / (hi[i] - lo[i]) if hi[i] > lo[i] else 1.0 for i in (0, 1)]
+        out.append(min(norm))
+    return out
+
+
+def knockout(candidates: Sequence[int], select, group: int = 5) -> tuple[list[int], int]:
+    """Disjoint groups of ``group`` in order; ``select(indices) -> chosen index`` picks a
+    winner per group, then one among the winners. Returns (group winners, final)."""
+    winners = []
+    for start in range(0, len(candidates), group):
+        chunk = list(candidates[start:start + group])
+        winners.append(chunk[0] if len(chunk) == 1 else select(chunk))
+    final = winners[0] if len(winners) == 1 else select(winners)
+    return winners, final
+
+
+def selection_study(rows: Sequence[Row], select=None, group: int = 5) -> dict:
+    """Per (agent, task) pool of Real candidates (its repeats): oracle best-of-group and
+    best-of-pool on S_N, S_V and joint balance; with ``select(agent, task_id,
+    candidates: list[Row]) -> index``, knockout self-selection in groups of ``group``;
+    Pareto statistics of the winners against the pool and of random choice."""
+    pools: dict[tuple[str, str], list[Row]] = defaultdict(list)
+    for r in rows:
+        if r.setting == "real":
+            pools[(r.agent, r.task_id)].append(r)
+    per_agent: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    for (agent, task), pool in sorted(pools.items()):
+        pool = sorted(pool, key=lambda r: r.seed)
+        if len(pool) < group:
+            continue
+        pts = [(r.s_n if finite(r.s_n) else 0.0, r.s_v if finite(r.s_v) else 0.0) for r in pool]
+        jb = joint_balance(pts)
+        a = per_agent[agent]
+        a["tasks"].append(1.0)
+        for name, vals in (("s_n", [p[0] for p in pts]), ("s_v", [p[1] for p in pts]),
+                           ("joint", jb)):
+            a[f"oracle_{group}_{name}"].append(expected_max_of_subsets(vals, group))
+            a[f"oracle_pool_{name}"].append(max(vals))
+            a[f"random_{name}"].append(mean(vals))
+        a["random_on_front"].append(mean([float(on_front(p, pts)) for p in pts]))
+        if select is not None:
+            def pick(indices: list[int]) -> int:
+                chosen = select(agent, task, [pool[i] for i in indices])
+                return indices[chosen] if 0 <= chosen < len(indices) else indices[0]
+
+            winners, final = knockout(list(range(len(pool))), pick, group)
+            for name, vals in (("s_n", [p[0] for p in pts]), ("s_v", [p[1] for p in pts]),
+                               ("joint", jb)):
+                a[f"self_{group}_{name}"].append(mean([vals[w] for w in winners]))
+                a[f"self_pool_{name}"].append(vals[final])
+            dominated = []
+            for gi, w in enumerate(winners):
+                members = range(gi * group, min(len(pool), (gi + 1) * group))
+                dominated.append(float(any(pareto_dominates(pts[m], pts[w]) for m in members)))
+            a["winners_dominated_in_group"].append(mean(dominated))
+            a["final_on_front"].append(float(on_front(pts[final], pts)))
+    out = {}
+    for agent, stats in per_agent.items():
+        entry = {"tasks": len(stats.pop("tasks")), "group": group}
+        for key, vals in stats.items():
+            per_task = {str(i): v for i, v in enumerate(vals)}
+            lo, hi = bootstrap_ci(per_task)
+            entry[key] = {"mean": mean(vals), "ci_low": lo, "ci_high": hi}
+        out[agent] = entry
+    return out
+
+
 # ---- writing ---------------------------------------------------------------------------
 
 def _fmt(x: object) -> str:
@@ -300,15 +385,19 @@ def figures(rows: Sequence[Row], board: list[dict], out: Path) -> list[str]:
     return written
 
 
-def write_report(rows: Sequence[Row], out: Path, title: str) -> list[str]:
-    """Everything into ``out``; returns the file names written."""
+def write_report(rows: Sequence[Row], out: Path, title: str, select=None) -> list[str]:
+    """Everything into ``out``; returns the file names written. ``select`` (see
+    :func:`selection_study`) adds knockout self-selection."""
     out.mkdir(parents=True, exist_ok=True)
     board = leaderboard(rows)
     conc = concordance(rows)
     bon = best_of_n(rows)
+    study = selection_study(rows, select)
     disc = {s: per_discipline(rows, s) for s in ("s_n", "s_v", "s_s")}
     files = ["report.md", "leaderboard.md", "leaderboard.csv", "leaderboard.json",
-             "trials.csv", "per_discipline.json", "concordance.json", "best_of_n.json"]
+             "trials.csv", "per_discipline.json", "concordance.json", "best_of_n.json",
+             "selection.json"]
+    (out / "selection.json").write_text(json.dumps(study, indent=2) + "\n")
     (out / "leaderboard.md").write_text(leaderboard_markdown(board) + "\n")
     (out / "leaderboard.csv").write_text(leaderboard_csv(board))
     (out / "leaderboard.json").write_text(json.dumps(board, indent=2, default=str) + "\n")
@@ -344,6 +433,32 @@ def write_report(rows: Sequence[Row], out: Path, title: str) -> list[str]:
            "| agent | N | tasks | oracle mean S_N (95% CI) |", "|---|---|---|---|"]
     md += [f"| {b['agent']} | {b['n']} | {b['tasks']} | {_fmt(b['oracle_mean_s_n'])} "
            f"({_fmt(b['ci_low'])}-{_fmt(b['ci_high'])}) |" for b in bon]
+    if study:
+        md += ["", "## Selection (Real pools of at least five repeats per task)", "",
+               "Oracle: the exact expected best of a random five-candidate group, and the best "
+               "of the whole pool; random: the expected score of one random pick. Joint "
+               "balance: the worse of a candidate's two pool-normalised scores."
+               + (" Self: knockout self-selection by the selector model (groups of five, then "
+                  "one among the group winners)." if select is not None else
+                  " No selector model was given (`--selector-model`), so no self-selection."),
+               "", "| agent | tasks | score | random | oracle best of 5 | oracle best of pool"
+               + (" | self, groups of 5 | self, whole pool |" if select is not None else " |"),
+               "|---|---|---|---|---|---" + ("|---|---|" if select is not None else "|")]
+        for agent, e in sorted(study.items()):
+            for name in ("s_n", "s_v", "joint"):
+                cells = [e[f"random_{name}"], e[f"oracle_5_{name}"], e[f"oracle_pool_{name}"]]
+                if select is not None:
+                    cells += [e[f"self_5_{name}"], e[f"self_pool_{name}"]]
+                md.append(f"| {agent} | {e['tasks']} | {name} | " + " | ".join(
+                    f"{_fmt(c['mean'])} ({_fmt(c['ci_low'])}-{_fmt(c['ci_high'])})"
+                    for c in cells) + " |")
+            md.append(f"| {agent} | | on the Pareto front (random pick) | "
+                      f"{_fmt(e['random_on_front']['mean'])} |")
+            if select is not None:
+                md.append(f"| {agent} | | group winners Pareto-dominated in their group | "
+                          f"{_fmt(e['winners_dominated_in_group']['mean'])} |")
+                md.append(f"| {agent} | | final winner on the pool's Pareto front | "
+                          f"{_fmt(e['final_on_front']['mean'])} |")
     md += ["", "## Per discipline (strict mean S_N)", "",
            "| agent | " + " | ".join(sorted({d for a in disc['s_n'].values() for d in a}))
            + " |"]

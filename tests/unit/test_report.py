@@ -99,3 +99,62 @@ def test_per_discipline_and_the_written_folder(tmp_path):
     assert {(e["agent"], e["setting"]) for e in board} == {("a", "real"), ("b", "real"),
                                                           ("a", "parallel")}
     assert "| a | real | full | 2 | 2 | S_N | 0.400" in (tmp_path / "report.md").read_text()
+
+
+def test_joint_balance_and_pareto_by_hand():
+    from lawlab.report import joint_balance, on_front, pareto_dominates
+
+    pool = [(0.2, 1.0), (0.6, 0.5), (0.4, 0.0)]
+    assert joint_balance(pool) == pytest.approx([0.0, 0.5, 0.0])
+    assert joint_balance([(0.3, 0.3), (0.3, 0.3)]) == [1.0, 1.0]  # flat: all 1
+    assert pareto_dominates((0.6, 0.5), (0.4, 0.0))
+    assert not pareto_dominates((0.6, 0.5), (0.6, 0.5))  # ties do not dominate
+    assert on_front((0.2, 1.0), pool) and not on_front((0.4, 0.0), pool)
+
+
+def test_knockout_selection_study_with_a_fixed_selector():
+    from lawlab.report import knockout, selection_study
+
+    # ten candidates: groups (0..4) and (5..9); the selector always takes the first
+    assert knockout(list(range(10)), lambda idx: idx[0]) == ([0, 5], 0)
+    assert knockout(list(range(7)), lambda idx: idx[-1]) == ([4, 6], 6)
+    sn = [0.1, 0.9, 0.5, 0.3, 0.2, 0.8, 0.4, 0.6, 0.7, 0.0]
+    sv = [0.5, 1.0, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5]
+    rows = [row("t1", a, b, seed=i) for i, (a, b) in enumerate(zip(sn, sv))]
+    seen = []
+
+    def first(agent, task, candidates):
+        seen.append([c.seed for c in candidates])
+        return 0
+
+    study = selection_study(rows, first)["a"]
+    assert seen == [[0, 1, 2, 3, 4], [5, 6, 7, 8, 9], [0, 5]]
+    assert study["self_5_s_n"]["mean"] == pytest.approx((0.1 + 0.8) / 2)
+    assert study["self_pool_s_n"]["mean"] == pytest.approx(0.1)
+    assert study["oracle_pool_s_n"]["mean"] == pytest.approx(0.9)
+    assert study["random_s_n"]["mean"] == pytest.approx(sum(sn) / 10)
+    # winner 0 (0.1, 0.5) is dominated by 1 (0.9, 1.0) in its group; 5 (0.8, 0.5) by no one
+    # of 5..9 -> half the winners dominated; candidate 0 is off the pool's front
+    assert study["winners_dominated_in_group"]["mean"] == 0.5
+    assert study["final_on_front"]["mean"] == 0.0
+    assert study["random_on_front"]["mean"] == pytest.approx(1 / 10)  # only candidate 1
+    no_select = selection_study(rows)["a"]
+    assert "self_5_s_n" not in no_select and no_select["tasks"] == 1
+
+
+def test_llm_selector_parses_choices_and_falls_back(tasks_dir):
+    import argparse
+
+    from lawlab.cli_campaign import llm_selector
+    from tests.support.scripted_llm import ScriptedLLM
+
+    replies = iter(["I pick <choice>3</choice>", "hmm", "<choice>9</choice>"])
+    rows = [row("brain_body_allometry", 0.5, 1.0, seed=i) for i in range(4)]
+    with ScriptedLLM(respond=lambda body: next(replies)) as llm:
+        args = argparse.Namespace(llm_base_url=llm.base_url, selector_model="sel",
+                                  tasks_dir=str(tasks_dir))
+        select = llm_selector(args, {})
+        assert select("a", "brain_body_allometry", rows) == 2
+        assert select("a", "brain_body_allometry", rows) == 0  # malformed twice: first stands
+        prompt = llm.requests[0]["messages"][-1]["content"]
+        assert "Candidate 4:" in prompt and "brain,body" in prompt.replace(" ", "")
