@@ -191,7 +191,8 @@ def _start_and_watch(stub, args: argparse.Namespace) -> int:
 
     from lawlab.agent.v1 import agent_pb2
 
-    snap = stub.StartCampaign(agent_pb2.StartCampaignRequest(spec=spec_from_args(args)))
+    snap = stub.StartCampaign(agent_pb2.StartCampaignRequest(
+        spec=spec_from_args(args), retry_failed=bool(getattr(args, "retry_failed", False))))
     print(f"campaign {snap.campaign_id}: {snap.totals.total} trials "
           f"(status: lawlab campaign status {snap.campaign_id} --watch)", flush=True)
     if args.detach:
@@ -481,6 +482,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--max-attempts", dest="max_attempts", type=int)
     p.add_argument("--backoff-seconds", dest="backoff_seconds", type=float)
     p.add_argument("--detach", action="store_true", help="start it and return")
+    p.add_argument("--retry-failed", action="store_true",
+                   help="also re-run trials that ended in error in an earlier run")
     p.add_argument("--json", action="store_true")
     p.add_argument("--agent-addr", help="a running agent service (default: start all services "
                                         "on loopback for this run)")

@@ -112,6 +112,7 @@ class _External:
     failure: list[str]
     delayed: list[tuple[float, Cell]] = field(default_factory=list)
     leases: dict[str, _Lease] = field(default_factory=dict)
+    tries: dict[str, int] = field(default_factory=dict)  # attempts in this run, per trial
 
 
 def _cell_proto(c: Cell) -> agent_pb2.TrialCell:
@@ -201,20 +202,22 @@ class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
             existing = await asyncio.to_thread(self.store.get, cell.trial_id)
             if existing is not None and existing.status in FINAL_STATUSES:
                 return existing  # finished trials are never re-run
+            tries = 0  # attempts in this run (a resumed or retried trial gets a fresh budget)
             while True:
                 async with self._workers:
                     record, cause = await self._attempt(cell, on_change)
+                tries += 1
                 on_change()
                 if not cause:
                     return record
-                if record.attempts >= max_attempts:
+                if tries >= max_attempts:
                     record.status = "error"
                     await asyncio.to_thread(self.store.put, record)
                     TRIALS.labels(record.setting, "error").inc()
                     on_change()
                     return record
                 RETRIES.labels(cause).inc()
-                delay = camp.backoff(record.attempts, backoff_base, self._rng)
+                delay = camp.backoff(tries, backoff_base, self._rng)
                 log.warning("trial attempt failed; retrying",
                             extra={"trial_id": cell.trial_id, "cause": cause,
                                    "attempt": record.attempts, "delay_s": round(delay, 2)})
@@ -419,13 +422,14 @@ class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
         if cause == "config":
             state.failure.append(record.error)
             self._stops[state.campaign_id].set()
-        elif record.attempts >= state.spec["max_attempts"]:
+        elif state.tries.get(cell.trial_id, 0) >= state.spec["max_attempts"]:
             record.status = "error"
             await asyncio.to_thread(self.store.put, record)
             TRIALS.labels(record.setting, "error").inc()
         else:
             RETRIES.labels(cause).inc()
-            delay = camp.backoff(record.attempts, state.spec["backoff_seconds"], self._rng)
+            delay = camp.backoff(state.tries.get(cell.trial_id, 1), state.spec["backoff_seconds"],
+                                 self._rng)
             state.delayed.append((time.time() + delay, cell))
         self._notify(state.campaign_id)
 
@@ -459,6 +463,7 @@ class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
         record = TrialRecord(cell.trial_id, cell.task_id, cell.setting, cell.agent, cell.model,
                              cell.seed, context=cell.context)
         record = await asyncio.to_thread(self.store.begin_attempt, record)
+        state.tries[cell.trial_id] = state.tries.get(cell.trial_id, 0) + 1
         state.leases[cell.trial_id] = _Lease(request.worker_id, record.attempts,
                                              time.time() + self.lease_seconds, cell)
         self._notify(request.campaign_id)
@@ -523,6 +528,11 @@ class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
         else:
             cells = camp.expand(doc, await self._tasks())
             await asyncio.to_thread(self.store.create_campaign, campaign_id, doc, cells)
+        if request.retry_failed:
+            for r in await asyncio.to_thread(self.store.campaign_trials, campaign_id):
+                if r.status == "error":
+                    r.status = "interrupted"
+                    await asyncio.to_thread(self.store.put, r)
         row = await asyncio.to_thread(self.store.campaign, campaign_id)
         assert row is not None
         if row.state != "finished" or any(

@@ -177,12 +177,18 @@ def test_failing_endpoint_is_classified_and_the_trial_retried(cluster, tmp_path,
 
 
 def test_attempts_are_bounded_then_the_trial_is_an_error(cluster, tmp_path):
-    with ScriptedLLM(respond=lambda body: (503, "down")) as llm, \
-            own_agent(cluster, tmp_path, llm) as c:
+    healthy = {"now": False}
+
+    def respond(body):
+        if not healthy["now"]:
+            return (503, "down")
+        return GOOD[min(sum(1 for m in body["messages"] if m["role"] == "assistant"), 1)]
+
+    with ScriptedLLM(respond=respond) as llm, own_agent(cluster, tmp_path, llm) as c:
         stub = stub_of(c)
-        stub.StartCampaign(agent_pb2.StartCampaignRequest(spec=spec(
-            "bounded", [("openai", "m")], ["mercury_vapour_pressure"], max_attempts=2,
-            backoff_seconds=0.05)))
+        bounded = spec("bounded", [("openai", "m")], ["mercury_vapour_pressure"],
+                       max_attempts=2, backoff_seconds=0.05)
+        stub.StartCampaign(agent_pb2.StartCampaignRequest(spec=bounded))
         done = wait_done(stub, "bounded")
         assert done.state == agent_pb2.CAMPAIGN_STATE_FINISHED
         assert done.totals.failed == 1 and dict(done.retries_by_cause) == {"api_server": 2}
@@ -190,6 +196,15 @@ def test_attempts_are_bounded_then_the_trial_is_an_error(cluster, tmp_path):
         assert trial.status == agent_pb2.TRIAL_STATUS_ERROR and trial.attempts == 2
         assert trial.cause == "api_server" and "503" in trial.error
         assert len(llm.requests) == 12  # 2 attempts x 3 turns x (call + retry)
+        # the endpoint recovers; the operator asks for the failed trials again
+        healthy["now"] = True
+        stub.StartCampaign(agent_pb2.StartCampaignRequest(spec=bounded))
+        assert wait_done(stub, "bounded").totals.failed == 1  # not without retry_failed
+        stub.StartCampaign(agent_pb2.StartCampaignRequest(spec=bounded, retry_failed=True))
+        again = wait_done(stub, "bounded")
+        assert again.state == agent_pb2.CAMPAIGN_STATE_FINISHED and again.totals.completed == 1
+        (trial,) = stub.ListTrials(agent_pb2.ListTrialsRequest(campaign_id="bounded")).trials
+        assert trial.status == agent_pb2.TRIAL_STATUS_COMPLETED and trial.attempts == 3
 
 
 def test_configuration_error_stops_the_campaign_without_burning_attempts(cluster, tmp_path):
