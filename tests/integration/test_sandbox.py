@@ -155,3 +155,57 @@ def test_submission_contract_outcomes(box):
                     "def fit(X, y, a):\n    return {'b': 0.5}\n", multi=True, fit=True)
     assert list(typed.results[0].predictions) == [1.0, 2.0]
     assert dict(typed.results[0].local_params) == {"b": 0.5}
+
+
+def test_a_large_seeded_batch_is_split_across_boxes_without_changing_results(box, cluster):
+    """>= 64 seeded jobs run in one box per core; every job keeps its own seed, so
+    results (including random draws) equal an unsplit run's, in request order."""
+    import urllib.request
+
+    stub, _ = box
+    source = (HEAD.replace("{'a': 2.0}", "{}") + "LOCAL_FITTABLE = {'b': {'init': 1.0}}\n"
+              "import numpy as np\n"
+              "def predict(X, b):\n    return b * X[:, 0] + np.random.random()\n"
+              "def fit(X, y):\n    return {'b': float(np.mean(y) / np.mean(X[:, 0]))}\n")
+    contract = pb.Contract(type=common_pb2.TASK_TYPE_MULTI_GROUP, max_law_constants=2,
+                           max_local_params=1, fit_timeout_seconds=1.0)
+
+    def jobs(seeded: bool):
+        out = []
+        for i in range(80):
+            x = common_pb2.Table(columns=[common_pb2.NamedColumn(name="c",
+                                                                 values=[1.0, 2.0, float(i)])])
+            job = pb.SubmissionJob(job_id=f"g{i}", x=x, seed=(1000 + i) if seeded else 0)
+            job.fit_x.CopyFrom(x)
+            job.fit_y.extend([2.0 * i, 3.0, 4.0])
+            out.append(job)
+        return out
+
+    def boxes_run() -> float:
+        url = f"http://127.0.0.1:{cluster.services['sandbox'].metrics_port}/metrics"
+        text = urllib.request.urlopen(url, timeout=10).read().decode()
+        return sum(float(line.split()[-1]) for line in text.splitlines()
+                   if line.startswith('lawlab_sandbox_runs_total{mode="submission"'))
+
+    before = boxes_run()
+    split = stub.RunSubmission(pb.RunSubmissionRequest(
+        submission=common_pb2.Submission(source=source), contract=contract, jobs=jobs(True)),
+        timeout=120)
+    assert boxes_run() - before >= 2  # one box per core (2 here)
+    # reversed: every job lands in another box, at another position in its box
+    again = stub.RunSubmission(pb.RunSubmissionRequest(
+        submission=common_pb2.Submission(source=source), contract=contract,
+        jobs=list(reversed(jobs(True)))), timeout=120)
+    assert split.status == pb.SUBMISSION_STATUS_OK
+    assert [r.job_id for r in split.results] == [f"g{i}" for i in range(80)]
+    assert all(r.ok for r in split.results)
+    # the same seeds give the same random draws whichever box ran the job
+    assert {r.job_id: list(r.predictions) for r in split.results} == \
+        {r.job_id: list(r.predictions) for r in again.results}
+    assert [r.job_id for r in again.results] == [f"g{i}" for i in reversed(range(80))]
+    # unseeded jobs are not split and draw fresh numbers
+    before = boxes_run()
+    stub.RunSubmission(pb.RunSubmissionRequest(
+        submission=common_pb2.Submission(source=source), contract=contract, jobs=jobs(False)),
+        timeout=120)
+    assert boxes_run() - before == 1
