@@ -21,12 +21,12 @@ from __future__ import annotations
 
 import json
 import re
-import urllib.request
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import numpy as np
 
+from lawlab import chat
 from lawlab.expr import Expression, ExpressionError
 from lawlab.tasks import Task
 
@@ -64,15 +64,9 @@ def prompt_for(task: Task) -> str:
 
 
 def ask(base_url: str, key: str, model: str, prompt: str, timeout: float = 120.0) -> str:
-    body = json.dumps({"model": model, "messages": [{"role": "user", "content": prompt}],
-                       "max_completion_tokens": 512}).encode()
-    req = urllib.request.Request(f"{base_url.rstrip('/')}/chat/completions", data=body,
-                                 method="POST", headers={
-                                     "Content-Type": "application/json",
-                                     **({"Authorization": f"Bearer {key}"} if key else {})})
-    with urllib.request.urlopen(req, timeout=timeout) as resp:  # noqa: S310 (configured URL)
-        doc = json.loads(resp.read())
-    return str(doc["choices"][0]["message"].get("content") or "")
+    return chat.content(chat.completion(base_url, key, {
+        "model": model, "messages": [{"role": "user", "content": prompt}],
+        "max_completion_tokens": 512}, timeout))
 
 
 def _best_reference(task: Task):

@@ -27,10 +27,10 @@ import logging
 import os
 import time
 import urllib.error
-import urllib.request
 
 from prometheus_client import Counter, Histogram
 
+from lawlab import chat
 from lawlab_agent.policy import AttemptFailed, ConfigurationError, TrialContext
 
 log = logging.getLogger("lawlab.agent.llm")
@@ -87,13 +87,7 @@ class OpenAIChatPolicy:
             doc["reasoning_effort"] = self.reasoning_effort
         if self.temperature is not None:
             doc["temperature"] = self.temperature
-        body = json.dumps(doc).encode()
-        req = urllib.request.Request(f"{self.base_url}/chat/completions", data=body, method="POST",
-                                     headers={"Content-Type": "application/json",
-                                              **({"Authorization": f"Bearer {self.key}"}
-                                                 if self.key else {})})
-        with urllib.request.urlopen(req, timeout=TIMEOUT) as resp:  # noqa: S310 (configured URL)
-            return json.loads(resp.read())
+        return chat.completion(self.base_url, self.key, doc, TIMEOUT)
 
     async def reply(self, ctx: TrialContext, forced: bool) -> str:
         messages = [{"role": m["role"], "content": m["content"]} for m in ctx.messages]

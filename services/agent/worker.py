@@ -28,26 +28,11 @@ from lawlab.rpc.client import FAST_CALL, aio_channel
 from lawlab_agent import attempt
 from lawlab_agent.builtin import BUILTIN_AGENTS
 from lawlab_agent.server import make_clients
-from lawlab_agent.servicer import _STATUS, SCORE_FIELDS
+from lawlab_agent.servicer import record_to_proto
 from lawlab_agent.store import Trajectory, TrialRecord
 
 log = logging.getLogger("lawlab.agent.worker")
 CONFIG_EXIT = 3
-
-
-def _result(record: TrialRecord) -> agent_pb2.Trial:
-    from lawlab.common.v1 import common_pb2
-
-    scores = common_pb2.Scores()
-    for name in SCORE_FIELDS:
-        value = getattr(record, name)
-        if value is not None:
-            setattr(scores, name, value)
-    return agent_pb2.Trial(
-        trial_id=record.trial_id, status=_STATUS.get(record.status, 0), turns=record.turns,
-        scores=scores, wall_seconds=record.wall_seconds, score_notes=record.notes,
-        submission=common_pb2.Submission(source=record.submission),
-        prompt_tokens=record.prompt_tokens, completion_tokens=record.completion_tokens)
 
 
 async def heartbeat(agent, args: argparse.Namespace, trial_id: str, attempt_no: int,
@@ -102,7 +87,7 @@ async def work(args: argparse.Namespace) -> int:
                     trajectory.close()
                 reply = await agent.CompleteTrial(agent_pb2.CompleteTrialRequest(
                     worker_id=args.worker_id, trial_id=c.trial_id, attempt=lease.attempt,
-                    result=_result(record), cause=cause, error=error,
+                    result=record_to_proto(record), cause=cause, error=error,
                     trajectory=path.read_text(encoding="utf-8").splitlines()), timeout=FAST_CALL)
                 path.unlink(missing_ok=True)
                 done += 1

@@ -20,8 +20,9 @@ import asyncio
 import json
 import os
 import urllib.error
-import urllib.request
 from dataclasses import dataclass
+
+from lawlab import chat
 
 LEVELS = (0.0, 0.25, 0.5, 0.75, 1.0)
 
@@ -85,16 +86,10 @@ class LLMConfig:
 
 
 def _post(cfg: LLMConfig, prompt: str) -> str:
-    body = json.dumps({"model": cfg.model, "messages": [
-        {"role": "system", "content": "You are a careful scientific referee. Answer in JSON."},
-        {"role": "user", "content": prompt}], "max_completion_tokens": 2048}).encode()
-    req = urllib.request.Request(f"{cfg.base_url}/chat/completions", data=body, method="POST",
-                                 headers={"Content-Type": "application/json",
-                                          **({"Authorization": f"Bearer {cfg.key}"}
-                                             if cfg.key else {})})
-    with urllib.request.urlopen(req, timeout=cfg.timeout) as resp:  # noqa: S310 (configured)
-        doc = json.loads(resp.read())
-    return str(doc["choices"][0]["message"].get("content") or "")
+    return chat.content(chat.completion(cfg.base_url, cfg.key, {
+        "model": cfg.model, "messages": [
+            {"role": "system", "content": "You are a careful scientific referee. Answer in JSON."},
+            {"role": "user", "content": prompt}], "max_completion_tokens": 2048}, cfg.timeout))
 
 
 def _json_object(text: str) -> dict:
