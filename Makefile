@@ -11,7 +11,7 @@ TASKS_DIR ?= var/tasks
 PROTOS := $(shell find protos -name '*.proto')
 GEN_STAMP := libs/lawlab/common/v1/common_pb2.py
 
-.PHONY: install apt deps proto sandbox-access tasks node-client certs run test test-all baselines lint clean distclean deploy deploy-dry-run undeploy
+.PHONY: install apt deps proto sandbox-access tasks node-client certs run test test-all baselines lint clean distclean deploy deploy-dry-run undeploy docker base-image images test-images
 
 install: apt deps proto sandbox-access tasks node-client
 
@@ -36,12 +36,16 @@ apt:
 $(PY):
 	$(PYTHON) -m venv $(VENV)
 
-$(VENV)/.deps-stamp: requirements.lock pyproject.toml | $(PY)
+$(VENV)/.deps-stamp: requirements.lock | $(PY)
 	$(PY) -m pip install -q --disable-pip-version-check -r requirements.lock
+	touch $@
+
+# lawlab itself, editable; after the stubs, which are packages of its own
+$(VENV)/.lawlab-stamp: pyproject.toml $(GEN_STAMP)
 	$(PY) -m pip install -q --disable-pip-version-check --no-deps --no-build-isolation -e .
 	touch $@
 
-deps: $(VENV)/.deps-stamp
+deps: $(VENV)/.lawlab-stamp
 
 # Generated stubs land inside the lawlab package (lawlab.<service>.v1), so
 # imports need no path tricks. They are not committed.
@@ -61,7 +65,7 @@ sandbox-access: deps
 # Rebuilt when the builder or anything it evaluates with changes.
 TASK_SOURCES := $(shell find libs/lawlab/taskbuild -name '*.py') \
   $(addprefix libs/lawlab/,expr.py fitting.py rubric.py world.py contract.py metrics.py tasks.py)
-$(TASKS_DIR)/.stamp: $(GEN_STAMP) $(TASK_SOURCES)
+$(TASKS_DIR)/.stamp: $(GEN_STAMP) $(TASK_SOURCES) | $(VENV)/.lawlab-stamp
 	$(BIN)/lawlab tasks build --out $(TASKS_DIR)
 	touch $@
 
@@ -92,6 +96,30 @@ test-all: install
 # the built-in agents over the whole library, both settings -> docs/baselines.md
 baselines: install
 	$(PY) bench/baselines.py
+
+# Container images, with no registry: a Docker engine (Debian's docker.io;
+# started here if installed but not running), a Debian 12 base image made with
+# debootstrap and `docker import`, then every service image on it, pinned by
+# the base's id. Python wheels come from a host wheelhouse (build/wheels).
+docker:
+	@command -v dockerd >/dev/null || { echo "installing docker.io"; apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends docker.io; }
+	@command -v debootstrap >/dev/null || { apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends debootstrap; }
+	@docker info >/dev/null 2>&1 || { echo "starting dockerd (log: var/dockerd.log; no bridge, no iptables)"; \
+	  mkdir -p var; (setsid dockerd --bridge=none --iptables=false >var/dockerd.log 2>&1 &); \
+	  for i in $$(seq 60); do docker info >/dev/null 2>&1 && break; sleep 0.5; done; \
+	  docker info >/dev/null 2>&1 || { echo "dockerd did not start; see var/dockerd.log"; exit 1; }; }
+
+base-image: docker
+	deploy/docker/build-base.sh
+
+images: install docker
+	PY=$(PY) deploy/docker/build-images.sh
+
+# The gated image end-to-end tier: two trials through the five containers.
+test-images: images
+	LAWLAB_E2E_REQUIRED=1 $(BIN)/pytest -q -m e2e tests/e2e
 
 # Kubernetes: ENV=local (a dev cluster) or ENV=prod. No cluster runs on the
 # build machine: deploy-dry-run renders every overlay and component and runs the

@@ -91,9 +91,11 @@ SCRATCH_ROOT = Path(tempfile.gettempdir()) / "lawlab-scratch"
 def reap_stale_scratch() -> int:
     """Unmount scratch left by a service that died (e.g. SIGKILL). Returns how many."""
     reaped = 0
-    if not SCRATCH_ROOT.is_dir():
+    try:
+        entries = list(SCRATCH_ROOT.iterdir())
+    except OSError:  # absent, or another user's (a non-root service has none to reap)
         return 0
-    for entry in SCRATCH_ROOT.iterdir():
+    for entry in entries:
         try:
             pid = int(entry.name.split("-")[1])
         except (IndexError, ValueError):
@@ -284,7 +286,7 @@ class Zygote:
     misbehaving zygote) kills it; the next call starts a fresh one. It is also
     recycled after ``max_calls`` calls."""
 
-    def __init__(self, uid: int, data_file: Path, max_calls: int = 1000) -> None:
+    def __init__(self, uid: int | None, data_file: Path, max_calls: int = 1000) -> None:
         self.uid = uid
         self.scratch: Scratch | None = None
         self.data_file = data_file

@@ -90,6 +90,15 @@ class SandboxServicer(sandbox_pb2_grpc.SandboxServiceServicer):
         self._session_uids = list(range(box.SESSION_UID_BASE,
                                         box.SESSION_UID_BASE + box.SESSION_UIDS))
         self.running = asyncio.Semaphore(max_boxes)  # boxes executing at once
+        # Root switches every box to its slot's or session's own uid. A service
+        # that is not root (a container's non-root user, a restricted pod)
+        # cannot: its boxes keep its uid, and sessions stay apart by their
+        # namespaces (each box sees only its own data file) and the container's
+        # pids limit (docs/sandbox.md).
+        self.distinct_uids = os.geteuid() == 0
+
+    def _box_uid(self, uid: int) -> int | None:
+        return uid if self.distinct_uids else None
 
     async def close(self) -> None:
         for session in list(self.sessions.values()):
@@ -100,7 +109,7 @@ class SandboxServicer(sandbox_pb2_grpc.SandboxServiceServicer):
         """Run a box in a free slot, as that slot's uid (one box per uid at a time)."""
         uid = await self._free_uids.get()
         try:
-            return await box.run_box(*args, uid=uid, **kwargs)
+            return await box.run_box(*args, uid=self._box_uid(uid), **kwargs)
         finally:
             self._free_uids.put_nowait(uid)
 
@@ -186,11 +195,11 @@ class SandboxServicer(sandbox_pb2_grpc.SandboxServiceServicer):
         async with session.lock, self.running:
             if self.mode == "zygote":
                 if session.zygote is None:
-                    session.zygote = box.Zygote(session.uid, session.data_file)
+                    session.zygote = box.Zygote(self._box_uid(session.uid), session.data_file)
                 result = await session.zygote.execute(payload, timeout)
             else:
                 result = await box.run_box("exec", payload, session.data_file, timeout,
-                                           uid=session.uid)
+                                           uid=self._box_uid(session.uid))
         BOX_RUNS.labels("exec", result.status).inc()
         BOX_SECONDS.labels("exec").observe(result.wall_seconds)
         stdout, t1 = _cap_text(result.stdout)

@@ -209,3 +209,61 @@ def test_a_large_seeded_batch_is_split_across_boxes_without_changing_results(box
         submission=common_pb2.Submission(source=source), contract=contract, jobs=jobs(False)),
         timeout=120)
     assert boxes_run() - before == 1
+
+
+def test_a_non_root_service_runs_boxes_under_its_own_uid():
+    """What a container's non-root user or a restricted pod gets: no per-box uids,
+    but calls and submission runs work, each box still in its own namespaces and
+    never seeing another session's data."""
+    import json
+    import os
+    import shutil
+    import subprocess
+    import sys
+    import tempfile
+    import time
+    from pathlib import Path
+
+    from lawlab.rpc.client import sync_channel
+
+    uid = 10001
+    work = Path(tempfile.mkdtemp(prefix="lawlab-nonroot-"))
+    os.chown(work, uid, uid)
+    ready = work / "ready.json"
+    token = "non-root-test-token"
+    env = {"PATH": os.environ["PATH"], "HOME": str(work), "TMPDIR": str(work),
+           "LAWLAB_INTERNAL_TOKEN": token}
+    proc = subprocess.Popen(
+        ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--",
+         sys.executable, "-m", "lawlab_sandbox", "--port", "0", "--metrics-port", "0",
+         "--ready-file", str(ready)], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + 60
+        while not ready.exists():
+            assert proc.poll() is None, proc.stdout.read().decode()[-3000:]
+            assert time.monotonic() < deadline, "the non-root sandbox did not start"
+            time.sleep(0.05)
+        port = json.loads(ready.read_text())["port"]
+        with sync_channel(f"127.0.0.1:{port}", token=token) as channel:
+            stub = sandbox_pb2_grpc.SandboxServiceStub(channel)
+            sessions = []
+            for secret in (111.0, 222.0):
+                table = common_pb2.Table(columns=[
+                    common_pb2.NamedColumn(name="y", values=[secret]),
+                    common_pb2.NamedColumn(name="x", values=[1.0])])
+                sessions.append(stub.CreateSession(pb.CreateSessionRequest(
+                    data=table, target_col="y", input_cols=["x"]), timeout=10).session_id)
+            probe = ("import warnings\nos = warnings.sys.modules['os']\n"
+                     "print(float(y_train.sum()), os.getuid(), sorted(os.listdir('/box/data')))")
+            for sid, secret in zip(sessions, ("111.0", "222.0")):
+                r = stub.Execute(pb.ExecuteRequest(session_id=sid, code=probe), timeout=130)
+                assert r.status == OK, r.stderr
+                assert r.stdout.split() == [secret, "65534", "['train.csv']"]
+            ok = _submit((stub, None), HEAD + "LOCAL_FITTABLE = {}\ndef predict(X, a):\n"
+                         "    return a * X[:, 0]\n")
+            assert ok.status == pb.SUBMISSION_STATUS_OK, ok.message
+            assert list(ok.results[0].predictions) == [2.0, 4.0]
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+        shutil.rmtree(work, ignore_errors=True)
