@@ -11,7 +11,7 @@ TASKS_DIR ?= var/tasks
 PROTOS := $(shell find protos -name '*.proto')
 GEN_STAMP := libs/lawlab/common/v1/common_pb2.py
 
-.PHONY: install apt deps proto sandbox-access tasks node-client certs run test test-all baselines lint clean distclean deploy deploy-dry-run undeploy docker base-image images push-images test-images
+.PHONY: install apt deps proto sandbox-access tasks node-client certs run test test-all baselines lint clean distclean deploy deploy-dry-run undeploy docker base-image images push-images test-images test-load test-faults test-fuzz loadtest
 
 install: apt deps proto sandbox-access tasks node-client
 
@@ -49,7 +49,9 @@ deps: $(VENV)/.lawlab-stamp
 
 # Generated stubs land inside the lawlab package (lawlab.<service>.v1), so
 # imports need no path tricks. They are not committed.
-$(GEN_STAMP): $(PROTOS) $(VENV)/.deps-stamp
+# order-only on the venv: a new lock (another test tool) does not regenerate the
+# stubs, nor rebuild the task library after them (delete $(GEN_STAMP) to force it)
+$(GEN_STAMP): $(PROTOS) | $(VENV)/.deps-stamp
 	$(PY) -m grpc_tools.protoc -Iprotos --python_out=libs --pyi_out=libs --grpc_python_out=libs $(PROTOS:protos/%=%)
 	@# protoc writes under libs/lawlab/...; make each folder a regular package
 	@for d in $$(cd protos && find lawlab -mindepth 1 -type d); do touch libs/$$d/__init__.py; done
@@ -93,6 +95,22 @@ test: install
 test-all: install
 	$(BIN)/pytest -q -m ''
 
+# Gated tiers (not in `make test`, which runs a small version of each):
+# load at the goals' levels, services SIGKILLed during a campaign, long fuzzing.
+test-load: install
+	$(BIN)/pytest -q -m load tests/load
+
+test-faults: install
+	$(BIN)/pytest -q -m faults tests/faults
+
+test-fuzz: install
+	LAWLAB_FUZZ_EXAMPLES=$${LAWLAB_FUZZ_EXAMPLES:-200} $(BIN)/pytest -q tests/integration/test_fuzz.py
+
+# load figures (throughput, latency per RPC, errors, CPU/RSS per service, knees)
+# -> paste into bench/RESULTS.md; SOAK=600 adds a 10-minute soak
+loadtest: install
+	$(PY) bench/loadtest.py $(if $(SOAK),--soak $(SOAK))
+
 # the built-in agents over the whole library, both settings -> docs/baselines.md
 baselines: install
 	$(PY) bench/baselines.py
@@ -125,9 +143,10 @@ push-images:
 	@test -n "$(REGISTRY)" || { echo "usage: make push-images REGISTRY=host[:port][/path] [OVERLAY=prod|local]"; exit 1; }
 	$(PY) deploy/docker/push-images.py $(REGISTRY) --overlay deploy/k8s/overlays/$(OVERLAY)
 
-# The gated image end-to-end tier: two trials through the five containers.
+# The gated image end-to-end tier: trials through the five containers, the
+# sandbox's Docker backend, and the red-team suite against that backend.
 test-images: images
-	LAWLAB_E2E_REQUIRED=1 $(BIN)/pytest -q -m e2e tests/e2e
+	LAWLAB_E2E_REQUIRED=1 $(BIN)/pytest -q -m e2e tests/e2e tests/integration/test_redteam.py
 
 # Kubernetes: ENV=local (a dev cluster) or ENV=prod. No cluster runs on the
 # build machine: deploy-dry-run renders every overlay and component and runs the

@@ -1,6 +1,9 @@
 """Sandbox benchmarks (issue: sandbox). Prints a Markdown section for bench/RESULTS.md.
 
-    .venv/bin/python bench/sandbox_bench.py [--quick]
+    .venv/bin/python bench/sandbox_bench.py [--quick] [--docker]
+
+``--docker`` adds the Docker backend (LAWLAB_SANDBOX_BACKEND=docker; needs a
+running engine and `make images`).
 
 Everything goes through real services on loopback: a zygote-mode sandbox (the
 default) and a cold-mode one. Each sandboxed figure is measured beside the same
@@ -154,9 +157,55 @@ def throughput(address: str, sessions: int, seconds: float) -> float:
     return sum(counts) / (time.perf_counter() - t)
 
 
+def docker_rows(n_cold: int, n_warm: int, secs: float, quick: bool) -> tuple[list, dict]:
+    """The same measurements through a Docker-backend sandbox service."""
+    data = Path(tempfile.mkdtemp(prefix="lawlab-bench-docker-"))
+    svc = Cluster(TASKS, data, log_dir=data / "logs")
+    svc.start(names=("sandbox",), extra_env={"LAWLAB_SANDBOX_BACKEND": "docker"})
+    rows = []
+    try:
+        d = stub_for(svc.address("sandbox"))
+        first = []
+        for _ in range(max(3, n_cold // 4)):
+            first += timed_calls(d, session(d), "print(1)", 1)
+        rows.append(("first call of a session (container start)", first, None))
+        sid = session(d)
+        timed_calls(d, sid, "print(1)", 1)
+        rows.append(("warm `print(1)`", timed_calls(d, sid, "print(1)", n_warm), None))
+        rsid = session(d, TASKS / "dnase_elisa/data/train.csv")
+        timed_calls(d, rsid, "print(1)", 1)
+        rows.append(("realistic call (curve_fit + describe), warm",
+                     timed_calls(d, rsid, REALISTIC, n_cold * 2), unsandboxed_realistic(n_cold * 2)))
+        req = batch_request(200, 3)
+        batch = []
+        for _ in range(1 if quick else 3):
+            t = time.perf_counter()
+            resp = d.RunSubmission(req, timeout=300)
+            batch.append(time.perf_counter() - t)
+            assert resp.status == pb.SUBMISSION_STATUS_OK and all(r.ok for r in resp.results)
+        rows.append(("Type II submission batch, 200 groups x 3 seeds (containers)", batch,
+                     [unsandboxed_batch(req)]))
+        tput = {k: throughput(svc.address("sandbox"), k, secs) for k in (1, 4, 16)}
+    finally:
+        svc.stop()
+    return rows, tput
+
+
+def print_rows(rows: list) -> None:
+    print("| measurement | n | p50 | p95 | unsandboxed p50 | ratio |")
+    print("|---|---|---|---|---|---|")
+    for name, vals, base in rows:
+        b = statistics.median(base) if base else None
+        ratio = f"{statistics.median(vals) / b:.2f}x" if b else "-"
+        print(f"| {name} | {len(vals)} | {pct(vals, 50) * 1000:.1f} ms | {pct(vals, 95) * 1000:.1f} ms"
+              f" | {f'{b * 1000:.1f} ms' if b else '-'} | {ratio} |")
+    print()
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--docker", action="store_true", help="also the Docker backend")
     args = ap.parse_args()
     n_cold, n_warm, secs = (5, 30, 3.0) if args.quick else (20, 200, 10.0)
     data = Path(tempfile.mkdtemp(prefix="lawlab-bench-"))
@@ -193,20 +242,22 @@ def main() -> None:
         cold.stop()
     print(f"### Sandbox ({time.strftime('%Y-%m-%d')}, {platform.node()}, {os.cpu_count()} cores, "
           f"Python {platform.python_version()})\n")
-    print("Command: `.venv/bin/python bench/sandbox_bench.py`. Latency is the gRPC round trip "
+    flag = " --docker" if args.docker else ""
+    print(f"Command: `.venv/bin/python bench/sandbox_bench.py{flag}`. Latency is the gRPC round trip "
           "through a real sandbox service on loopback.\n")
-    print("| measurement | n | p50 | p95 | unsandboxed p50 | ratio |")
-    print("|---|---|---|---|---|---|")
-    for name, vals, base in rows:
-        b = statistics.median(base) if base else None
-        ratio = f"{statistics.median(vals) / b:.2f}x" if b else "-"
-        print(f"| {name} | {len(vals)} | {pct(vals, 50) * 1000:.1f} ms | {pct(vals, 95) * 1000:.1f} ms"
-              f" | {f'{b * 1000:.1f} ms' if b else '-'} | {ratio} |")
-    print()
+    print_rows(rows)
     print("| concurrent sessions (warm `print(1)` loops) | calls/s |")
     print("|---|---|")
     for k, v in tput.items():
         print(f"| {k} | {v:.0f} |")
+    if args.docker:
+        drows, dtput = docker_rows(n_cold, n_warm, secs, args.quick)
+        print("\n#### Docker backend (`--docker`: a container per session, same measurements)\n")
+        print_rows(drows)
+        print("| concurrent sessions (warm `print(1)` loops) | calls/s |")
+        print("|---|---|")
+        for k, v in dtput.items():
+            print(f"| {k} | {v:.0f} |")
 
 
 if __name__ == "__main__":

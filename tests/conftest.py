@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import secrets
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,9 @@ from lawlab.tasks import TaskLibrary
 from tests.support.scripted_llm import ScriptedLLM
 
 ROOT = Path(__file__).resolve().parents[1]
+# One internal token for the whole run: every Cluster's services and every client
+# in this process share it, as an operator's shell does (LAWLAB_INTERNAL_TOKEN).
+os.environ.setdefault("LAWLAB_INTERNAL_TOKEN", secrets.token_urlsafe(32))
 
 
 @pytest.fixture(scope="session")

@@ -17,6 +17,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from lawlab.errors import Unavailable
+
 Executor = Callable[..., Any]
 
 
@@ -82,12 +84,21 @@ class SqliteDatabase(Database):
     def tx(self) -> Iterator[Executor]:
         with self._lock:
             cur = self._db.cursor()
-            cur.execute("BEGIN IMMEDIATE")
             try:
-                yield cur.execute
-                cur.execute("COMMIT")
-            except BaseException:
-                cur.execute("ROLLBACK")
+                cur.execute("BEGIN IMMEDIATE")
+                try:
+                    yield cur.execute
+                    cur.execute("COMMIT")
+                except BaseException:
+                    if self._db.in_transaction:  # a failed COMMIT may have rolled back already
+                        cur.execute("ROLLBACK")
+                    raise
+            except sqlite3.OperationalError as err:
+                if "full" in str(err) or "disk I/O" in str(err):
+                    raise Unavailable(
+                        f"the data directory is full ({self.path.parent}): nothing was written; "
+                        "free space, then retry (a query with the same request_id is charged "
+                        "at most once)") from err
                 raise
 
     def columns(self, ex: Executor, table: str) -> set[str]:
@@ -118,8 +129,14 @@ class PostgresDatabase(Database):
 
     @contextmanager
     def tx(self) -> Iterator[Executor]:
-        with self._lock, self._conn.transaction():
-            yield lambda sql, args=(): self._conn.execute(sql.replace("?", "%s"), args)
+        import psycopg
+
+        try:
+            with self._lock, self._conn.transaction():
+                yield lambda sql, args=(): self._conn.execute(sql.replace("?", "%s"), args)
+        except psycopg.errors.DiskFull as err:
+            raise Unavailable("the database server's disk is full: nothing was written; free "
+                              "space, then retry") from err
 
     def columns(self, ex: Executor, table: str) -> set[str]:
         return {r[0] for r in ex("SELECT column_name FROM information_schema.columns "

@@ -76,6 +76,12 @@ class Cluster:
               timeout: float = 60.0, extra_env: dict[str, str] | None = None) -> None:
         self.log_dir = self.log_dir or Path(tempfile.mkdtemp(prefix="lawlab-logs-"))
         self.log_dir.mkdir(parents=True, exist_ok=True)
+        # for `lawlab` commands run from another terminal against these services
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        token_file = self.data_dir / "internal-token"
+        fd = os.open(token_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as fh:
+            fh.write(self.internal_token + "\n")
         for name in names:
             self.start_one(name, default_ports, timeout, extra_env)
 

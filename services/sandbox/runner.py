@@ -466,14 +466,40 @@ def _wait_child(pid: int, sock) -> int | None:
         os.close(pidfd)
 
 
-def run_zygote(fd: int) -> int:
+def _control_socket(where: str):
+    """The host's end: an inherited fd (bubblewrap), or ``unix:PATH``, a socket the
+    host listens on (the Docker backend's containers connect back to it)."""
+    import socket
+
+    if where.startswith("unix:"):
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.connect(where[len("unix:"):])
+        return sock
+    return socket.socket(fileno=int(where))
+
+
+def _run_child(req: dict, cached) -> int:
+    """One call in a forked child, stdout and stderr already the host's pipes. A
+    cold box of the Docker backend sends its submission runs this way too."""
+    if req.get("_mode") == "submission":
+        out = os.fdopen(os.dup(1), "w")
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, 1)
+        sys.stdout = open(1, "w", closefd=False)
+        code = run_submission(req, out)
+        out.flush()
+        return code
+    return run_exec(req, cached)
+
+
+def run_zygote(where: str) -> int:
     """Serve requests from the host: each is forked into a child that applies the
     runtime filter, runs the code with the passed pipes as stdout/stderr, and exits.
     The zygote answers with the child's exit status, then wipes scratch."""
     import gc
     import socket
 
-    sock = socket.socket(fileno=fd)
+    sock = _control_socket(where)
     data = _DataCache()
     _warm_up()
     while True:
@@ -505,7 +531,7 @@ def run_zygote(fd: int) -> int:
                 os.dup2(fds[1], 2)
                 os.close(fds[0])
                 os.close(fds[1])
-                status = run_exec(req, frame)
+                status = _run_child(req, frame)
             finally:
                 os._exit(status)
         os.close(fds[0])
@@ -527,7 +553,7 @@ def main() -> int:
     mode = sys.argv[1]
     if mode == "zygote":
         _preload()
-        return run_zygote(int(sys.argv[2]))
+        return run_zygote(sys.argv[2])
     req = json.loads(sys.stdin.read())
     _preload()
     if mode == "exec":

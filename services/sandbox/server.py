@@ -15,13 +15,18 @@ from lawlab_sandbox.servicer import SandboxServicer
 
 
 async def build(args: argparse.Namespace):
-    if shutil.which("bwrap") is None:
-        raise box.SandboxUnavailable("bubblewrap (bwrap) is not installed; run `make install`")
-    blocked = access.blocked_directories()
-    if blocked:
+    backend_name = os.environ.get("LAWLAB_SANDBOX_BACKEND", "local")
+    if backend_name not in ("local", "docker"):
         raise box.SandboxUnavailable(
-            f"the sandbox uids cannot reach the interpreter ({', '.join(map(str, blocked))} lack "
-            "o+x); run `make install` or `python -m lawlab_sandbox.access --fix`")
+            f"LAWLAB_SANDBOX_BACKEND must be local or docker, not {backend_name!r}")
+    if backend_name == "local":
+        if shutil.which("bwrap") is None:
+            raise box.SandboxUnavailable("bubblewrap (bwrap) is not installed; run `make install`")
+        blocked = access.blocked_directories()
+        if blocked:
+            raise box.SandboxUnavailable(
+                f"the sandbox uids cannot reach the interpreter ({', '.join(map(str, blocked))} "
+                "lack o+x); run `make install` or `python -m lawlab_sandbox.access --fix`")
     # Session files must be readable by the box uids, whatever the permissions of
     # the data directory: they live in a private temp folder (search-only for
     # others) that does not outlive the process.
@@ -29,7 +34,12 @@ async def build(args: argparse.Namespace):
     work.chmod(0o711)
     box.reap_stale_scratch()
     mode = os.environ.get("LAWLAB_SANDBOX_MODE", "zygote")
-    servicer = SandboxServicer(work, mode=mode)
+    backend = None
+    if backend_name == "docker":
+        from lawlab_sandbox.docker_backend import DockerBackend
+
+        backend = DockerBackend(work)
+    servicer = SandboxServicer(work, mode=mode, backend=backend)
 
     async def cleanup() -> None:
         await servicer.close()

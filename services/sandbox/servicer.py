@@ -75,12 +75,25 @@ def _cap_text(raw: bytes, limit: int = box.MODEL_OUTPUT_CHARS) -> tuple[str, boo
     return text, False
 
 
+class LocalBackend:
+    """Boxes are bubblewrap jails on this host (box.py)."""
+
+    name = "local"
+
+    def zygote(self, uid: int | None, data_file: Path) -> box.Zygote:
+        return box.Zygote(uid, data_file)
+
+    async def run_box(self, *args, **kwargs) -> box.BoxResult:
+        return await box.run_box(*args, **kwargs)
+
+
 class SandboxServicer(sandbox_pb2_grpc.SandboxServiceServicer):
     def __init__(self, work_dir: Path | None = None, max_boxes: int = 8,
-                 mode: str = "zygote") -> None:
+                 mode: str = "zygote", backend=None) -> None:
         if mode not in ("zygote", "cold"):
             raise ValueError(f"sandbox mode must be zygote or cold, not {mode!r}")
         self.mode = mode
+        self.backend = backend or LocalBackend()
         self.work_dir = Path(work_dir or tempfile.mkdtemp(prefix="lawlab-sandbox-"))
         self.work_dir.mkdir(parents=True, exist_ok=True)
         self.sessions: dict[str, Session] = {}
@@ -109,7 +122,7 @@ class SandboxServicer(sandbox_pb2_grpc.SandboxServiceServicer):
         """Run a box in a free slot, as that slot's uid (one box per uid at a time)."""
         uid = await self._free_uids.get()
         try:
-            return await box.run_box(*args, uid=self._box_uid(uid), **kwargs)
+            return await self.backend.run_box(*args, uid=self._box_uid(uid), **kwargs)
         finally:
             self._free_uids.put_nowait(uid)
 
@@ -195,10 +208,10 @@ class SandboxServicer(sandbox_pb2_grpc.SandboxServiceServicer):
         async with session.lock, self.running:
             if self.mode == "zygote":
                 if session.zygote is None:
-                    session.zygote = box.Zygote(self._box_uid(session.uid), session.data_file)
+                    session.zygote = self.backend.zygote(self._box_uid(session.uid), session.data_file)
                 result = await session.zygote.execute(payload, timeout)
             else:
-                result = await box.run_box("exec", payload, session.data_file, timeout,
+                result = await self.backend.run_box("exec", payload, session.data_file, timeout,
                                            uid=self._box_uid(session.uid))
         BOX_RUNS.labels("exec", result.status).inc()
         BOX_SECONDS.labels("exec").observe(result.wall_seconds)

@@ -23,11 +23,11 @@ import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from lawlab import config
+from tests.support.images import SERVICES, require_images
 
 pytestmark = pytest.mark.e2e
 
 ROOT = Path(__file__).resolve().parents[2]
-SERVICES = ("sandbox", "simulator", "scorer", "judge", "agent")
 ANSWER_KEY_HOLDERS = {"simulator", "scorer", "judge"}
 UID = 10001
 
@@ -37,29 +37,9 @@ def docker(*args: str, check: bool = True, timeout: float = 120) -> subprocess.C
                           timeout=timeout)
 
 
-def image_tag(service: str) -> str:
-    version = next(line.split('"')[1] for line in (ROOT / "pyproject.toml").read_text().splitlines()
-                   if line.startswith("version = "))
-    return f"lawlab/{service}:{version}"
-
-
 @pytest.fixture(scope="module")
 def images() -> dict[str, str]:
-    """The built images; a clear failure (or, outside `make test-images`, a skip)
-    when the engine or an image is missing."""
-    required = os.environ.get("LAWLAB_E2E_REQUIRED") == "1"
-    problem = None
-    if shutil.which("docker") is None or docker("info", check=False).returncode != 0:
-        problem = "no Docker engine answers (apt-get install docker.io; start dockerd)"
-    else:
-        missing = [s for s in SERVICES if docker("image", "inspect", image_tag(s), check=False).returncode]
-        if missing:
-            problem = f"images not built: {', '.join(missing)} (run `make images`)"
-    if problem:
-        if required:
-            pytest.fail(problem)
-        pytest.skip(problem)
-    return {s: image_tag(s) for s in SERVICES}
+    return require_images()
 
 
 def free_port() -> int:

@@ -133,6 +133,20 @@ def test_only_the_agent_gets_a_service_account_token(rendered):
                 assert d.get("automountServiceAccountToken") is False, (name, d)
 
 
+def test_every_lawlab_container_gets_the_internal_token_from_a_secret(rendered):
+    """Internal services refuse to serve beyond loopback without it (and every
+    caller needs it), so a missing reference would be a pod that never starts."""
+    for name, docs in rendered.items():
+        for obj, pod in pods_of(docs):
+            if not obj["metadata"]["name"].startswith("lawlab-") or \
+                    obj["metadata"]["name"] == "lawlab-postgres":
+                continue
+            for c in pod["containers"]:
+                env = {e["name"]: e for e in c.get("env", [])}
+                ref = env.get("LAWLAB_INTERNAL_TOKEN", {}).get("valueFrom", {}).get("secretKeyRef")
+                assert ref and ref["name"] == "lawlab-internal", (name, obj["metadata"]["name"])
+
+
 def test_the_agent_role_allows_only_jobs_pods_and_configmaps_in_its_namespace(rendered):
     docs = rendered["overlay prod"]
     (role,) = [d for d in docs if d["kind"] == "Role"]

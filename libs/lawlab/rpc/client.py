@@ -46,8 +46,25 @@ def _options(retry: bool) -> list[tuple[str, object]]:
     ]
 
 
+def internal_token() -> str | None:
+    """lawlab's internal token: LAWLAB_INTERNAL_TOKEN, or the file `lawlab up` and
+    `lawlab run` write into the data directory (LAWLAB_INTERNAL_TOKEN_FILE, default
+    <data dir>/internal-token), so commands in another terminal reach the services."""
+    token = os.environ.get("LAWLAB_INTERNAL_TOKEN")
+    if token:
+        return token
+    from lawlab import config
+
+    path = os.environ.get("LAWLAB_INTERNAL_TOKEN_FILE") or str(config.data_dir() / "internal-token")
+    try:
+        with open(path) as fh:
+            return fh.read().strip() or None
+    except OSError:
+        return None
+
+
 def _bearer(token: str | None) -> tuple[str, str] | None:
-    token = token if token is not None else os.environ.get("LAWLAB_INTERNAL_TOKEN")
+    token = token if token is not None else internal_token()
     return ("authorization", f"Bearer {token}") if token else None
 
 
@@ -60,29 +77,53 @@ class _AioAuth(grpc.aio.UnaryUnaryClientInterceptor):
         return await continuation(details._replace(metadata=metadata), request)
 
 
+class _AioStreamAuth(grpc.aio.UnaryStreamClientInterceptor):
+    def __init__(self, header: tuple[str, str]) -> None:
+        self.header = header
+
+    async def intercept_unary_stream(self, continuation, details, request):
+        metadata = grpc.aio.Metadata(*(details.metadata or ()), self.header)
+        return await continuation(details._replace(metadata=metadata), request)
+
+
 class _Details(collections.namedtuple(
         "_Details", ("method", "timeout", "metadata", "credentials", "wait_for_ready",
                      "compression")), grpc.ClientCallDetails):
     pass
 
 
-class _SyncAuth(grpc.UnaryUnaryClientInterceptor):
+class _SyncAuth(grpc.UnaryUnaryClientInterceptor, grpc.UnaryStreamClientInterceptor):
     def __init__(self, header: tuple[str, str]) -> None:
         self.header = header
 
+    def _with_header(self, details):
+        return _Details(details.method, details.timeout,
+                        [*(details.metadata or ()), self.header], details.credentials,
+                        getattr(details, "wait_for_ready", None),
+                        getattr(details, "compression", None))
+
     def intercept_unary_unary(self, continuation, details, request):
-        new = _Details(details.method, details.timeout,
-                       [*(details.metadata or ()), self.header], details.credentials,
-                       getattr(details, "wait_for_ready", None),
-                       getattr(details, "compression", None))
-        return continuation(new, request)
+        return continuation(self._with_header(details), request)
+
+    def intercept_unary_stream(self, continuation, details, request):
+        return continuation(self._with_header(details), request)
 
 
 def _tls(ca_file: str | None) -> grpc.ChannelCredentials | None:
+    """TLS when a CA is given (or LAWLAB_TLS_CA is set); with LAWLAB_TLS_CLIENT_CERT
+    and LAWLAB_TLS_CLIENT_KEY the channel also presents that client certificate
+    (mutual TLS between lawlab's services)."""
+    ca_file = ca_file or os.environ.get("LAWLAB_TLS_CA") or None
     if not ca_file:
         return None
     with open(ca_file, "rb") as fh:
-        return grpc.ssl_channel_credentials(root_certificates=fh.read())
+        roots = fh.read()
+    cert, key = os.environ.get("LAWLAB_TLS_CLIENT_CERT"), os.environ.get("LAWLAB_TLS_CLIENT_KEY")
+    if cert and key:
+        with open(cert, "rb") as fc, open(key, "rb") as fk:
+            return grpc.ssl_channel_credentials(root_certificates=roots, private_key=fk.read(),
+                                                certificate_chain=fc.read())
+    return grpc.ssl_channel_credentials(root_certificates=roots)
 
 
 def aio_channel(target: str, retry: bool = True, token: str | None = None,
@@ -94,7 +135,7 @@ def aio_channel(target: str, retry: bool = True, token: str | None = None,
     ``ca_file`` switches to TLS, trusting that PEM bundle.
     """
     header = _bearer(token)
-    interceptors = [_AioAuth(header)] if header else None
+    interceptors = [_AioAuth(header), _AioStreamAuth(header)] if header else None
     credentials = _tls(ca_file)
     if credentials is not None:
         return grpc.aio.secure_channel(target, credentials, options=_options(retry),

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import importlib
+import logging
 import os
 from collections.abc import Sequence
 
@@ -35,13 +36,35 @@ def service_parser(name: str) -> argparse.ArgumentParser:
                         "`make certs` makes a self-signed pair for local use)")
     p.add_argument("--tls-key", default=os.environ.get("LAWLAB_TLS_KEY") or None,
                    help="PEM private key for --tls-cert (env LAWLAB_TLS_KEY)")
+    p.add_argument("--tls-client-ca", default=os.environ.get("LAWLAB_TLS_CLIENT_CA") or None,
+                   help="PEM CA: require client certificates signed by it, i.e. mutual TLS "
+                        "(env LAWLAB_TLS_CLIENT_CA; callers set LAWLAB_TLS_CLIENT_CERT/KEY)")
     p.add_argument("--log-level", default=os.environ.get("LAWLAB_LOG_LEVEL", "INFO"))
     return p
+
+
+LOOPBACK = ("127.0.0.1", "::1", "localhost")
+
+
+def internal_token(name: str, host: str) -> str | None:
+    """The token every caller of an internal service must send. Without one, an
+    internal service serves only on loopback (the single-user machine) and says so."""
+    if name == "simulator":  # it authenticates teams, operators and services itself
+        return None
+    token = os.environ.get("LAWLAB_INTERNAL_TOKEN") or None
+    if token is None:
+        if host not in LOOPBACK:
+            raise SystemExit(f"the {name} service is internal: set LAWLAB_INTERNAL_TOKEN (the "
+                             f"token lawlab's services share) to serve on {host}")
+        logging.getLogger(f"lawlab.{name}").warning(
+            "LAWLAB_INTERNAL_TOKEN is not set: serving unauthenticated on loopback only")
+    return token
 
 
 def service_main(name: str, argv: Sequence[str] | None = None) -> None:
     args = service_parser(name).parse_args(argv)
     log.setup(name, args.log_level)
+    token = internal_token(name, args.host)
     module = importlib.import_module(f"lawlab_{name}.server")
 
     async def main() -> None:
@@ -50,7 +73,8 @@ def service_main(name: str, argv: Sequence[str] | None = None) -> None:
             name=name, host=args.host, port=args.port, metrics_port=args.metrics_port,
             reflection=args.reflection, ready_file=args.ready_file,
             tls_cert=args.tls_cert, tls_key=args.tls_key,
-            on_start=on_start, on_stop=on_stop)
+            on_start=on_start, on_stop=on_stop, internal_token=token,
+            tls_client_ca=args.tls_client_ca)
         await run_server(options, specs)
 
     asyncio.run(main())

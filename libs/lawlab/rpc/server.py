@@ -10,6 +10,8 @@ period, then stops.
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import hmac
 import json
 import logging
 import os
@@ -77,12 +79,51 @@ def _final_code(context: grpc.aio.ServicerContext) -> grpc.StatusCode:
     return grpc.StatusCode.UNKNOWN
 
 
+# Open on every port without credentials: probes (kubelet's gRPC probes send
+# none) and, where enabled, reflection.
+OPEN_SERVICES = frozenset({"grpc.health.v1.Health", "grpc.reflection.v1alpha.ServerReflection",
+                           "grpc.reflection.v1.ServerReflection"})
+
+
+def bearer_matches(metadata: Iterable[Any] | None, token_hash: bytes) -> bool:
+    """Whether ``authorization: Bearer <token>`` carries the token with this
+    SHA-256 (compared in constant time)."""
+    for key, value in metadata or ():
+        if key != "authorization":
+            continue
+        value = value if isinstance(value, str) else value.decode(errors="replace")
+        scheme, _, token = value.partition(" ")
+        if scheme.lower() == "bearer" and token.strip():
+            digest = hashlib.sha256(token.strip().encode()).digest()
+            return hmac.compare_digest(digest, token_hash)
+        return False
+    return False
+
+
+def _deny(handler: grpc.RpcMethodHandler, message: str) -> grpc.RpcMethodHandler:
+    async def deny(request: Any, context: grpc.aio.ServicerContext) -> Any:
+        await context.abort(grpc.StatusCode.UNAUTHENTICATED, message)
+
+    kinds = {(False, False): grpc.unary_unary_rpc_method_handler,
+             (False, True): grpc.unary_stream_rpc_method_handler,
+             (True, False): grpc.stream_unary_rpc_method_handler,
+             (True, True): grpc.stream_stream_rpc_method_handler}
+    make = kinds[(bool(handler.request_streaming), bool(handler.response_streaming))]
+    return make(deny, request_deserializer=handler.request_deserializer,
+                response_serializer=handler.response_serializer)
+
+
 class ServerInterceptor(grpc.aio.ServerInterceptor):
-    """Metrics, domain-error translation and request logs for unary handlers.
+    """Metrics, domain-error translation and request logs for unary handlers;
+    and, on the internal services, the internal token on every RPC.
 
     The final status is read from the context after the handler returns, so a
     handler that calls ``context.set_code`` or aborts is not counted as OK.
     """
+
+    def __init__(self, internal_token: str | None = None) -> None:
+        self._token_hash = (hashlib.sha256(internal_token.encode()).digest()
+                            if internal_token else None)
 
     async def intercept_service(
         self,
@@ -90,9 +131,22 @@ class ServerInterceptor(grpc.aio.ServerInterceptor):
         details: grpc.HandlerCallDetails,
     ) -> grpc.RpcMethodHandler:
         handler = await continuation(details)
-        if handler is None or handler.unary_unary is None:
+        if handler is None:
             return handler
         service, method = _split_method(details.method)
+        if (self._token_hash is not None and service not in OPEN_SERVICES
+                and not bearer_matches(details.invocation_metadata, self._token_hash)):
+            rpc_type = _rpc_type(handler)
+            GRPC_STARTED.labels(rpc_type, service, method).inc()
+            GRPC_HANDLED.labels(rpc_type, service, method, "UNAUTHENTICATED").inc()
+            log.info("rpc refused", extra={"rpc": method, "code": "UNAUTHENTICATED",
+                                           "reason": "no or wrong internal token"})
+            return _deny(handler, "this is an internal lawlab service: send the metadata "
+                                  "'authorization: Bearer <LAWLAB_INTERNAL_TOKEN>'")
+        if handler.unary_stream is not None:
+            return self._wrap_stream(handler, service, method)
+        if handler.unary_unary is None:
+            return handler
         behaviour = handler.unary_unary
         rpc_type = _rpc_type(handler)
 
@@ -125,6 +179,47 @@ class ServerInterceptor(grpc.aio.ServerInterceptor):
                 GRPC_SECONDS.labels(rpc_type, service, method).observe(elapsed)
 
         return grpc.unary_unary_rpc_method_handler(
+            wrapped,
+            request_deserializer=handler.request_deserializer,
+            response_serializer=handler.response_serializer,
+        )
+
+
+    @staticmethod
+    def _wrap_stream(handler: grpc.RpcMethodHandler, service: str,
+                     method: str) -> grpc.RpcMethodHandler:
+        """Server-streaming handlers: the same metrics and error translation."""
+        behaviour = handler.unary_stream
+        rpc_type = _rpc_type(handler)
+
+        async def wrapped(request: Any, context: grpc.aio.ServicerContext):
+            GRPC_STARTED.labels(rpc_type, service, method).inc()
+            start = time.perf_counter()
+            code = grpc.StatusCode.OK
+            try:
+                async for item in behaviour(request, context):
+                    yield item
+                code = _final_code(context)
+            except LawlabError as err:
+                code = err.code
+                log.info("rpc refused", extra={"rpc": method, "code": code.name, "reason": err.message})
+                await context.abort(err.code, err.message,
+                                    trailing_metadata=err.trailing_metadata)
+            except grpc.aio.AbortError:
+                code = _final_code(context)
+                raise
+            except (asyncio.CancelledError, GeneratorExit):
+                code = grpc.StatusCode.CANCELLED
+                raise
+            except Exception:
+                code = grpc.StatusCode.INTERNAL
+                log.exception("rpc failed", extra={"rpc": method})
+                await context.abort(grpc.StatusCode.INTERNAL, f"internal error in {method}")
+            finally:
+                GRPC_HANDLED.labels(rpc_type, service, method, code.name).inc()
+                GRPC_SECONDS.labels(rpc_type, service, method).observe(time.perf_counter() - start)
+
+        return grpc.unary_stream_rpc_method_handler(
             wrapped,
             request_deserializer=handler.request_deserializer,
             response_serializer=handler.response_serializer,
@@ -169,6 +264,10 @@ class ServerOptions:
     tls_key: str | None = None
     on_start: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
     on_stop: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
+    # required on every RPC but health and reflection (the internal services);
+    # the simulator authenticates callers itself (teams, operators, internal)
+    internal_token: str | None = None
+    tls_client_ca: str | None = None  # PEM CA: require client certificates (mutual TLS)
 
 
 def _start_http(port: int, host: str, app: Callable[..., Any]):
@@ -201,7 +300,7 @@ def _start_http(port: int, host: str, app: Callable[..., Any]):
 async def run_server(options: ServerOptions, specs: list[ServiceSpec]) -> None:
     """Serve until SIGTERM/SIGINT, then drain and stop."""
     server = grpc.aio.server(
-        interceptors=[ServerInterceptor()],
+        interceptors=[ServerInterceptor(options.internal_token)],
         options=[
             ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
             ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
@@ -224,12 +323,19 @@ async def run_server(options: ServerOptions, specs: list[ServiceSpec]) -> None:
         )
     if bool(options.tls_cert) != bool(options.tls_key):
         raise ValueError("TLS needs both a certificate and a key (--tls-cert and --tls-key)")
+    if options.tls_client_ca and not options.tls_cert:
+        raise ValueError("--tls-client-ca (mutual TLS) needs --tls-cert and --tls-key")
     if options.tls_cert and options.tls_key:
         with open(options.tls_key, "rb") as fh:
             key = fh.read()
         with open(options.tls_cert, "rb") as fh:
             chain = fh.read()
-        credentials = grpc.ssl_server_credentials([(key, chain)])
+        if options.tls_client_ca:  # mutual TLS: only callers with a certificate from this CA
+            with open(options.tls_client_ca, "rb") as fh:
+                credentials = grpc.ssl_server_credentials(
+                    [(key, chain)], root_certificates=fh.read(), require_client_auth=True)
+        else:
+            credentials = grpc.ssl_server_credentials([(key, chain)])
         port = server.add_secure_port(f"{options.host}:{options.port}", credentials)
     else:
         port = server.add_insecure_port(f"{options.host}:{options.port}")

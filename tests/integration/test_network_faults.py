@@ -1,0 +1,66 @@
+"""A TCP proxy between the agent and the simulator drops every connection
+(default tier), or stalls them past the calls' deadlines (fault tier), during a
+running campaign. The campaign completes, every trial once and completed, and
+the ledger balances: a dropped link costs retries, never budget or trials."""
+
+from __future__ import annotations
+
+import collections
+import time
+
+import pytest
+
+from lawlab.agent.v1 import agent_pb2
+from lawlab.launcher import Cluster
+from tests.support import faults, load
+from tests.support.proxy import FaultProxy
+from tests.support.scripted_llm import ScriptedLLM
+
+
+def _campaign_through_proxy(tasks_dir, tmp_path, name: str, disturb) -> None:
+    with ScriptedLLM(respond=load.instant_model) as llm:
+        cluster = Cluster(tasks_dir, tmp_path, log_dir=tmp_path / "logs")
+        cluster.start(names=("sandbox", "simulator", "scorer", "judge"))
+        try:
+            with FaultProxy(cluster.services["simulator"].port) as proxy:
+                env = {"LAWLAB_LLM_BASE_URL": llm.base_url, "LAWLAB_LLM_API_KEY": "faults",
+                       "LAWLAB_AGENT_WORKERS": "4",
+                       "LAWLAB_SIMULATOR_ADDR": f"127.0.0.1:{proxy.port}"}
+                cluster.start_one("agent", extra_env=env)
+                total = faults.start_campaign(cluster, name, repeats=1, concurrency=4)
+                faults.wait_for_progress(cluster, name, at_least=2)
+                before = faults.finished(cluster, name)
+                disturb(proxy)
+                done = faults.wait_done(cluster, name, total)
+                assert proxy.connections >= 2  # the agent reconnected through the proxy
+        finally:
+            codes = cluster.stop()
+    assert all(c == 0 for c in codes.values()), codes
+    assert len({t.trial_id for t in done}) == len(done) == total
+    after = {t.trial_id: (t.status, t.scores.SerializeToString(deterministic=True),
+                          t.trajectory_path) for t in done}
+    assert all(after[k] == v for k, v in before.items())
+    statuses = collections.Counter(agent_pb2.TrialStatus.Name(t.status) for t in done)
+    assert statuses == {"TRIAL_STATUS_COMPLETED": total}, statuses
+    assert faults.ledger_balances(tmp_path) >= total // 2
+
+
+def test_dropped_connections_between_agent_and_simulator(tasks_dir, tmp_path):
+    def drop(proxy: FaultProxy) -> None:
+        for _ in range(3):  # three outages of a second, a second apart
+            proxy.set_mode("drop")
+            time.sleep(1.0)
+            proxy.set_mode("pass")
+            time.sleep(1.0)
+
+    _campaign_through_proxy(tasks_dir, tmp_path, "net-drop", drop)
+
+
+@pytest.mark.faults
+def test_a_stalled_link_past_the_deadlines(tasks_dir, tmp_path):
+    def stall(proxy: FaultProxy) -> None:
+        proxy.set_mode("stall")  # longer than the simulator calls' 10 s deadline
+        time.sleep(15.0)
+        proxy.set_mode("pass")
+
+    _campaign_through_proxy(tasks_dir, tmp_path, "net-stall", stall)

@@ -1,0 +1,100 @@
+"""Killing services during a running campaign, and the checks that follow
+(the fault tier and its small default-tier version)."""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from pathlib import Path
+
+import grpc
+
+from lawlab.agent.v1 import agent_pb2, agent_pb2_grpc
+from lawlab.common.v1 import common_pb2
+from lawlab.launcher import Cluster
+from tests.support.load import REAL_TASKS
+
+FINISHED = (agent_pb2.TRIAL_STATUS_COMPLETED, agent_pb2.TRIAL_STATUS_COMPLETED_FORCED_FINAL,
+            agent_pb2.TRIAL_STATUS_MAX_TURNS_REACHED, agent_pb2.TRIAL_STATUS_ERROR)
+
+
+def start_campaign(cluster: Cluster, name: str, repeats: int, concurrency: int) -> int:
+    spec = agent_pb2.CampaignSpec(
+        name=name, agents=[agent_pb2.AgentModel(agent="openai", model="instant")],
+        tasks=REAL_TASKS, settings=[common_pb2.SETTING_REAL, common_pb2.SETTING_PARALLEL],
+        repeats=repeats, concurrency=concurrency, seed=7)
+    with cluster.channel("agent") as channel:
+        agent_pb2_grpc.AgentServiceStub(channel).StartCampaign(
+            agent_pb2.StartCampaignRequest(spec=spec), timeout=60)
+    return len(REAL_TASKS) * 2 * repeats
+
+
+def trials(cluster: Cluster, name: str) -> list:
+    """The campaign's trials, asking again while the agent restarts."""
+    deadline = time.monotonic() + 120
+    while True:
+        try:
+            with cluster.channel("agent") as channel:
+                return list(agent_pb2_grpc.AgentServiceStub(channel).ListTrials(
+                    agent_pb2.ListTrialsRequest(campaign_id=name), timeout=30).trials)
+        except grpc.RpcError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.5)
+
+
+def finished(cluster: Cluster, name: str) -> dict[str, tuple]:
+    """trial_id -> (status, scores) of the finished trials."""
+    return {t.trial_id: (t.status, t.scores.SerializeToString(deterministic=True),
+                         t.trajectory_path)
+            for t in trials(cluster, name) if t.status in FINISHED}
+
+
+def wait_for_progress(cluster: Cluster, name: str, at_least: int, timeout: float = 300) -> None:
+    deadline = time.monotonic() + timeout
+    while len(finished(cluster, name)) < at_least:
+        assert time.monotonic() < deadline, f"campaign {name} made no progress"
+        time.sleep(0.3)
+
+
+def kill_and_restart(cluster: Cluster, service: str, extra_env: dict[str, str],
+                     down_seconds: float = 1.0) -> None:
+    """SIGKILL, a pause, then the same service again on the same gRPC port (its
+    callers keep their address)."""
+    port = cluster.services[service].port
+    cluster.stop_one(service, kill=True)
+    time.sleep(down_seconds)
+    cluster.start_one(service, extra_env=extra_env, port=port)
+
+
+def wait_done(cluster: Cluster, name: str, total: int, timeout: float = 900) -> list:
+    deadline = time.monotonic() + timeout
+    while True:
+        listed = trials(cluster, name)
+        if len(listed) == total and all(t.status in FINISHED for t in listed):
+            return listed
+        assert time.monotonic() < deadline, (
+            f"campaign {name} did not finish: "
+            f"{sorted(agent_pb2.TrialStatus.Name(t.status) for t in listed)}")
+        time.sleep(0.5)
+
+
+def ledger_balances(data_dir: Path) -> int:
+    """Every session's calls_used equals its charged queries and its 'query' audit
+    rows, numbered 1..n without gaps: nothing refunded, nothing charged twice.
+    Returns how many sessions were checked."""
+    db = sqlite3.connect(data_dir / "simulator" / "ledger.sqlite")
+    try:
+        sessions = db.execute("SELECT session_id, calls_used, calls_max FROM sessions").fetchall()
+        for sid, used, cap in sessions:
+            indices = [r[0] for r in db.execute(
+                "SELECT call_index FROM queries WHERE session_id = ? ORDER BY call_index", (sid,))]
+            audited = [r[0] for r in db.execute(
+                "SELECT calls_used FROM audit WHERE session_id = ? AND action = 'query' ORDER BY id",
+                (sid,))]
+            assert used <= cap, (sid, used, cap)
+            assert len(indices) == used, (sid, used, indices)
+            assert audited == list(range(1, used + 1)), (sid, used, audited)
+        return len(sessions)
+    finally:
+        db.close()
