@@ -98,10 +98,10 @@ test-all: install
 # Gated tiers (not in `make test`, which runs a small version of each):
 # load at the goals' levels, services SIGKILLed during a campaign, long fuzzing.
 test-load: install
-	$(BIN)/pytest -q -m load tests/load
+	$(BIN)/pytest -q -m load tests
 
 test-faults: install
-	$(BIN)/pytest -q -m faults tests/faults
+	$(BIN)/pytest -q -m faults tests
 
 test-fuzz: install
 	LAWLAB_FUZZ_EXAMPLES=$${LAWLAB_FUZZ_EXAMPLES:-200} $(BIN)/pytest -q tests/integration/test_fuzz.py

@@ -33,6 +33,14 @@ class FaultProxy:
         self._ready.set()
         self._loop.run_forever()
         server.close()
+        for w in list(self._writers):
+            w.close()
+        tasks = asyncio.all_tasks(self._loop)
+        for task in tasks:
+            task.cancel()
+        self._loop.run_until_complete(asyncio.gather(*tasks, return_exceptions=True))
+        self._loop.run_until_complete(server.wait_closed())
+        self._loop.close()
 
     @staticmethod
     def _reset(writer: asyncio.StreamWriter) -> None:
