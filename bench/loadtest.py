@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import os
 import platform
+import signal
 import sys
 import tempfile
 import threading
@@ -48,31 +49,35 @@ def busiest(r: load.Result) -> str:
 
 
 def table(results: list[load.Result], rpc: str, unit: str) -> None:
-    print(f"| {unit} | ok | per s | {rpc} p50 | p95 | p99 | errors | busiest service (CPU cores) "
-          "| RSS peak, MiB (sim / sandbox / agent) |")
+    print(f"| {unit} | ok | per s | {rpc} p50 | p95 | p99 | errors "
+          "| busiest long-lived process tree (CPU cores) "
+          "| memory peak (PSS), MiB: sim / sandbox / agent |")
     print("|---|---|---|---|---|---|---|---|---|")
     for r in results:
         lat = r.latencies.get(rpc, [])
-        rss = " / ".join(f"{r.resources[s]['rss_mib_peak']:.0f}" for s in ("simulator", "sandbox", "agent"))
+        rss = " / ".join(f"{r.resources[s]['mem_mib_peak']:.0f}" for s in ("simulator", "sandbox", "agent"))
         print(f"| {r.load} | {r.ok} | {r.throughput:.1f} | {1000 * load.pct(lat, 50):.1f} ms | "
               f"{1000 * load.pct(lat, 95):.1f} ms | {1000 * load.pct(lat, 99):.1f} ms | "
               f"{sum(r.errors.values()) or 0} | {busiest(r)} | {rss} |")
     print()
 
 
-def soak(cluster: Cluster, seconds: float) -> dict[str, list[tuple[float, float]]]:
+def soak(cluster: Cluster, seconds: float) -> tuple[dict, dict]:
     """Mixed load: 16 paced simulator clients, 4 sandbox sessions, a campaign after
-    another; RSS per service every 10 s."""
+    another; memory (PSS) and process count per service every 10 s."""
     tokens = load.team_tokens(cluster, 16)
     stop = threading.Event()
     rss: dict[str, list[tuple[float, float]]] = {n: [] for n in cluster.services}
+    procs: dict[str, list[int]] = {n: [] for n in cluster.services}
     start = time.monotonic()
 
     def sample() -> None:
         while not stop.is_set():
             for name, running in cluster.services.items():
-                _, r = load._cpu_and_rss(load._tree(running.process.pid))
+                tree = load._tree(running.process.pid)
+                _, r = load._cpu_and_rss(tree)
                 rss[name].append((time.monotonic() - start, r / 2**20))
+                procs[name].append(len(tree))
             stop.wait(10)
 
     def trials_loop() -> None:
@@ -90,10 +95,12 @@ def soak(cluster: Cluster, seconds: float) -> dict[str, list[tuple[float, float]
     stop.set()
     for th in threads:
         th.join(timeout=600)
-    return rss
+    return rss, procs
 
 
 def main() -> None:
+    # SIGTERM (a timeout, kill) stops the services too, through the finally below
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--soak", type=float, default=0.0, help="seconds of mixed load (600 = 10 min)")
@@ -134,6 +141,10 @@ def main() -> None:
     print(f"Command: `.venv/bin/python bench/loadtest.py{flag}`. "
           "Five services on loopback, a scripted instant model over real HTTP, every client a "
           f"separate gRPC channel. Services stopped cleanly: {codes}.\n")
+    print("CPU is what each service's process tree used between the first and last sample; "
+          "processes that end in between (cold boxes, forked sandbox calls, closed "
+          "sessions' zygotes) take their CPU with them, so the sandbox's figure is a lower "
+          "bound in scenarios 1 and 3.\n")
     print("#### 1. Concurrent end-to-end trials (Real and Parallel, 8 tasks x 2 repeats, "
           "inspect then submit, scored by scorer and judge)\n")
     table(trial_runs, "trial (end to end)", "concurrent trials")
@@ -148,15 +159,17 @@ def main() -> None:
     table(boxes, "Execute", "sessions")
     print(f"Knee: {knee(boxes, 'Execute')}.\n")
     if soaked:
+        mem, procs = soaked
         print(f"#### Soak: {args.soak / 60:g} min of mixed load (16 paced simulator clients, 4 "
               "sandbox sessions, campaigns of 16 trials one after another)\n")
-        print("| service | RSS at 1st sample | at half time | at the end | max |")
-        print("|---|---|---|---|---|")
-        for name, series in soaked.items():
-            values = [v for _, v in series]
-            half = values[len(values) // 2]
-            print(f"| {name} | {values[0]:.0f} MiB | {half:.0f} MiB | {values[-1]:.0f} MiB | "
-                  f"{max(values):.0f} MiB |")
+        print("| service | memory (PSS) at 1st sample | at 1/4 | at 1/2 | at 3/4 | at the end | max "
+              "| processes (min-max) |")
+        print("|---|---|---|---|---|---|---|---|")
+        for name, series in mem.items():
+            v = [m for _, m in series]
+            q = [v[min(len(v) - 1, len(v) * k // 4)] for k in (1, 2, 3)]
+            print(f"| {name} | {v[0]:.0f} MiB | {q[0]:.0f} MiB | {q[1]:.0f} MiB | {q[2]:.0f} MiB | "
+                  f"{v[-1]:.0f} MiB | {max(v):.0f} MiB | {min(procs[name])}-{max(procs[name])} |")
         print()
 
 

@@ -11,7 +11,7 @@ the gated load tier and its small default-tier version).
 3. ``sandbox``: K sessions calling the sandbox at once (bursts of calls).
 
 Every scenario reports throughput, p50/p95/p99 latency per RPC, errors by
-status code, and CPU and peak RSS per service (its process and descendants,
+status code, and CPU and peak memory (PSS) per service (its process and descendants,
 read from /proc).
 """
 
@@ -40,7 +40,6 @@ from lawlab.sandbox.v1 import sandbox_pb2, sandbox_pb2_grpc
 from lawlab.simulator.v1 import simulator_pb2, simulator_pb2_grpc
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")
-PAGE = os.sysconf("SC_PAGE_SIZE")
 # Type I tasks with a simulator (both settings); inputs and ranges come from the prompt
 REAL_TASKS = ["mercury_vapour_pressure", "cherry_tree_volume", "brain_body_allometry",
               "puromycin_enzyme_kinetics", "newton_cooling", "capacitor_discharge",
@@ -94,16 +93,28 @@ def _tree(root: int) -> list[int]:
     return sorted(out)
 
 
+def _pss(pid: int) -> int:
+    """Proportional set size: shared pages (a zygote's forks, the interpreter's
+    libraries) split between the processes that share them, so a tree's sum is
+    its real footprint (RSS would count them once per process)."""
+    for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+        if line.startswith("Pss:"):
+            return int(line.split()[1]) * 1024
+    return 0
+
+
 def _cpu_and_rss(pids: list[int]) -> tuple[float, int]:
-    ticks, rss = 0, 0
+    """CPU seconds of the tree (children that ended included: cutime, cstime)
+    and its memory (PSS)."""
+    ticks, mem = 0, 0
     for pid in pids:
         try:
             fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-            ticks += int(fields[11]) + int(fields[12])  # utime, stime
-            rss += int(Path(f"/proc/{pid}/statm").read_text().split()[1]) * PAGE
+            ticks += sum(int(f) for f in fields[11:15])  # utime, stime, cutime, cstime
+            mem += _pss(pid)
         except (OSError, ValueError, IndexError):
             continue
-    return ticks / CLK_TCK, rss
+    return ticks / CLK_TCK, mem
 
 
 class ResourceSampler:
@@ -141,8 +152,8 @@ class ResourceSampler:
         for name, rows in self.samples.items():
             (t0, c0, _), (t1, c1, _) = rows[0], rows[-1]
             out[name] = {"cpu_cores": (c1 - c0) / max(t1 - t0, 1e-9),
-                         "rss_mib_peak": max(r for *_, r in rows) / 2**20,
-                         "rss_mib_start": rows[0][2] / 2**20, "rss_mib_end": rows[-1][2] / 2**20}
+                         "mem_mib_peak": max(r for *_, r in rows) / 2**20,
+                         "mem_mib_start": rows[0][2] / 2**20, "mem_mib_end": rows[-1][2] / 2**20}
         return out
 
 
@@ -191,7 +202,9 @@ def trials(cluster: Cluster, concurrency: int, per_task: int = 1) -> Result:
     spec = agent_pb2.CampaignSpec(
         name=name, agents=[agent_pb2.AgentModel(agent="openai", model="instant")],
         tasks=REAL_TASKS, settings=[common_pb2.SETTING_REAL, common_pb2.SETTING_PARALLEL],
-        repeats=per_task, concurrency=concurrency, seed=1)
+        # a fresh seed per run: trial ids derive from it, and a campaign reuses
+        # the finished trials it already has
+        repeats=per_task, concurrency=concurrency, seed=uuid.uuid4().int % 10**9)
     result = Result("trials", concurrency, 0.0)
     with cluster.channel("agent") as channel, ResourceSampler(cluster) as sampler:
         stub = agent_pb2_grpc.AgentServiceStub(channel)
