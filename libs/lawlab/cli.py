@@ -171,6 +171,9 @@ def cmd_up(args: argparse.Namespace) -> int:
                 for n, r in cluster.services.items()]
         print(_table(rows, ["service", "grpc", "metrics", "pid"]))
         print(f"status page: http://127.0.0.1:{cluster.services['agent'].metrics_port}/")
+        print(f"internal token in {cluster.data_dir / 'internal-token'} (lawlab commands in "
+              "another terminal read it from there when run with the same --data-dir or "
+              "LAWLAB_DATA_DIR, or export LAWLAB_INTERNAL_TOKEN)")
         print(f"logs in {cluster.log_dir}; Ctrl-C or SIGTERM stops all services", flush=True)
         while not stop["now"]:
             for name, r in cluster.services.items():
@@ -186,12 +189,13 @@ def cmd_up(args: argparse.Namespace) -> int:
 
 # ---- trials ------------------------------------------------------------------------
 
-async def _run_trial(address: str, task: str, setting: str, agent: str, model: str, seed: int):
+async def _run_trial(address: str, task: str, setting: str, agent: str, model: str, seed: int,
+                     token: str | None = None):
     from lawlab import convert
     from lawlab.agent.v1 import agent_pb2, agent_pb2_grpc
     from lawlab.rpc.client import TRIAL_CALL, aio_channel
 
-    async with aio_channel(address) as channel:
+    async with aio_channel(address, token=token) as channel:
         stub = agent_pb2_grpc.AgentServiceStub(channel)
         return await stub.RunTrial(agent_pb2.RunTrialRequest(
             task_id=task, setting=convert.setting_from_name(setting), agent=agent, model=model,
@@ -254,7 +258,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             print(f"[{i}/{len(plan)}] {setting} trial on {task} with the {args.agent} agent ...",
                   flush=True)
             trial = asyncio.run(_run_trial(cluster.address("agent"), task, setting, args.agent,
-                                           "", args.seed))
+                                           "", args.seed, token=cluster.internal_token))
             trials.append(trial)
             if trial.error:
                 print(f"  error: {trial.error}")
