@@ -482,6 +482,7 @@ def _run_child(req: dict, cached) -> int:
     """One call in a forked child, stdout and stderr already the host's pipes. A
     cold box of the Docker backend sends its submission runs this way too."""
     if req.get("_mode") == "submission":
+        # results go to the original stdout; the submission's prints are discarded
         out = os.fdopen(os.dup(1), "w")
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, 1)
@@ -560,14 +561,7 @@ def main() -> int:
         status = run_exec(req)
         os._exit(status)  # like a zygote child: leftover threads end with the call
     if mode == "submission":
-        # results go to the original stdout; the submission's prints are discarded
-        out = os.fdopen(os.dup(1), "w")
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, 1)
-        sys.stdout = open(1, "w", closefd=False)
-        code = run_submission(req, out)
-        out.flush()
-        return code
+        return _run_child({**req, "_mode": "submission"}, None)
     sys.stderr.write(f"unknown mode {mode}\n")
     return 2
 
