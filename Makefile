@@ -8,10 +8,12 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 PY := $(BIN)/python
 TASKS_DIR ?= var/tasks
+# the operator's secret that decides the Parallel worlds (created by `make tasks`)
+WORLD_KEY ?= $(dir $(TASKS_DIR))world-key
 PROTOS := $(shell find protos -name '*.proto')
 GEN_STAMP := libs/lawlab/common/v1/common_pb2.py
 
-.PHONY: install apt deps proto sandbox-access tasks node-client certs run test test-all baselines lint clean distclean deploy deploy-dry-run undeploy docker base-image images push-images test-images test-load test-faults test-fuzz loadtest
+.PHONY: install apt deps proto sandbox-access tasks node-client certs run test test-all baselines lint clean distclean deploy deploy-dry-run undeploy docker base-image images push-images test-images test-load test-faults test-fuzz test-redteam loadtest
 
 install: apt deps proto sandbox-access tasks node-client
 
@@ -106,6 +108,10 @@ test-faults: install
 test-fuzz: install
 	LAWLAB_FUZZ_EXAMPLES=$${LAWLAB_FUZZ_EXAMPLES:-200} $(BIN)/pytest -q tests/integration/test_fuzz.py
 
+# the public API's red-team tier (issue #16) at ten times its default-tier size
+test-redteam: install
+	REDTEAM_SCALE=$${REDTEAM_SCALE:-10} $(BIN)/pytest -q tests/integration/test_budget_bypass.py
+
 # load figures (throughput, latency per RPC, errors, CPU/RSS per service, knees)
 # -> paste into bench/RESULTS.md; SOAK=600 adds a 10-minute soak
 loadtest: install
@@ -162,6 +168,12 @@ deploy: deploy-dry-run
 	@ctx=$$(kubectl config current-context 2>/dev/null) || { echo "no current kubectl context: point kubectl at your cluster (kubectl config use-context NAME)"; exit 1; }; \
 	echo "applying overlay $(ENV) to kubectl context '$$ctx'"; \
 	kubectl cluster-info --request-timeout=10s >/dev/null || { echo "the cluster of context '$$ctx' is not reachable"; exit 1; }; \
+	if [ -f "$(WORLD_KEY)" ]; then \
+	  echo "storing the world key $(WORLD_KEY) (fingerprint $$($(BIN)/lawlab tasks fingerprint --key $(WORLD_KEY))) as Secret lawlab-world-key"; \
+	  kubectl create namespace lawlab --dry-run=client -o yaml | kubectl apply -f - >/dev/null; \
+	  kubectl -n lawlab create secret generic lawlab-world-key --from-file=world-key=$(WORLD_KEY) \
+	    --dry-run=client -o yaml | kubectl apply -f - >/dev/null; \
+	else echo "no world key at $(WORLD_KEY): create Secret lawlab-world-key from the key that built the library"; fi; \
 	kubectl apply --server-side -k deploy/k8s/overlays/$(ENV)
 
 undeploy:

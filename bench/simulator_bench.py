@@ -17,6 +17,7 @@ import os
 import platform
 import tempfile
 import time
+import uuid
 from pathlib import Path
 
 import numpy as np
@@ -45,7 +46,7 @@ async def latency(stub, n: int, calls: int) -> list[float]:
     out: list[float] = []
     while len(out) < calls:
         s = await stub.OpenSession(pb.OpenSessionRequest(
-            task_id=TASK, setting=common_pb2.SETTING_PARALLEL, seed=len(out) + 1), timeout=10)
+            task_id=TASK, setting=common_pb2.SETTING_PARALLEL, trial_id=uuid.uuid4().hex), timeout=10)
         for k in range(10):
             t = time.perf_counter()
             await stub.Query(request(s.session_id, n, f"r{k}", rng), timeout=10)
@@ -62,16 +63,16 @@ def in_process(n: int, calls: int, tmp: Path) -> list[float]:
     for c in range(calls):
         if c % 10 == 0:
             sid = f"s{n}-{c}"
-            ledger.open_session(sid, TASK, "parallel", c + 1, 10)
+            ledger.open_session(sid, TASK, "parallel", 10, trial_id=sid)
         x = {"t": rng.uniform(1958.5, 1992.5, n)}
         t = time.perf_counter()
 
-        def observe(i: int) -> bytes:
+        def observe(i: int, budget: str) -> bytes:
             clipped, flags = world.clip(x)
             y = world.sample(clipped, None, np.random.default_rng([c, i]))
             return y.tobytes() + flags.tobytes()
 
-        ledger.charge(sid, f"r{c}", n, observe)
+        ledger.charge(sid, f"r{c}", "h", n, observe)
         out.append(time.perf_counter() - t)
     ledger.close()
     return out
@@ -90,7 +91,8 @@ async def throughput(address: str, token: str, sessions: int, seconds: float, n:
         rng = np.random.default_rng(k)
         while time.perf_counter() < stop:
             s = await stub.OpenSession(pb.OpenSessionRequest(
-                task_id=TASK, setting=common_pb2.SETTING_PARALLEL, seed=k + 1), timeout=10)
+                task_id=TASK, setting=common_pb2.SETTING_PARALLEL, trial_id=uuid.uuid4().hex),
+                timeout=10)
             for j in range(10):
                 if time.perf_counter() >= stop:
                     break
@@ -133,7 +135,8 @@ async def open_loop(address: str, token: str, sessions: int, rate: float, second
         while time.perf_counter() < stop:
             if used == 10:
                 s = await stub.OpenSession(pb.OpenSessionRequest(
-                    task_id=TASK, setting=common_pb2.SETTING_PARALLEL, seed=k + 1), timeout=10)
+                    task_id=TASK, setting=common_pb2.SETTING_PARALLEL, trial_id=uuid.uuid4().hex),
+                timeout=10)
                 used = 0
             t = time.perf_counter()
             try:

@@ -27,7 +27,7 @@ const taskId = process.argv[2] ?? "mercury_vapour_pressure";
 const definition = protoLoader.loadSync("lawlab/simulator/v1/simulator.proto", {
   includeDirs: [protos],
   keepCase: true,      // field names exactly as in the .proto
-  longs: String,       // uint64 seeds arrive as strings
+  longs: String,       // 64-bit integers arrive as strings
   enums: String,       // enums by name, e.g. "SETTING_PARALLEL"
   defaults: true,
 });
@@ -49,9 +49,11 @@ function call(method, request) {
   });
 }
 
+let session;
 try {
   const { task } = await call("GetTask", { task_id: taskId });
-  const session = await call("OpenSession", { task_id: taskId, setting: "SETTING_PARALLEL" });
+  // a handle on the team's budget for this task and epoch (reopening continues it)
+  session = await call("OpenSession", { task_id: taskId, setting: "SETTING_PARALLEL" });
 
   // Three points spread over each input's documented range; group ids for Type II.
   const inputs = {};
@@ -65,7 +67,6 @@ try {
   const first = await call("Query", request);
   const retried = await call("Query", request); // same request id: same data, charged once
   const status = await call("GetSession", { session_id: session.session_id });
-  await call("CloseSession", { session_id: session.session_id });
 
   const column = (name) => first.observations.columns.find((c) => c.name === name).values;
   console.log(JSON.stringify({
@@ -83,5 +84,6 @@ try {
   console.error(`simulator call failed: ${grpc.status[err.code] ?? err.code}: ${err.details ?? err.message}`);
   process.exitCode = 1;
 } finally {
+  if (session) await call("CloseSession", { session_id: session.session_id }).catch(() => {});
   sim.close();
 }

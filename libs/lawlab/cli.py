@@ -13,7 +13,14 @@ from pathlib import Path
 import numpy as np
 
 from lawlab import cli_campaign, cli_score, config
-from lawlab.cli_sim import add_sim_parser, add_token_parser, cmd_sim, cmd_token
+from lawlab.cli_sim import (
+    add_epoch_parser,
+    add_sim_parser,
+    add_token_parser,
+    cmd_epoch,
+    cmd_sim,
+    cmd_token,
+)
 from lawlab.tables import table as _table
 
 
@@ -103,6 +110,20 @@ def cmd_tasks_show(args: argparse.Namespace) -> int:
         if task.has_world():
             law = task.hidden_law()
             print(f"hidden law: {law.expr}\n    {law.rationale}")
+    return 0
+
+
+def cmd_tasks_fingerprint(args: argparse.Namespace) -> int:
+    """The public fingerprint of a world key (never the key itself)."""
+    from lawlab import worldkey
+
+    path = Path(args.key) if args.key else worldkey.default_path(Path(args.tasks_dir))
+    try:
+        key = worldkey.load(path)
+    except worldkey.WorldKeyError as err:
+        print(f"lawlab tasks fingerprint: {err}", file=sys.stderr)
+        return 2
+    print(key.fingerprint)
     return 0
 
 
@@ -419,6 +440,10 @@ def main(argv: list[str] | None = None) -> int:
     with_dirs(p)
     p.add_argument("task_id")
     p.add_argument("--answer-key", action="store_true")
+    p = tasks.add_parser("fingerprint", help="the public fingerprint of the world key (the suite)")
+    with_dirs(p)
+    p.add_argument("--key", help="a world key file (default: LAWLAB_WORLD_KEY_FILE, or world-key "
+                                 "beside the task library)")
     p = tasks.add_parser("catalogue", help="the Markdown catalogue of the library (docs/tasks.md)")
     with_dirs(p)
     p.add_argument("--out")
@@ -462,6 +487,7 @@ def main(argv: list[str] | None = None) -> int:
 
     add_sim_parser(sub)
     add_token_parser(sub)
+    add_epoch_parser(sub)
     cli_score.add_parsers(sub)
     cli_campaign.add_parser(sub)
 
@@ -477,6 +503,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "tasks":
         return {"list": cmd_tasks_list, "build": cmd_tasks_build, "validate": cmd_tasks_validate,
                 "show": cmd_tasks_show, "catalogue": cmd_tasks_catalogue,
+                "fingerprint": cmd_tasks_fingerprint,
                 "import": cmd_tasks_import}[args.verb](args)
     if args.command == "trial":
         return cmd_trial_run(args)
@@ -498,6 +525,8 @@ def main(argv: list[str] | None = None) -> int:
         return cli_score.cmd_judge(args)
     if args.command == "token":
         return cmd_token(args)
+    if args.command == "epoch":
+        return cmd_epoch(args)
     parser.error("unknown command")
     return 2
 

@@ -61,7 +61,7 @@ def _sim_verb(sim, args: argparse.Namespace) -> int:
         print(json.dumps(sim.task(args.task_id), indent=2))
         return 0
     if args.verb == "open":
-        s = sim.open(args.task_id, args.setting, args.seed)
+        s = sim.open(args.task_id, args.setting)
         if args.json:
             print(json.dumps(s, indent=2))
         else:
@@ -72,6 +72,21 @@ def _sim_verb(sim, args: argparse.Namespace) -> int:
         return 0
     if args.verb == "status":
         print(json.dumps(sim.status(args.session_id), indent=2))
+        return 0
+    if args.verb == "sessions":
+        sessions = sim.sessions(args.open)
+        if args.json:
+            print(json.dumps(sessions, indent=2))
+        else:
+            rows = [[s["session_id"], s["task_id"], s["setting"].removeprefix("SETTING_").lower(),
+                     s["state"].removeprefix("SESSION_STATE_").lower(), s.get("epoch", ""),
+                     f"{s['budget']['calls_used']}/{s['budget']['calls_max']}"]
+                    for s in sessions]
+            print(_table(rows, ["session", "task", "setting", "state", "epoch", "calls"])
+                  if rows else "no sessions")
+        return 0
+    if args.verb == "observations":
+        sim.observations(args.session_id).to_csv(args.out or sys.stdout, index=False)
         return 0
     if args.verb == "close":
         print(json.dumps(sim.close_session(args.session_id), indent=2))
@@ -120,10 +135,16 @@ def add_sim_parser(sub: argparse._SubParsersAction) -> None:
     p = common(verbs.add_parser("open", help="open a session; prints its id"))
     p.add_argument("task_id")
     p.add_argument("--setting", choices=["parallel", "real"], default="parallel")
-    p.add_argument("--seed", type=int, default=0, help="0 lets the server choose")
     p.add_argument("--json", action="store_true")
     for verb, text in (("status", "a session's budget and state"), ("close", "close a session")):
         common(verbs.add_parser(verb, help=text)).add_argument("session_id")
+    p = common(verbs.add_parser("sessions", help="your team's sessions"))
+    p.add_argument("--open", action="store_true", help="open sessions only")
+    p.add_argument("--json", action="store_true")
+    p = common(verbs.add_parser("observations",
+                                help="everything already bought on a session's budget, as CSV"))
+    p.add_argument("session_id")
+    p.add_argument("--out")
     p = common(verbs.add_parser("data", help="a Real session's training data as CSV"))
     p.add_argument("session_id")
     p.add_argument("--out")
@@ -169,18 +190,21 @@ def cmd_token(args: argparse.Namespace) -> int:
                   if rows else "no tokens")
             return 0
         if args.verb == "revoke":
-            if not ledger.revoke_token(args.token_id):
+            closed = ledger.revoke_token(args.token_id)
+            if closed is None:
                 print(f"lawlab token revoke: no active token {args.token_id!r} (see lawlab token list)",
                       file=sys.stderr)
                 return 1
-            print(f"revoked {args.token_id} (every replica refuses it within 5 s)")
+            print(f"revoked {args.token_id} (every replica refuses it within 5 s); "
+                  f"{len(closed)} open session(s) closed")
             return 0
         if args.verb == "audit":
-            for a in ledger.audit(args.session, args.team, args.limit):
+            for a in ledger.audit(args.session, args.team, args.limit, args.epoch):
                 print(json.dumps({"ts": a.ts, "team": a.team, "action": a.action,
                                   "session_id": a.session_id, "task_id": a.task_id,
-                                  "n_points": a.n_points, "calls_used": a.calls_used,
-                                  "calls_max": a.calls_max, "detail": a.detail}))
+                                  "epoch": a.epoch, "n_points": a.n_points,
+                                  "calls_used": a.calls_used, "calls_max": a.calls_max,
+                                  "detail": a.detail}))
             return 0
     finally:
         ledger.close()
@@ -208,4 +232,65 @@ def add_token_parser(sub: argparse._SubParsersAction) -> None:
     p = common(verbs.add_parser("audit", help="the audit log as JSON lines"))
     p.add_argument("--session")
     p.add_argument("--team")
+    p.add_argument("--epoch")
     p.add_argument("--limit", type=int, default=1000)
+
+
+# ---- lawlab epoch -----------------------------------------------------------------
+
+def cmd_epoch(args: argparse.Namespace) -> int:
+    from lawlab_simulator.ledger import open_ledger
+
+    ledger = open_ledger(_ledger_url(args))
+    try:
+        if args.verb == "list":
+            current = ledger.current_epoch()
+            rows = [[e.epoch_id, time.strftime("%Y-%m-%d %H:%M", time.gmtime(e.opened)),
+                     time.strftime("%Y-%m-%d %H:%M", time.gmtime(e.closed)) if e.closed else "-",
+                     e.release, "open (current)" if e.epoch_id == current else
+                     ("closed" if e.closed else "open")] for e in ledger.epochs()]
+            print(_table(rows, ["epoch", "opened (UTC)", "closed (UTC)", "scores released",
+                                "state"]))
+            return 0
+        if args.verb == "open":
+            try:
+                row = ledger.open_epoch(args.epoch_id, args.release.replace("-", "_"))
+            except ValueError as err:
+                print(f"lawlab epoch open: {err}", file=sys.stderr)
+                return 2
+            print(f"epoch {row.epoch_id} is open: every team's Parallel budget starts afresh "
+                  f"(the previous epoch is closed); scores released {row.release.replace('_', ' ')}")
+            return 0
+        if args.verb == "close":
+            try:
+                row = ledger.close_epoch(args.epoch_id)
+            except KeyError:
+                print(f"lawlab epoch close: no epoch {args.epoch_id!r} (see lawlab epoch list)",
+                      file=sys.stderr)
+                return 2
+            print(f"epoch {row.epoch_id} is closed; no session opens until an epoch is open "
+                  "(lawlab epoch open NAME)")
+            return 0
+    finally:
+        ledger.close()
+    raise AssertionError(args.verb)
+
+
+def add_epoch_parser(sub: argparse._SubParsersAction) -> None:
+    epoch = sub.add_parser("epoch", help="leaderboard rounds: each gives every team a fresh "
+                                         "Parallel budget per task (operators)",
+                           description="Acts on the simulator's ledger directly: --ledger, "
+                                       "LAWLAB_LEDGER_URL, or DATA_DIR/simulator/ledger.sqlite.")
+    verbs = epoch.add_subparsers(dest="verb", required=True)
+
+    def common(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
+        p.add_argument("--ledger", help="sqlite:///PATH or postgresql://... (env LAWLAB_LEDGER_URL)")
+        p.add_argument("--data-dir", default=str(config.data_dir()))
+        return p
+
+    common(verbs.add_parser("list", help="epochs and which one is open"))
+    p = common(verbs.add_parser("open", help="open a new epoch (closes the current one)"))
+    p.add_argument("epoch_id")
+    p.add_argument("--release", choices=["on-close", "immediate"], default="on-close",
+                   help="when external submissions' scores are released (default on-close)")
+    common(verbs.add_parser("close", help="close an epoch")).add_argument("epoch_id")

@@ -85,12 +85,30 @@ class SimulatorClient:
                                         timeout=self.timeout).task)
 
     # ---- sessions ---------------------------------------------------------------
-    def open(self, task_id: str, setting: str = "parallel", seed: int = 0) -> dict[str, Any]:
+    def open(self, task_id: str, setting: str = "parallel") -> dict[str, Any]:
+        """A session on your team's budget for this task and epoch (reopening
+        continues it: the calls already used stay used)."""
         if setting not in SETTINGS:
             raise ValueError(f"setting must be one of {sorted(SETTINGS)}")
         return _dict(self._stub.OpenSession(
-            pb.OpenSessionRequest(task_id=task_id, setting=SETTINGS[setting], seed=seed),
+            pb.OpenSessionRequest(task_id=task_id, setting=SETTINGS[setting]),
             timeout=self.timeout))
+
+    def sessions(self, open_only: bool = False) -> list[dict[str, Any]]:
+        """Your team's sessions, newest first (find ids you lost; close what you hold)."""
+        resp = self._stub.ListSessions(pb.ListSessionsRequest(open_only=open_only),
+                                       timeout=self.timeout)
+        return [_dict(s) for s in resp.sessions]
+
+    def observations(self, session_id: str) -> pd.DataFrame:
+        """Every observation already bought on this session's budget (free)."""
+        resp = self._stub.GetObservations(pb.GetObservationsRequest(session_id=session_id),
+                                          timeout=self.timeout)
+        frame = table_frame(resp.observations)
+        frame["call"] = list(resp.call_index)
+        frame["point"] = list(resp.point_index)
+        frame["clipped"] = list(resp.clipped)
+        return frame
 
     def status(self, session_id: str) -> dict[str, Any]:
         return _dict(self._stub.GetSession(pb.GetSessionRequest(session_id=session_id),

@@ -70,15 +70,21 @@ class SqliteDatabase(Database):
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=FULL")
         self._db.execute("PRAGMA busy_timeout=10000")
+        # reads use their own connection and lock: in WAL mode they see the last
+        # committed state and never queue behind a write transaction
+        self._reader = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None)
+        self._reader.execute("PRAGMA busy_timeout=10000")
+        self._read_lock = threading.Lock()
 
     def close(self) -> None:
+        self._reader.close()
         self._db.close()
 
     @contextmanager
     def read(self) -> Iterator[Executor]:
         # autocommit: one statement sees a consistent WAL snapshot, no write lock
-        with self._lock:
-            yield self._db.execute
+        with self._read_lock:
+            yield self._reader.execute
 
     @contextmanager
     def tx(self) -> Iterator[Executor]:

@@ -225,6 +225,15 @@ class TaskLibrary:
             task = Task(meta.parent)
             self._tasks[task.task_id] = task
 
+    @property
+    def world_fingerprint(self) -> str:
+        """The fingerprint of the world key that built the library ('' for a
+        library without one, e.g. imported tasks)."""
+        path = self.root / "SUITE.json"
+        if not path.exists():
+            return ""
+        return str(json.loads(path.read_text()).get("world_fingerprint", ""))
+
     def ids(self) -> list[str]:
         return list(self._tasks)
 

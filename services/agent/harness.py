@@ -7,7 +7,6 @@ go back as the next user message. Every event is written to the trajectory.
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from dataclasses import dataclass
@@ -25,6 +24,7 @@ from lawlab.scorer.v1 import scorer_pb2, scorer_pb2_grpc
 from lawlab.simulator.v1 import simulator_pb2, simulator_pb2_grpc
 from lawlab_agent import prompts
 from lawlab_agent.blocks import first_block
+from lawlab_agent.payloads import PayloadError, parse_experiment
 from lawlab_agent.policy import Policy, TrialContext
 from lawlab_agent.store import Trajectory, TrialRecord
 from lawlab_agent.views import View, make_view
@@ -55,27 +55,22 @@ def _fmt_exec(resp: sandbox_pb2.ExecuteResponse) -> str:
 
 
 def _experiment_request(payload: str, session_id: str, request_id: str,
-                        view: View | None = None) -> simulator_pb2.QueryRequest:
-    try:
-        doc = json.loads(payload)
-    except json.JSONDecodeError as err:
-        raise ValueError(f"the experiment payload is not valid JSON: {err.msg}") from None
-    if not isinstance(doc, dict):
-        raise ValueError("the experiment payload must be a JSON object")
+                        view: View) -> simulator_pb2.QueryRequest:
+    """The simulator query for a model's payload; PayloadError if unreadable."""
+    multi = view.task.type == common_pb2.TASK_TYPE_MULTI_GROUP
+    exp = parse_experiment(payload, [v.name for v in view.task.inputs], multi)
     req = simulator_pb2.QueryRequest(session_id=session_id, request_id=request_id,
-                                     n_samples=int(doc.pop("n_samples", 1) or 1))
-    groups = doc.pop("group_id", None)
-    if groups is not None:
-        req.group_ids.extend(str(g) for g in groups)
-    for name, values in doc.items():
-        if not isinstance(values, list):
-            raise ValueError(f"{name!r} must be a list of numbers")
-        try:
-            req.inputs[view.task_name(name) if view else name].values.extend(
-                float(v) for v in values)
-        except (TypeError, ValueError):
-            raise ValueError(f"{name!r} must contain only numbers") from None
+                                     n_samples=exp.n_samples or 0)
+    if exp.group_ids is not None:
+        req.group_ids.extend(exp.group_ids)
+    for name, values in exp.inputs.items():
+        req.inputs[view.task_name(name)].values.extend(values)
     return req
+
+
+# refusals a model's own request can cause: they cost the turn, not the attempt
+MODEL_REFUSALS = (grpc.StatusCode.INVALID_ARGUMENT, grpc.StatusCode.RESOURCE_EXHAUSTED,
+                  grpc.StatusCode.FAILED_PRECONDITION, grpc.StatusCode.OUT_OF_RANGE)
 
 
 def _preview(resp: simulator_pb2.QueryResponse, target: str) -> str:
@@ -103,12 +98,23 @@ async def run_trial(record: TrialRecord, policy: Policy, clients: Clients,
     view = make_view(task, record.context)
     seen = view.task  # the task as the solver sees it (context ablations rename columns)
     multi = task.type == common_pb2.TASK_TYPE_MULTI_GROUP
+    # the trial's budget: a retried attempt continues it (calls used, data bought)
     session = await clients.simulator.OpenSession(simulator_pb2.OpenSessionRequest(
         task_id=task.task_id,
         setting=common_pb2.SETTING_PARALLEL if parallel else common_pb2.SETTING_REAL,
-        seed=record.seed), timeout=FAST_CALL)
+        trial_id=record.trial_id), timeout=FAST_CALL)
+    record.world_fingerprint = session.world_fingerprint
     heldout = []
     data = common_pb2.Table()
+    resumed = ""
+    if parallel and session.budget.calls_used:
+        bought = await clients.simulator.GetObservations(simulator_pb2.GetObservationsRequest(
+            session_id=session.session_id), timeout=FAST_CALL)
+        data = view.rename_table(bought.observations)
+        resumed = (f"This trial resumes after an infrastructure failure: "
+                   f"{session.budget.calls_used} of your {session.budget.calls_max} experiment "
+                   f"calls were already made, and their {len(bought.point_index)} observations "
+                   "are in train_df.")
     if not parallel:
         train = await clients.simulator.GetTrainingData(
             simulator_pb2.GetTrainingDataRequest(session_id=session.session_id), timeout=FAST_CALL)
@@ -119,20 +125,27 @@ async def run_trial(record: TrialRecord, policy: Policy, clients: Clients,
         data=data, target_col=seen.target.name, input_cols=[v.name for v in seen.inputs],
         multi_group=multi, extra_imports=list(getattr(policy, "extra_imports", ()))),
         timeout=FAST_CALL)
+    turns_max = max_turns or task.caps.max_turns
+    turn = min(record.turns, turns_max - 1)  # turns spent by earlier attempts stay spent
+    if turn:
+        resumed += (f" {turn} of your {turns_max} turns were used by the interrupted attempt; "
+                    f"{turns_max - turn} remain.")
+    user = prompts.user_prompt(seen, parallel, heldout)
     ctx = TrialContext(task=seen, parallel=parallel, seed=record.seed, messages=[
         {"role": "system", "content": prompts.system_prompt(seen, parallel)},
-        {"role": "user", "content": prompts.user_prompt(seen, parallel, heldout)},
+        {"role": "user", "content": user + ("\n\n" + resumed.strip() if resumed else "")},
     ])
-    trajectory.write({"type": "prompt", "messages": ctx.messages})
-    turns_max = max_turns or task.caps.max_turns
+    trajectory.write({"type": "prompt", "messages": ctx.messages,
+                      **({"resumed": {"calls_used": session.budget.calls_used, "turns_used": turn}}
+                         if resumed else {})})
     submission: str | None = None
-    successful_experiments = 0
+    successful_experiments = session.budget.calls_used if parallel else 0
     status = "max_turns_reached"
     forced_retry_used = False
-    turn = 0
     try:
         while turn < turns_max:
             turn += 1
+            record.turns = turn  # kept current: a failed attempt's turns stay spent
             forced = turn == turns_max
             t0 = time.perf_counter()
             reply = await policy.reply(ctx, forced)
@@ -160,13 +173,11 @@ async def run_trial(record: TrialRecord, policy: Policy, clients: Clients,
                                                   f"{record.trial_id}:{record.attempts}:{turn}",
                                                   view)
                         resp = await clients.simulator.Query(req, timeout=FAST_CALL)
-                    except ValueError as err:
-                        result = f"<error>{err}</error>"
+                    except PayloadError as err:
+                        result = f"<error>{err} (no experiment call was used)</error>"
                     except grpc.aio.AioRpcError as err:
-                        if err.code() not in (grpc.StatusCode.INVALID_ARGUMENT,
-                                              grpc.StatusCode.RESOURCE_EXHAUSTED,
-                                              grpc.StatusCode.FAILED_PRECONDITION):
-                            raise
+                        if err.code() not in MODEL_REFUSALS:
+                            raise  # the simulator is unreachable or broken: infrastructure
                         result = f"<error>experiment refused: {err.details()}</error>"
                     else:
                         successful_experiments += 1

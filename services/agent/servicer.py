@@ -91,7 +91,7 @@ def record_to_proto(r: TrialRecord) -> agent_pb2.Trial:
         error=r.error or "", score_notes=r.notes or "",
         submission=common_pb2.Submission(source=r.submission or ""), context=r.context,
         attempts=r.attempts, cause=r.cause, prompt_tokens=r.prompt_tokens,
-        completion_tokens=r.completion_tokens)
+        completion_tokens=r.completion_tokens, world_fingerprint=r.world_fingerprint)
 
 
 @dataclass
@@ -468,7 +468,8 @@ class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
                                              time.time() + self.lease_seconds, cell)
         self._notify(request.campaign_id)
         return agent_pb2.LeaseTrialResponse(cell=_cell_proto(cell), attempt=record.attempts,
-                                            lease_seconds=self.lease_seconds)
+                                            lease_seconds=self.lease_seconds,
+                                            turns_used=record.turns)
 
     async def CompleteTrial(self, request, context):
         found = [(st, st.leases.get(request.trial_id)) for st in self._external.values()]
@@ -494,6 +495,7 @@ class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
         record.turns, record.wall_seconds = r.turns, r.wall_seconds
         record.submission, record.notes = r.submission.source, r.score_notes
         record.prompt_tokens, record.completion_tokens = r.prompt_tokens, r.completion_tokens
+        record.world_fingerprint = r.world_fingerprint
         for name in SCORE_FIELDS:
             setattr(record, name, getattr(r.scores, name) if r.scores.HasField(name) else None)
         if request.cause:

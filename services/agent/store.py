@@ -54,7 +54,8 @@ CREATE TABLE IF NOT EXISTS trials (
     context    TEXT NOT NULL DEFAULT 'full',
     cause      TEXT NOT NULL DEFAULT '',
     prompt_tokens BIGINT NOT NULL DEFAULT 0,
-    completion_tokens BIGINT NOT NULL DEFAULT 0
+    completion_tokens BIGINT NOT NULL DEFAULT 0,
+    world_fingerprint TEXT NOT NULL DEFAULT ''
 );
 CREATE TABLE IF NOT EXISTS attempts (
     trial_id   TEXT NOT NULL,
@@ -95,6 +96,7 @@ ADDED_COLUMNS = {
     "symbolic_accuracy": "DOUBLE PRECISION", "context": "TEXT NOT NULL DEFAULT 'full'",
     "cause": "TEXT NOT NULL DEFAULT ''", "prompt_tokens": "BIGINT NOT NULL DEFAULT 0",
     "completion_tokens": "BIGINT NOT NULL DEFAULT 0",
+    "world_fingerprint": "TEXT NOT NULL DEFAULT ''",
 }
 
 
@@ -127,6 +129,7 @@ class TrialRecord:
     cause: str = ""
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    world_fingerprint: str = ""
 
 
 COLUMNS = [f.name for f in fields(TrialRecord)]
@@ -203,11 +206,13 @@ class TrialStore:
         return [TrialRecord(*r) for r in rows]
 
     def begin_attempt(self, record: TrialRecord) -> TrialRecord:
-        """Count a new attempt of ``record`` (status running) in one transaction."""
+        """Count a new attempt of ``record`` (status running) in one transaction.
+        The turns spent by earlier attempts carry over: a retry resumes the trial."""
         with self.db.tx() as ex:
-            r = ex("SELECT attempts FROM trials WHERE trial_id = ?" + self.db.for_update,
+            r = ex("SELECT attempts, turns FROM trials WHERE trial_id = ?" + self.db.for_update,
                    (record.trial_id,)).fetchone()
             record.attempts = (r[0] if r else 0) + 1
+            record.turns = r[1] if r else 0
             record.status, record.updated = "running", time.time()
             data = asdict(record)
             cols, marks = ", ".join(data), ", ".join("?" for _ in data)

@@ -71,7 +71,8 @@ async def work(args: argparse.Namespace) -> int:
                 c = lease.cell
                 setting = {1: "real", 2: "parallel"}[c.setting]
                 record = TrialRecord(c.trial_id, c.task_id, setting, c.agent, c.model, c.seed,
-                                     context=c.context or "full", attempts=lease.attempt)
+                                     context=c.context or "full", attempts=lease.attempt,
+                                     turns=lease.turns_used)
                 path = scratch / f"{c.trial_id}.attempt{lease.attempt}.jsonl"
                 trajectory = Trajectory(path, {
                     "trial_id": c.trial_id, "task_id": c.task_id, "setting": setting,

@@ -37,6 +37,7 @@ class Identity:
     role: str  # team | operator | internal
     max_open_sessions: int | None = None
     queries_per_second: float | None = None
+    token_id: str = ""
 
     @property
     def sees_all_sessions(self) -> bool:
@@ -93,10 +94,8 @@ class Authenticator:
             self._cache[key] = (now, row)
         return row
 
-    def identify(self, metadata: tuple[tuple[str, str | bytes], ...] | None) -> Identity:
-        """Blocking (may read the ledger): call it off the event loop."""
-        if self.mode == "none":
-            return INTERNAL_IDENTITY
+    @staticmethod
+    def _bearer(metadata: tuple[tuple[str, str | bytes], ...] | None) -> str:
         values = [v for k, v in (metadata or ()) if k == "authorization"]
         if not values:
             raise Unauthenticated("missing credentials: send the metadata "
@@ -105,11 +104,44 @@ class Authenticator:
         scheme, _, token = value.partition(" ")
         if scheme.lower() != "bearer" or not token.strip():
             raise Unauthenticated("authorization metadata must be 'Bearer <token>'")
-        token = token.strip()
+        return token.strip()
+
+    def _internal_or_none(self, token: str) -> Identity | None:
         if self._internal is not None and hmac.compare_digest(
                 hashlib.sha256(token.encode()).digest(), self._internal):
             return INTERNAL_IDENTITY
-        row = self._lookup(token)
+        return None
+
+    @staticmethod
+    def _identity(row: TokenRow | None) -> Identity:
         if row is None:
             raise Unauthenticated("invalid or revoked token")
-        return Identity(row.team, row.role, row.max_open_sessions, row.queries_per_second)
+        return Identity(row.team, row.role, row.max_open_sessions, row.queries_per_second,
+                        row.token_id)
+
+    def identify_cached(self, metadata: tuple[tuple[str, str | bytes], ...] | None
+                        ) -> Identity | None:
+        """The caller without touching the ledger, or None when that needs a
+        ledger read (then call :meth:`identify` off the event loop)."""
+        if self.mode == "none":
+            return INTERNAL_IDENTITY
+        token = self._bearer(metadata)
+        internal = self._internal_or_none(token)
+        if internal is not None:
+            return internal
+        key = hashlib.sha256(token.encode()).digest()
+        with self._lock:
+            hit = self._cache.get(key)
+        if hit is None or time.monotonic() - hit[0] >= CACHE_SECONDS:
+            return None
+        return self._identity(hit[1])
+
+    def identify(self, metadata: tuple[tuple[str, str | bytes], ...] | None) -> Identity:
+        """Blocking (may read the ledger): call it off the event loop."""
+        if self.mode == "none":
+            return INTERNAL_IDENTITY
+        token = self._bearer(metadata)
+        internal = self._internal_or_none(token)
+        if internal is not None:
+            return internal
+        return self._identity(self._lookup(token))

@@ -1,15 +1,23 @@
-"""The durable session and budget ledger, the API tokens of external teams and
-the audit log: SQLite in the embedded default, PostgreSQL when several
+"""The durable budget ledger, sessions, epochs, the API tokens of external teams
+and the audit log: SQLite in the embedded default, PostgreSQL when several
 simulator replicas share it.
 
-A Parallel query is charged in the same transaction that records its
-response and its audit row, before the response is returned: a restart never
-refunds a call, a retried request id returns the stored response without a
-second charge, and the audit log always balances against the budget.
-Concurrent charges of one session are serialised by the database (SQLite's
-write lock; PostgreSQL's row lock on the session), so two clients racing for
-the last call cannot both win. One SQL dialect serves both drivers
-(:mod:`lawlab.db`).
+A budget belongs to what must not get more than one: (team, task, epoch) for
+an external team, the trial for lawlab's own campaigns. Never to a session or
+an attempt: a session is only a handle on a budget, so closing, reopening,
+retrying or crashing buys nothing. An operator starts a new epoch (a
+leaderboard round) explicitly; the audit log records the epoch of every
+session.
+
+A Parallel query is charged in the same transaction that checks the session's
+state, records the response and writes the audit row, before the response is
+returned: a restart never refunds a call, a retried request id returns the
+stored response without a second charge (and a reused id with different
+inputs is refused), and the audit log always balances against the budget.
+Concurrent charges of one budget are serialised by the database (SQLite's
+write lock; PostgreSQL's row locks on the session and the budget), so two
+clients racing for the last call cannot both win. One SQL dialect serves both
+drivers (:mod:`lawlab.db`).
 """
 
 from __future__ import annotations
@@ -21,31 +29,56 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 from lawlab.db import Database, Executor, SqliteDatabase, open_database
 
+SCHEMA_VERSION = "2"
 SCHEMA = """
+CREATE TABLE IF NOT EXISTS ledger_meta (
+    name  TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS epochs (
+    epoch_id TEXT PRIMARY KEY,
+    opened   DOUBLE PRECISION NOT NULL,
+    closed   DOUBLE PRECISION,
+    release  TEXT NOT NULL DEFAULT 'on_close'
+);
+CREATE TABLE IF NOT EXISTS budgets (
+    budget_key TEXT PRIMARY KEY,
+    task_id    TEXT NOT NULL,
+    owner      TEXT NOT NULL,
+    epoch      TEXT NOT NULL,
+    calls_used INTEGER NOT NULL DEFAULT 0,
+    calls_max  INTEGER NOT NULL,
+    created    DOUBLE PRECISION NOT NULL
+);
 CREATE TABLE IF NOT EXISTS sessions (
     session_id TEXT PRIMARY KEY,
     task_id    TEXT NOT NULL,
     setting    TEXT NOT NULL,
-    seed       BIGINT NOT NULL,
-    calls_used INTEGER NOT NULL DEFAULT 0,
-    calls_max  INTEGER NOT NULL,
+    budget_key TEXT NOT NULL,
+    epoch      TEXT NOT NULL,
     state      TEXT NOT NULL DEFAULT 'open',
+    owner      TEXT NOT NULL,
+    token_id   TEXT NOT NULL DEFAULT '',
     created    DOUBLE PRECISION NOT NULL,
-    owner      TEXT NOT NULL DEFAULT 'internal'
+    last_used  DOUBLE PRECISION NOT NULL
 );
 CREATE INDEX IF NOT EXISTS sessions_owner_state ON sessions (owner, state);
-CREATE TABLE IF NOT EXISTS queries (
-    session_id TEXT NOT NULL REFERENCES sessions(session_id),
+CREATE INDEX IF NOT EXISTS sessions_token ON sessions (token_id, state);
+CREATE TABLE IF NOT EXISTS charges (
+    budget_key TEXT NOT NULL,
     request_id TEXT NOT NULL,
     call_index INTEGER NOT NULL,
+    session_id TEXT NOT NULL,
+    request_sha256 TEXT NOT NULL,
     n_points   INTEGER NOT NULL,
     response   {blob} NOT NULL,
     created    DOUBLE PRECISION NOT NULL,
-    PRIMARY KEY (session_id, request_id),
-    UNIQUE (session_id, call_index)
+    PRIMARY KEY (budget_key, request_id),
+    UNIQUE (budget_key, call_index)
 );
 CREATE TABLE IF NOT EXISTS tokens (
     token_id          TEXT PRIMARY KEY,
@@ -67,14 +100,24 @@ CREATE TABLE IF NOT EXISTS audit (
     n_points   INTEGER NOT NULL DEFAULT 0,
     calls_used INTEGER NOT NULL DEFAULT 0,
     calls_max  INTEGER NOT NULL DEFAULT 0,
-    detail     TEXT NOT NULL DEFAULT ''
+    detail     TEXT NOT NULL DEFAULT '',
+    epoch      TEXT NOT NULL DEFAULT '',
+    budget_key TEXT NOT NULL DEFAULT ''
 );
 CREATE INDEX IF NOT EXISTS audit_session ON audit (session_id);
+CREATE INDEX IF NOT EXISTS audit_budget ON audit (budget_key);
 """
 
 ROLES = ("team", "operator")
 TOKEN_PREFIX = "lawlab"
-SESSION_COLUMNS = "session_id, task_id, setting, seed, calls_used, calls_max, state, owner"
+DEFAULT_EPOCH = "default"
+RELEASES = ("immediate", "on_close")
+SessionState = Literal["open", "closed", "expired"]
+
+_SESSION_SELECT = (
+    "SELECT s.session_id, s.task_id, s.setting, s.budget_key, s.epoch, s.state, s.owner, "
+    "s.token_id, s.created, s.last_used, COALESCE(b.calls_used, 0), COALESCE(b.calls_max, 0) "
+    "FROM sessions s LEFT JOIN budgets b ON b.budget_key = s.budget_key")
 
 
 @dataclass(frozen=True)
@@ -82,11 +125,23 @@ class SessionRow:
     session_id: str
     task_id: str
     setting: str
-    seed: int
+    budget_key: str
+    epoch: str
+    state: str  # SessionState, as stored (see Ledger.effective_state for idle expiry)
+    owner: str
+    token_id: str
+    created: float
+    last_used: float
     calls_used: int
     calls_max: int
-    state: str
-    owner: str = "internal"
+
+
+@dataclass(frozen=True)
+class EpochRow:
+    epoch_id: str
+    opened: float
+    closed: float | None
+    release: str
 
 
 @dataclass(frozen=True)
@@ -111,6 +166,16 @@ class AuditRow:
     calls_used: int
     calls_max: int
     detail: str
+    epoch: str
+    budget_key: str
+
+
+@dataclass(frozen=True)
+class Charge:
+    response: bytes
+    replayed: bool
+    calls_used: int
+    budget_key: str
 
 
 class BudgetExhausted(Exception):
@@ -118,6 +183,22 @@ class BudgetExhausted(Exception):
 
 
 class QuotaExceeded(Exception):
+    pass
+
+
+class SessionNotOpen(Exception):
+    """The session was closed or has expired; its budget is unchanged."""
+
+
+class RequestIdReused(Exception):
+    """A request id already charged for different inputs in this budget."""
+
+
+class BudgetMismatch(Exception):
+    """A trial's budget was opened for another task."""
+
+
+class NoOpenEpoch(Exception):
     pass
 
 
@@ -133,99 +214,298 @@ def split_token(token: str) -> tuple[str, str] | None:
     return parts[1], parts[2]
 
 
-class Ledger:
-    """Sessions, charges, tokens and the audit log over a :mod:`lawlab.db` database."""
+def budget_key(task_id: str, owner: str, epoch: str, trial_id: str = "") -> str:
+    """What one budget belongs to: the trial, or (team, task, epoch)."""
+    if trial_id:
+        return f"trial:{trial_id}"
+    return f"team:{owner}:{task_id}:{epoch}"
 
-    def __init__(self, db: Database) -> None:
+
+class Ledger:
+    """Budgets, sessions, charges, epochs, tokens and the audit log over a
+    :mod:`lawlab.db` database. ``idle_seconds``: a session unused for longer
+    expires (its budget stays spent); None keeps sessions open until closed."""
+
+    def __init__(self, db: Database, idle_seconds: float | None = None) -> None:
         self.db = db
+        self.idle_seconds = idle_seconds
         with db.tx() as ex:
-            cols = db.columns(ex, "sessions")
-            if cols and "owner" not in cols:  # ledgers written before sessions had owners
-                ex("ALTER TABLE sessions ADD COLUMN owner TEXT NOT NULL DEFAULT 'internal'")
+            legacy = "seed" in db.columns(ex, "sessions")
+            had_queries = legacy and bool(db.columns(ex, "queries"))
+            if legacy:  # a version-1 ledger: sessions carried their own budget
+                ex("ALTER TABLE sessions RENAME TO sessions_v1")
+                if had_queries:
+                    ex("ALTER TABLE queries RENAME TO queries_v1")
+                if db.columns(ex, "audit") and "epoch" not in db.columns(ex, "audit"):
+                    ex("ALTER TABLE audit ADD COLUMN epoch TEXT NOT NULL DEFAULT ''")
+                    ex("ALTER TABLE audit ADD COLUMN budget_key TEXT NOT NULL DEFAULT ''")
             db.create(ex, SCHEMA)
+            if legacy:
+                self._migrate_v1(ex, had_queries)
+            ex("INSERT INTO ledger_meta (name, value) VALUES ('schema_version', ?) "
+               "ON CONFLICT (name) DO NOTHING", (SCHEMA_VERSION,))
+            if ex("SELECT COUNT(*) FROM epochs").fetchone()[0] == 0:
+                ex("INSERT INTO epochs (epoch_id, opened, release) VALUES (?, ?, 'on_close')",
+                   (DEFAULT_EPOCH, time.time()))
+
+    @staticmethod
+    def _migrate_v1(ex: Executor, had_queries: bool) -> None:
+        """Version-1 sessions keep their budgets, each its own ('session:<id>')."""
+        ex("INSERT INTO budgets (budget_key, task_id, owner, epoch, calls_used, calls_max, created) "
+           "SELECT 'session:' || session_id, task_id, owner, '', calls_used, calls_max, created "
+           "FROM sessions_v1 WHERE setting = 'parallel'")
+        ex("INSERT INTO sessions (session_id, task_id, setting, budget_key, epoch, state, owner, "
+           "created, last_used) SELECT session_id, task_id, setting, CASE WHEN setting = "
+           "'parallel' THEN 'session:' || session_id ELSE '' END, '', state, owner, created, "
+           "created FROM sessions_v1")
+        if had_queries:
+            ex("INSERT INTO charges (budget_key, request_id, call_index, session_id, "
+               "request_sha256, n_points, response, created) SELECT 'session:' || session_id, "
+               "request_id, call_index, session_id, '', n_points, response, created "
+               "FROM queries_v1")
 
     def close(self) -> None:
         self.db.close()
 
+    # ---- helpers -------------------------------------------------------------------
     def _audit(self, ex: Executor, team: str, action: str, session: SessionRow | None,
                n_points: int = 0, calls_used: int | None = None, detail: str = "") -> None:
         ex("INSERT INTO audit (ts, team, action, session_id, task_id, n_points, calls_used, "
-           "calls_max, detail) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+           "calls_max, detail, epoch, budget_key) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
            (time.time(), team, action, session.session_id if session else "",
             session.task_id if session else "", n_points,
             (session.calls_used if calls_used is None else calls_used) if session else 0,
-            session.calls_max if session else 0, detail))
+            session.calls_max if session else 0, detail,
+            session.epoch if session else "", session.budget_key if session else ""))
 
     @staticmethod
-    def _row(ex: Executor, session_id: str, lock: str = "") -> SessionRow | None:
-        r = ex(f"SELECT {SESSION_COLUMNS} FROM sessions WHERE session_id = ?{lock}",
-               (session_id,)).fetchone()
+    def _row(ex: Executor, session_id: str) -> SessionRow | None:
+        r = ex(f"{_SESSION_SELECT} WHERE s.session_id = ?", (session_id,)).fetchone()
         return SessionRow(*r) if r else None
 
-    # ---- sessions --------------------------------------------------------------
-    def open_session(self, session_id: str, task_id: str, setting: str, seed: int,
-                     calls_max: int, owner: str = "internal",
-                     max_open: int | None = None) -> SessionRow:
-        """Open a session owned by ``owner``; refuse (QuotaExceeded) when the
-        owner already has ``max_open`` open sessions."""
+    def effective_state(self, row: SessionRow, now: float | None = None) -> str:
+        """'expired' for an open session idle longer than the ledger allows."""
+        if row.state == "open" and self.idle_seconds is not None \
+                and (now or time.time()) - row.last_used > self.idle_seconds:
+            return "expired"
+        return row.state
+
+    def _expire(self, ex: Executor, where: str, args: tuple, now: float) -> list[SessionRow]:
+        """Mark idle open sessions matching ``where`` expired, with an audit row each."""
+        if self.idle_seconds is None:
+            return []
+        cutoff = now - self.idle_seconds
+        rows = [SessionRow(*r) for r in ex(
+            f"{_SESSION_SELECT} WHERE s.state = 'open' AND s.last_used < ?{where}",
+            (cutoff, *args)).fetchall()]
+        for row in rows:
+            ex("UPDATE sessions SET state = 'expired' WHERE session_id = ? AND state = 'open'",
+               (row.session_id,))
+            self._audit(ex, row.owner, "session_expired", row,
+                        detail=f"idle for more than {self.idle_seconds:g} s")
+        return rows
+
+    # ---- epochs ----------------------------------------------------------------------
+    @staticmethod
+    def _current_epoch(ex: Executor) -> str | None:
+        r = ex("SELECT epoch_id FROM epochs WHERE closed IS NULL ORDER BY opened DESC LIMIT 1"
+               ).fetchone()
+        return r[0] if r else None
+
+    def current_epoch(self) -> str | None:
+        with self.db.read() as ex:
+            return self._current_epoch(ex)
+
+    def epochs(self) -> list[EpochRow]:
+        with self.db.read() as ex:
+            rows = ex("SELECT epoch_id, opened, closed, release FROM epochs ORDER BY opened"
+                      ).fetchall()
+        return [EpochRow(*r) for r in rows]
+
+    def epoch(self, epoch_id: str) -> EpochRow | None:
+        with self.db.read() as ex:
+            r = ex("SELECT epoch_id, opened, closed, release FROM epochs WHERE epoch_id = ?",
+                   (epoch_id,)).fetchone()
+        return EpochRow(*r) if r else None
+
+    def open_epoch(self, epoch_id: str, release: str = "on_close") -> EpochRow:
+        """Start a new round: the current epoch closes, every budget starts afresh."""
+        if not epoch_id or not epoch_id.replace("-", "").replace("_", "").replace(".", "").isalnum():
+            raise ValueError("epoch: use letters, digits, '-', '_' and '.' only")
+        if release not in RELEASES:
+            raise ValueError(f"release: one of {RELEASES}")
+        now = time.time()
+        with self.db.tx() as ex:
+            self.db.lock_key(ex, "lawlab-epochs")
+            if ex("SELECT 1 FROM epochs WHERE epoch_id = ?", (epoch_id,)).fetchone():
+                raise ValueError(f"epoch {epoch_id!r} exists; epochs are never reopened")
+            current = self._current_epoch(ex)
+            if current is not None:
+                ex("UPDATE epochs SET closed = ? WHERE epoch_id = ?", (now, current))
+                self._audit(ex, "operator", "epoch_close", None, detail=current)
+            ex("INSERT INTO epochs (epoch_id, opened, release) VALUES (?, ?, ?)",
+               (epoch_id, now, release))
+            self._audit(ex, "operator", "epoch_open", None, detail=f"{epoch_id} release={release}")
+        return EpochRow(epoch_id, now, None, release)
+
+    def close_epoch(self, epoch_id: str) -> EpochRow:
+        now = time.time()
+        with self.db.tx() as ex:
+            self.db.lock_key(ex, "lawlab-epochs")
+            r = ex("SELECT epoch_id, opened, closed, release FROM epochs WHERE epoch_id = ?",
+                   (epoch_id,)).fetchone()
+            if r is None:
+                raise KeyError(epoch_id)
+            if r[2] is not None:
+                return EpochRow(*r)
+            ex("UPDATE epochs SET closed = ? WHERE epoch_id = ?", (now, epoch_id))
+            self._audit(ex, "operator", "epoch_close", None, detail=epoch_id)
+        return EpochRow(r[0], r[1], now, r[3])
+
+    # ---- sessions --------------------------------------------------------------------
+    def open_session(self, session_id: str, task_id: str, setting: str, calls_max: int,
+                     owner: str = "internal", max_open: int | None = None, trial_id: str = "",
+                     token_id: str = "") -> SessionRow:
+        """Open a session on the budget of (owner, task, current epoch), or of the
+        trial when ``trial_id`` is given; the budget is created on first use and
+        continued afterwards. Refuses (QuotaExceeded) when the owner already has
+        ``max_open`` open sessions (idle ones are expired first)."""
+        now = time.time()
         with self.db.tx() as ex:
             self.db.lock_key(ex, f"lawlab-owner:{owner}")
+            self._expire(ex, " AND s.owner = ?", (owner,), now)
             if max_open is not None:
                 (n_open,) = ex("SELECT COUNT(*) FROM sessions WHERE owner = ? AND state = 'open'",
                                (owner,)).fetchone()
                 if n_open >= max_open:
                     raise QuotaExceeded(f"team {owner!r} already has {n_open} open sessions "
-                                        f"(quota {max_open}); close one with CloseSession")
-            ex("INSERT INTO sessions (session_id, task_id, setting, seed, calls_max, created, owner)"
-               " VALUES (?, ?, ?, ?, ?, ?, ?)",
-               (session_id, task_id, setting, seed, calls_max, time.time(), owner))
+                                        f"(quota {max_open}); close one with CloseSession "
+                                        "(ListSessions shows them)")
+            epoch = self._current_epoch(ex)
+            if epoch is None:
+                if not trial_id:
+                    raise NoOpenEpoch("no epoch is open: the operator opens one "
+                                      "(lawlab epoch open NAME)")
+                epoch = ""
+            key = ""
+            if setting == "parallel":
+                key = budget_key(task_id, owner, epoch, trial_id)
+                ex("INSERT INTO budgets (budget_key, task_id, owner, epoch, calls_max, created) "
+                   "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (budget_key) DO NOTHING",
+                   (key, task_id, owner, epoch, calls_max, now))
+                (budget_task,) = ex("SELECT task_id FROM budgets WHERE budget_key = ?",
+                                    (key,)).fetchone()
+                if budget_task != task_id:
+                    raise BudgetMismatch(f"trial {trial_id!r} spends a budget of task "
+                                         f"{budget_task!r}, not {task_id!r}")
+            ex("INSERT INTO sessions (session_id, task_id, setting, budget_key, epoch, owner, "
+               "token_id, created, last_used) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+               (session_id, task_id, setting, key, epoch, owner, token_id, now, now))
             row = self._row(ex, session_id)
             assert row is not None
-            self._audit(ex, owner, "open_session", row, detail=setting)
+            self._audit(ex, owner, "open_session", row,
+                        detail=setting + (f" trial={trial_id}" if trial_id else ""))
         return row
 
     def get(self, session_id: str) -> SessionRow | None:
         with self.db.read() as ex:
             return self._row(ex, session_id)
 
+    def list_sessions(self, owner: str | None = None, state: str | None = None,
+                      limit: int = 1000) -> list[SessionRow]:
+        where, args = [], []
+        if owner is not None:
+            where.append("s.owner = ?")
+            args.append(owner)
+        if state is not None:
+            where.append("s.state = ?")
+            args.append(state)
+        sql = (_SESSION_SELECT + (" WHERE " + " AND ".join(where) if where else "")
+               + " ORDER BY s.created DESC LIMIT ?")
+        with self.db.read() as ex:
+            rows = ex(sql, (*args, limit)).fetchall()
+        return [SessionRow(*r) for r in rows]
+
     def close_session(self, session_id: str, actor: str = "internal") -> SessionRow | None:
         with self.db.tx() as ex:
-            ex("UPDATE sessions SET state = 'closed' WHERE session_id = ?", (session_id,))
+            ex("UPDATE sessions SET state = 'closed' WHERE session_id = ? AND state = 'open'",
+               (session_id,))
             row = self._row(ex, session_id)
             if row is not None:
                 self._audit(ex, actor, "close_session", row)
         return row
 
-    def charge(self, session_id: str, request_id: str, n_points: int,
-               make_response: Callable[[int], bytes],
-               actor: str = "internal") -> tuple[bytes, bool, int]:
-        """Record and charge one call atomically.
-
-        Returns (response, replayed, calls_used). ``make_response(call_index)``
-        computes the observations; it runs inside the transaction so that the
-        charge, the stored response and the audit row commit together or not
-        at all.
-        """
+    def expire_idle(self) -> list[SessionRow]:
+        """Expire every idle open session (the simulator calls this periodically)."""
+        if self.idle_seconds is None:
+            return []
         with self.db.tx() as ex:
-            row = self._row(ex, session_id, self.db.for_update)
+            return self._expire(ex, "", (), time.time())
+
+    def touch(self, session_id: str) -> None:
+        """Record use of a session (reads do this at most once a minute)."""
+        with self.db.tx() as ex:
+            ex("UPDATE sessions SET last_used = ? WHERE session_id = ? AND state = 'open'",
+               (time.time(), session_id))
+
+    def charge(self, session_id: str, request_id: str, request_sha256: str, n_points: int,
+               make_response: Callable[[int, str], bytes], actor: str = "internal") -> Charge:
+        """Check the session, then record and charge one call atomically.
+
+        ``make_response(call_index, budget_key)`` computes the observations; it
+        runs inside the transaction so that the state check, the charge, the
+        stored response and the audit row commit together or not at all.
+        Raises KeyError (no such session), SessionNotOpen, RequestIdReused or
+        BudgetExhausted; none of them charges anything.
+        """
+        now = time.time()
+        with self.db.tx() as ex:
+            ex(f"SELECT 1 FROM sessions WHERE session_id = ?{self.db.for_update}", (session_id,))
+            row = self._row(ex, session_id)
             if row is None:
                 raise KeyError(session_id)
-            prior = ex("SELECT response FROM queries WHERE session_id = ? AND request_id = ?",
-                       (session_id, request_id)).fetchone()
+            state = self.effective_state(row, now)
+            if state != "open":
+                raise SessionNotOpen(
+                    f"session {session_id!r} is {state}"
+                    + (f" (unused for more than {self.idle_seconds:g} s)" if state == "expired"
+                       else "")
+                    + "; open a new one on the same task: it continues the same budget")
+            if not row.budget_key:
+                raise SessionNotOpen("this session has no experiment budget (a Real session)")
+            prior = ex("SELECT request_sha256, response FROM charges WHERE budget_key = ? "
+                       "AND request_id = ?", (row.budget_key, request_id)).fetchone()
             if prior is not None:
+                if prior[0] and prior[0] != request_sha256:
+                    raise RequestIdReused(
+                        f"{request_id!r} was already used for a different experiment of this "
+                        "budget; use a fresh id per experiment (the same id only to retry the "
+                        "same request)")
+                ex("UPDATE sessions SET last_used = ? WHERE session_id = ?", (now, session_id))
                 self._audit(ex, actor, "query_replayed", row, n_points, detail=request_id)
-                return bytes(prior[0]), True, row.calls_used
-            if row.calls_used >= row.calls_max:
-                raise BudgetExhausted(
-                    f"all {row.calls_max} experiment calls of this session are used")
-            response = make_response(row.calls_used)
-            ex("INSERT INTO queries (session_id, request_id, call_index, n_points, response, "
-               "created) VALUES (?, ?, ?, ?, ?, ?)",
-               (session_id, request_id, row.calls_used, n_points, response, time.time()))
-            ex("UPDATE sessions SET calls_used = calls_used + 1 WHERE session_id = ?",
-               (session_id,))
-            self._audit(ex, actor, "query", row, n_points, row.calls_used + 1, detail=request_id)
-            return response, False, row.calls_used + 1
+                return Charge(bytes(prior[1]), True, row.calls_used, row.budget_key)
+            (used, cap) = ex(f"SELECT calls_used, calls_max FROM budgets WHERE budget_key = ?"
+                             f"{self.db.for_update}", (row.budget_key,)).fetchone()
+            if used >= cap:
+                raise BudgetExhausted(f"all {cap} experiment calls of this budget are used "
+                                      f"(task {row.task_id}, epoch {row.epoch or '-'})")
+            response = make_response(used, row.budget_key)
+            ex("INSERT INTO charges (budget_key, request_id, call_index, session_id, "
+               "request_sha256, n_points, response, created) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+               (row.budget_key, request_id, used, session_id, request_sha256, n_points, response,
+                now))
+            ex("UPDATE budgets SET calls_used = calls_used + 1 WHERE budget_key = ?",
+               (row.budget_key,))
+            ex("UPDATE sessions SET last_used = ? WHERE session_id = ?", (now, session_id))
+            self._audit(ex, actor, "query", row, n_points, used + 1, detail=request_id)
+            return Charge(response, False, used + 1, row.budget_key)
+
+    def observations(self, budget: str) -> list[tuple[int, bytes]]:
+        """Every charged response of a budget, in call order: what was bought."""
+        with self.db.read() as ex:
+            rows = ex("SELECT call_index, response FROM charges WHERE budget_key = ? "
+                      "ORDER BY call_index", (budget,)).fetchall()
+        return [(int(i), bytes(r)) for i, r in rows]
 
     def record(self, actor: str, action: str, session: SessionRow | None = None,
                detail: str = "") -> None:
@@ -234,18 +514,16 @@ class Ledger:
             self._audit(ex, actor, action, session, detail=detail)
 
     def audit(self, session_id: str | None = None, team: str | None = None,
-              limit: int = 1000) -> list[AuditRow]:
+              limit: int = 1000, epoch: str | None = None) -> list[AuditRow]:
         where, args = [], []
-        if session_id:
-            where.append("session_id = ?")
-            args.append(session_id)
-        if team:
-            where.append("team = ?")
-            args.append(team)
+        for column, value in (("session_id", session_id), ("team", team), ("epoch", epoch)):
+            if value:
+                where.append(f"{column} = ?")
+                args.append(value)
         sql = ("SELECT ts, team, action, session_id, task_id, n_points, calls_used, calls_max, "
-               "detail FROM audit" + (" WHERE " + " AND ".join(where) if where else "")
-               + " ORDER BY id DESC LIMIT ?")
-        with self.db.tx() as ex:
+               "detail, epoch, budget_key FROM audit"
+               + (" WHERE " + " AND ".join(where) if where else "") + " ORDER BY id DESC LIMIT ?")
+        with self.db.read() as ex:
             rows = ex(sql, (*args, limit)).fetchall()
         return [AuditRow(*r) for r in reversed(rows)]
 
@@ -288,25 +566,33 @@ class Ledger:
         return TokenRow(*r[:7])
 
     def list_tokens(self) -> list[TokenRow]:
-        with self.db.tx() as ex:
+        with self.db.read() as ex:
             rows = ex("SELECT token_id, team, role, max_open_sessions, queries_per_second, created,"
                       " revoked FROM tokens ORDER BY created").fetchall()
         return [TokenRow(*r) for r in rows]
 
-    def revoke_token(self, token_id: str) -> bool:
+    def revoke_token(self, token_id: str) -> list[SessionRow] | None:
+        """Revoke a token and close the sessions opened with it. Returns the
+        sessions closed, or None when there was no active token of that id."""
         with self.db.tx() as ex:
             cur = ex("UPDATE tokens SET revoked = ? WHERE token_id = ? AND revoked IS NULL",
                      (time.time(), token_id))
-            done = cur.rowcount > 0
-            if done:
-                self._audit(ex, "operator", "token_revoke", None, detail=token_id)
-        return done
+            if cur.rowcount <= 0:
+                return None
+            self._audit(ex, "operator", "token_revoke", None, detail=token_id)
+            rows = [SessionRow(*r) for r in ex(
+                f"{_SESSION_SELECT} WHERE s.token_id = ? AND s.state = 'open'",
+                (token_id,)).fetchall()]
+            for row in rows:
+                ex("UPDATE sessions SET state = 'closed' WHERE session_id = ?", (row.session_id,))
+                self._audit(ex, "operator", "close_session", row, detail=f"token {token_id} revoked")
+        return rows
 
 
-def open_ledger(url: str) -> Ledger:
+def open_ledger(url: str, idle_seconds: float | None = None) -> Ledger:
     """``sqlite:///path/to/ledger.sqlite`` or ``postgresql://user@host:port/db``."""
-    return Ledger(open_database(url, "ledger"))
+    return Ledger(open_database(url, "ledger"), idle_seconds)
 
 
-def SqliteLedger(path: Path) -> Ledger:  # noqa: N802  (kept as a constructor name)
-    return Ledger(SqliteDatabase(path))
+def SqliteLedger(path: Path, idle_seconds: float | None = None) -> Ledger:  # noqa: N802
+    return Ledger(SqliteDatabase(path), idle_seconds)

@@ -3,25 +3,63 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
+import contextlib
 import logging
 import os
 from pathlib import Path
 
+from lawlab import worldkey
 from lawlab.rpc.server import ServiceSpec
 from lawlab.simulator.v1 import simulator_pb2, simulator_pb2_grpc
 from lawlab.tasks import TaskLibrary
 from lawlab_simulator.auth import Authenticator
 from lawlab_simulator.ledger import open_ledger
-from lawlab_simulator.servicer import SimulatorServicer
+from lawlab_simulator.servicer import IdentityInterceptor, SimulatorServicer
 
 log = logging.getLogger("lawlab.simulator")
+
+# The public port's receive limit: a Query is at most a few thousand numbers.
+DEFAULT_MAX_RECEIVE_BYTES = 1024 * 1024
+DEFAULT_IDLE_SECONDS = 3600.0
+
+
+def _number(name: str, default: float) -> float:
+    raw = os.environ.get(name)
+    if not raw:
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        raise SystemExit(f"{name}={raw!r}: expected a number") from None
+    if value < 0:
+        raise SystemExit(f"{name}={raw!r}: expected a number >= 0")
+    return value
+
+
+def load_world_key(tasks_dir: Path, library: TaskLibrary) -> worldkey.WorldKey:
+    """The key that built the library (its fingerprint is in the MANIFEST)."""
+    path = worldkey.default_path(tasks_dir)
+    try:
+        key = worldkey.load(path)
+    except worldkey.WorldKeyError as err:
+        raise SystemExit(f"simulator: {err}") from None
+    expected = library.world_fingerprint
+    if expected and expected != key.fingerprint:
+        raise SystemExit(
+            f"simulator: the task library {tasks_dir} was built with world key {expected}, "
+            f"but {path} holds key {key.fingerprint}; point LAWLAB_WORLD_KEY_FILE at the key "
+            "that built it, or rebuild the library with this key (lawlab tasks build)")
+    return key
 
 
 async def build(args: argparse.Namespace):
     library = TaskLibrary(Path(args.tasks_dir))
+    key = load_world_key(Path(args.tasks_dir), library)
     url = os.environ.get("LAWLAB_LEDGER_URL") or (
         f"sqlite:///{Path(args.data_dir).resolve() / 'simulator' / 'ledger.sqlite'}")
-    ledger = open_ledger(url)
+    idle = _number("LAWLAB_SESSION_IDLE_SECONDS", DEFAULT_IDLE_SECONDS)
+    ledger = open_ledger(url, idle_seconds=idle or None)
     mode = os.environ.get("LAWLAB_SIMULATOR_AUTH", "tokens")
     auth = Authenticator(ledger, os.environ.get("LAWLAB_INTERNAL_TOKEN") or None, mode)
     if mode == "none":
@@ -30,11 +68,34 @@ async def build(args: argparse.Namespace):
     elif not os.environ.get("LAWLAB_INTERNAL_TOKEN"):
         log.warning("LAWLAB_INTERNAL_TOKEN is not set: only team and operator tokens "
                     "(lawlab token create) are accepted")
-    servicer = SimulatorServicer(library, ledger, auth)
+    servicer = SimulatorServicer(library, ledger, key, auth)
+    max_receive = int(_number("LAWLAB_SIMULATOR_MAX_RECEIVE_BYTES", DEFAULT_MAX_RECEIVE_BYTES))
+    sweeper: list[asyncio.Task] = []
+
+    async def sweep() -> None:
+        assert idle
+        while True:
+            await asyncio.sleep(min(60.0, max(1.0, idle / 4)))
+            try:
+                await servicer.expire_idle_sessions()
+            except Exception:  # noqa: BLE001  (a failed sweep is retried next time)
+                log.exception("expiring idle sessions failed")
+
+    async def start() -> None:
+        log.info("world key loaded", extra={"world_fingerprint": key.fingerprint,
+                                            "idle_seconds": idle, "max_receive_bytes": max_receive})
+        if idle:
+            sweeper.append(asyncio.create_task(sweep()))
 
     async def close() -> None:
+        for task in sweeper:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
         ledger.close()
 
     spec = ServiceSpec(simulator_pb2_grpc.add_SimulatorServiceServicer_to_server, servicer,
-                       simulator_pb2.DESCRIPTOR.services_by_name["SimulatorService"])
-    return [spec], [], [close]
+                       simulator_pb2.DESCRIPTOR.services_by_name["SimulatorService"],
+                       interceptors=[IdentityInterceptor(auth)],
+                       max_receive_bytes=max_receive or None)
+    return [spec], [start], [close]

@@ -1,16 +1,28 @@
-"""SimulatorService: the task catalogue, Real training data and Parallel queries."""
+"""SimulatorService: the task catalogue, Real training data and Parallel queries.
+
+Who is calling is settled before a handler runs (:class:`IdentityInterceptor`);
+handlers read it from :data:`CALLER`. A Parallel session spends the budget of
+(team, task, epoch), or of a trial for lawlab's own services, kept in the
+ledger; observations come from the world's noise stream keyed by the
+operator's world key and the budget, so no client can choose or learn it.
+"""
 
 from __future__ import annotations
 
 import asyncio
-import dataclasses
+import contextvars
 import hashlib
 import logging
 import math
-import secrets
+import time
 import uuid
+from collections.abc import Awaitable, Callable
+from typing import Any
 
+import grpc
 import numpy as np
+from google.protobuf import unknown_fields
+from google.protobuf.timestamp_pb2 import Timestamp
 from prometheus_client import Counter, Histogram
 
 from lawlab import convert
@@ -21,56 +33,151 @@ from lawlab.errors import (
     LawlabError,
     NotFound,
     ResourceExhausted,
+    Unauthenticated,
 )
 from lawlab.simulator.v1 import simulator_pb2, simulator_pb2_grpc
 from lawlab.tasks import GROUP_COL, Task, TaskLibrary
 from lawlab.world import World
+from lawlab.worldkey import WorldKey
 from lawlab_simulator.auth import Authenticator, Identity, RateLimiter
-from lawlab_simulator.ledger import BudgetExhausted, Ledger, QuotaExceeded, SessionRow
+from lawlab_simulator.ledger import (
+    BudgetExhausted,
+    BudgetMismatch,
+    Ledger,
+    NoOpenEpoch,
+    QuotaExceeded,
+    RequestIdReused,
+    SessionNotOpen,
+    SessionRow,
+)
 
 log = logging.getLogger("lawlab.simulator")
 
+SERVICE_NAME = "lawlab.simulator.v1.SimulatorService"
 SESSIONS_OPENED = Counter("lawlab_simulator_sessions_opened_total", "Sessions opened.", ["setting"])
+# teams are created by operators (a small, bounded set), so they may be labels
+TEAM_SESSIONS = Counter("lawlab_simulator_team_sessions_opened_total",
+                        "Sessions opened by external teams, by team.", ["team"])
+SESSIONS_EXPIRED = Counter("lawlab_simulator_sessions_expired_total",
+                           "Sessions closed for being idle too long.")
 QUERIES = Counter("lawlab_simulator_queries_total", "Parallel queries, by outcome.", ["outcome"])
 POINTS = Counter("lawlab_simulator_query_points_total", "Points evaluated by charged queries.")
-REFUSALS = Counter("lawlab_simulator_budget_refusals_total", "Queries refused, by reason.",
-                   ["reason"])
+REFUSALS = Counter("lawlab_simulator_budget_refusals_total", "Queries refused, by reason and team.",
+                   ["reason", "team"])
 AUTH_REFUSALS = Counter("lawlab_simulator_auth_refusals_total",
                         "Calls refused for missing, malformed or revoked credentials.")
 QUOTA_REFUSALS = Counter("lawlab_simulator_quota_refusals_total",
-                         "Calls refused by a team quota, by kind.", ["kind"])
+                         "Calls refused by a team quota, by kind and team.", ["kind", "team"])
 QUERY_SECONDS = Histogram("lawlab_simulator_world_sample_seconds",
                           "Time to sample the world for one query.",
                           buckets=(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.5))
 
+CALLER: contextvars.ContextVar[Identity | None] = contextvars.ContextVar("lawlab_caller",
+                                                                         default=None)
+_STATES = {"open": simulator_pb2.SESSION_STATE_OPEN, "closed": simulator_pb2.SESSION_STATE_CLOSED,
+           "expired": simulator_pb2.SESSION_STATE_EXPIRED}
+TOUCH_EVERY_SECONDS = 60.0
 
-def _stream(*parts: object) -> int:
-    digest = hashlib.sha256("|".join(map(str, parts)).encode()).digest()
-    return int.from_bytes(digest[:8], "little")
+
+def request_sha256(data: dict[str, np.ndarray], groups: list[str] | None, n_samples: int) -> str:
+    """A canonical digest of what a query asks for (inputs as evaluated before
+    clipping, group ids, samples): a reused request id must ask for the same."""
+    h = hashlib.sha256()
+    for name in sorted(data):
+        h.update(name.encode() + b"\x00" + np.ascontiguousarray(data[name], "<f8").tobytes())
+    h.update(b"\x01" + "\x1f".join(groups or ()).encode() + b"\x01" + str(n_samples).encode())
+    return h.hexdigest()
+
+
+def _timestamp(seconds: float) -> Timestamp:
+    ts = Timestamp()
+    ts.FromNanoseconds(int(seconds * 1e9))
+    return ts
+
+
+class IdentityInterceptor(grpc.aio.ServerInterceptor):
+    """Resolves the caller of every SimulatorService RPC once, before its request
+    is parsed: a call without valid credentials is refused without reading its
+    message, and token lookups that miss the cache run off the event loop."""
+
+    def __init__(self, auth: Authenticator) -> None:
+        self.auth = auth
+
+    async def intercept_service(
+        self,
+        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler]],
+        details: grpc.HandlerCallDetails,
+    ) -> grpc.RpcMethodHandler:
+        handler = await continuation(details)
+        if handler is None or not details.method.startswith(f"/{SERVICE_NAME}/") \
+                or handler.unary_unary is None:
+            return handler
+        metadata = details.invocation_metadata
+        try:
+            who = self.auth.identify_cached(metadata)
+            if who is None:
+                who = await asyncio.to_thread(self.auth.identify, metadata)
+        except Unauthenticated as err:
+            AUTH_REFUSALS.inc()
+            message = err.message
+
+            async def deny(request: Any, context: grpc.aio.ServicerContext) -> Any:
+                await context.abort(grpc.StatusCode.UNAUTHENTICATED, message)
+
+            # the message is never parsed: an unauthenticated caller costs nothing
+            return grpc.unary_unary_rpc_method_handler(
+                deny, request_deserializer=lambda raw: None,
+                response_serializer=handler.response_serializer)
+        behaviour = handler.unary_unary
+
+        async def wrapped(request: Any, context: grpc.aio.ServicerContext) -> Any:
+            token = CALLER.set(who)
+            try:
+                return await behaviour(request, context)
+            finally:
+                CALLER.reset(token)
+
+        return grpc.unary_unary_rpc_method_handler(
+            wrapped, request_deserializer=handler.request_deserializer,
+            response_serializer=handler.response_serializer)
 
 
 class SimulatorServicer(simulator_pb2_grpc.SimulatorServiceServicer):
-    def __init__(self, library: TaskLibrary, ledger: Ledger,
+    def __init__(self, library: TaskLibrary, ledger: Ledger, world_key: WorldKey,
                  auth: Authenticator | None = None) -> None:
         self.library = library
         self.ledger = ledger
+        self.world_key = world_key
         self.auth = auth or Authenticator(ledger, None, mode="none")
         self.rates = RateLimiter()
         self._worlds: dict[str, World] = {}
 
-    def _identify(self, context) -> Identity:
-        try:
-            return self.auth.identify(context.invocation_metadata())
-        except LawlabError:
-            AUTH_REFUSALS.inc()
-            raise
-
     # ---- helpers -----------------------------------------------------------
+    async def _who(self, context: Any, rate_limited: bool = False) -> Identity:
+        """The caller (settled by the interceptor; resolved here when a servicer
+        runs without it, as in-process tests do). ``rate_limited`` spends one
+        token of the team's query-rate quota."""
+        who = CALLER.get()
+        if who is None:
+            try:
+                who = await asyncio.to_thread(self.auth.identify, context.invocation_metadata())
+            except LawlabError:
+                AUTH_REFUSALS.inc()
+                raise
+        if rate_limited and who.role == "team" and who.queries_per_second:
+            try:
+                self.rates.take(who.team, who.queries_per_second)
+            except ResourceExhausted:
+                QUOTA_REFUSALS.labels("queries_per_second", who.team).inc()
+                raise
+        return who
+
     def _task(self, task_id: str, field: str = "task_id") -> Task:
         if not task_id:
             raise InvalidArgument(field, "is required")
         if task_id not in self.library:
-            raise NotFound(f"task {task_id!r} not found; see ListTasks")
+            raise NotFound(f"task {task_id!r} not found; ListTasks (`lawlab sim tasks`) "
+                           "lists the tasks")
         return self.library.get(task_id)
 
     def _world(self, task: Task) -> World:
@@ -80,20 +187,27 @@ class SimulatorServicer(simulator_pb2_grpc.SimulatorServiceServicer):
             self._worlds[task.task_id] = world
         return world
 
-    def _session(self, session_id: str, who: Identity) -> SessionRow:
+    async def _session(self, session_id: str, who: Identity) -> SessionRow:
         """The session, if it exists and the caller may see it: another team's
         session is indistinguishable from a missing one."""
         if not session_id:
             raise InvalidArgument("session_id", "is required")
-        row = self.ledger.get(session_id)
+        if len(session_id) > 128:
+            raise InvalidArgument("session_id", "longer than 128 characters")
+        row = await asyncio.to_thread(self.ledger.get, session_id)
         if row is None or not (who.sees_all_sessions or row.owner == who.team):
-            raise NotFound(f"session {session_id!r} not found")
+            raise NotFound(f"session {session_id!r} not found; ListSessions shows yours")
+        if row.state == "open" and time.time() - row.last_used > TOUCH_EVERY_SECONDS \
+                and self.ledger.effective_state(row) == "open":
+            await asyncio.to_thread(self.ledger.touch, row.session_id)
         return row
 
-    def _budget(self, task: Task, row: SessionRow) -> simulator_pb2.Budget:
+    def _budget(self, task: Task, row: SessionRow,
+                calls_used: int | None = None) -> simulator_pb2.Budget:
         caps = task.meta.caps
         return simulator_pb2.Budget(
-            calls_used=row.calls_used, calls_max=row.calls_max,
+            calls_used=row.calls_used if calls_used is None else calls_used,
+            calls_max=row.calls_max,
             max_points_per_call=caps.max_points_per_call,
             min_samples_per_point=caps.min_samples_per_point,
             max_samples_per_point=caps.max_samples_per_point)
@@ -102,61 +216,90 @@ class SimulatorServicer(simulator_pb2_grpc.SimulatorServiceServicer):
         task = self.library.get(row.task_id)
         return simulator_pb2.Session(
             session_id=row.session_id, task_id=row.task_id,
-            setting=convert.setting_from_name(row.setting), seed=row.seed,
-            budget=self._budget(task, row),
-            state=(simulator_pb2.SESSION_STATE_OPEN if row.state == "open"
-                   else simulator_pb2.SESSION_STATE_CLOSED))
+            setting=convert.setting_from_name(row.setting), budget=self._budget(task, row),
+            state=_STATES.get(self.ledger.effective_state(row),
+                              simulator_pb2.SESSION_STATE_UNSPECIFIED),
+            epoch=row.epoch, created=_timestamp(row.created), last_used=_timestamp(row.last_used),
+            idle_timeout_seconds=int(self.ledger.idle_seconds or 0),
+            world_fingerprint=self.world_key.fingerprint)
 
     # ---- catalogue -----------------------------------------------------------
     async def ListTasks(self, request, context):
-        self._identify(context)
+        await self._who(context)
         return simulator_pb2.ListTasksResponse(
             tasks=[convert.meta_to_proto(t.meta, t.group_ids, t.has_world())
                    for t in self.library])
 
     async def GetTask(self, request, context):
-        self._identify(context)
+        await self._who(context)
         task = self._task(request.task_id)
         return simulator_pb2.GetTaskResponse(task=convert.meta_to_proto(task.meta, task.group_ids,
-                                                                  task.has_world()))
+                                                                        task.has_world()))
 
     # ---- sessions --------------------------------------------------------------
     async def OpenSession(self, request, context):
-        who = self._identify(context)
+        who = await self._who(context, rate_limited=True)
+        if any(f.field_number == 3 for f in unknown_fields.UnknownFieldSet(request)):
+            # clients built from the old contract still send it: say why it is gone
+            raise InvalidArgument("seed", "is no longer accepted: observations come from the "
+                                          "operator's noise streams, which no client can choose; "
+                                          "regenerate your stubs from the current .proto")
         task = self._task(request.task_id)
         if request.setting == common_pb2.SETTING_REAL:
             setting, calls_max = "real", 0
         elif request.setting == common_pb2.SETTING_PARALLEL:
             if not task.has_world():
-                raise FailedPrecondition(f"task {task.task_id!r} has no Parallel world")
+                raise FailedPrecondition(f"task {task.task_id!r} has no Parallel world "
+                                         "(`lawlab sim tasks` shows which tasks have one)")
             setting, calls_max = "parallel", task.meta.caps.max_experiment_calls
         else:
             raise InvalidArgument("setting", "must be SETTING_REAL or SETTING_PARALLEL")
-        seed = request.seed or secrets.randbits(63)
+        if request.trial_id:
+            if who.role == "team":
+                raise InvalidArgument("trial_id", "is for lawlab's own services; a team's budget "
+                                                  "is its (team, task, epoch) budget")
+            if len(request.trial_id) > 200:
+                raise InvalidArgument("trial_id", "longer than 200 characters")
         max_open = who.max_open_sessions if who.role == "team" else None
         try:
-            row = await asyncio.to_thread(self.ledger.open_session, uuid.uuid4().hex,
-                                          task.task_id, setting, seed, calls_max, who.team,
-                                          max_open)
+            row = await asyncio.to_thread(
+                self.ledger.open_session, uuid.uuid4().hex, task.task_id, setting, calls_max,
+                who.team, max_open, request.trial_id, who.token_id)
         except QuotaExceeded as err:
-            QUOTA_REFUSALS.labels("open_sessions").inc()
+            QUOTA_REFUSALS.labels("open_sessions", who.team).inc()
             await asyncio.to_thread(self.ledger.record, who.team, "open_refused", None, str(err))
             raise ResourceExhausted(str(err)) from None
+        except NoOpenEpoch as err:
+            raise FailedPrecondition(str(err)) from None
+        except BudgetMismatch as err:
+            raise InvalidArgument("trial_id", str(err)) from None
         SESSIONS_OPENED.labels(setting).inc()
+        if who.role == "team":
+            TEAM_SESSIONS.labels(who.team).inc()
         return self._session_proto(row)
 
     async def GetSession(self, request, context):
-        return self._session_proto(self._session(request.session_id, self._identify(context)))
+        return self._session_proto(await self._session(request.session_id,
+                                                       await self._who(context)))
+
+    async def ListSessions(self, request, context):
+        who = await self._who(context, rate_limited=True)
+        rows = await asyncio.to_thread(
+            self.ledger.list_sessions, None if who.sees_all_sessions else who.team,
+            "open" if request.open_only else None)
+        if request.open_only:
+            rows = [r for r in rows if self.ledger.effective_state(r) == "open"]
+        return simulator_pb2.ListSessionsResponse(sessions=[self._session_proto(r) for r in rows])
 
     async def CloseSession(self, request, context):
-        who = self._identify(context)
-        row = self._session(request.session_id, who)
+        who = await self._who(context, rate_limited=True)
+        row = await self._session(request.session_id, who)
         closed = await asyncio.to_thread(self.ledger.close_session, row.session_id, who.team)
         assert closed is not None
         return self._session_proto(closed)
 
     async def GetTrainingData(self, request, context):
-        row = self._session(request.session_id, self._identify(context))
+        row = await self._session(request.session_id, await self._who(context))
         if row.setting != "real":
             raise FailedPrecondition("training data is served to Real sessions only; "
                                      "a Parallel session gathers data with Query")
@@ -211,26 +354,41 @@ class SimulatorServicer(simulator_pb2_grpc.SimulatorServiceServicer):
             known = set(world.groups)
             for i, g in enumerate(request.group_ids):
                 if g not in known:
-                    raise InvalidArgument(f"group_ids[{i}]", f"unknown group {g!r}; see GetTask")
+                    raise InvalidArgument(f"group_ids[{i}]", f"unknown group {g!r}; GetTask lists "
+                                                             "the task's groups")
             groups = list(request.group_ids)
         elif len(request.group_ids):
             raise InvalidArgument("group_ids", "this task is single-group; leave group_ids empty")
         return data, groups, n_samples
 
+    def _observe(self, task: Task, world: World, data: dict[str, np.ndarray],
+                 groups: list[str] | None, n_samples: int, call_index: int, budget: str) -> bytes:
+        """The observations of one call: the world sampled on the noise stream of
+        (world key, task, budget, call index)."""
+        with QUERY_SECONDS.time():
+            rng = np.random.default_rng(self.world_key.seed("noise", task.task_id, budget,
+                                                            call_index))
+            n_points = len(next(iter(data.values())))
+            clipped_inputs, clipped = world.clip(data)
+            rep = {k: np.repeat(v, n_samples) for k, v in clipped_inputs.items()}
+            rep_groups = list(np.repeat(groups, n_samples)) if groups is not None else None
+            y = world.sample(rep, rep_groups, rng)
+            cols = [common_pb2.NamedColumn(name=task.meta.target.name, values=y.tolist())]
+            cols += [common_pb2.NamedColumn(name=k, values=rep[k].tolist())
+                     for k in task.meta.input_names]
+            table = common_pb2.Table(columns=cols, group_ids=rep_groups or [])
+            return simulator_pb2.QueryResponse(
+                observations=table,
+                point_index=np.repeat(np.arange(n_points), n_samples).tolist(),
+                clipped=np.repeat(clipped, n_samples).tolist(),
+            ).SerializeToString()
+
     async def Query(self, request, context):
-        who = self._identify(context)
-        if who.role == "team" and who.queries_per_second:
-            try:
-                self.rates.take(who.team, who.queries_per_second)
-            except ResourceExhausted:
-                QUOTA_REFUSALS.labels("queries_per_second").inc()
-                raise
-        row = self._session(request.session_id, who)
+        who = await self._who(context, rate_limited=True)
+        row = await self._session(request.session_id, who)
         if row.setting != "parallel":
             QUERIES.labels("refused").inc()
             raise FailedPrecondition("Query is for Parallel sessions; this session is Real")
-        if row.state != "open":
-            raise FailedPrecondition("session is closed")
         task = self.library.get(row.task_id)
         world = self._world(task)
         if request.request_id and len(request.request_id) > 128:
@@ -238,46 +396,76 @@ class SimulatorServicer(simulator_pb2_grpc.SimulatorServiceServicer):
         try:
             data, groups, n_samples = self._validate_query(request, task, world)
         except InvalidArgument:
-            REFUSALS.labels("invalid").inc()
+            REFUSALS.labels("invalid", who.team).inc()
             QUERIES.labels("invalid").inc()
             raise
         request_id = request.request_id or uuid.uuid4().hex
         n_points = len(next(iter(data.values())))
+        digest = request_sha256(data, groups, n_samples)
 
-        def observe(call_index: int) -> bytes:
-            with QUERY_SECONDS.time():
-                rng = np.random.default_rng([row.seed % 2**63, call_index,
-                                             _stream(task.task_id) % 2**63])
-                clipped_inputs, clipped = world.clip(data)
-                rep = {k: np.repeat(v, n_samples) for k, v in clipped_inputs.items()}
-                rep_groups = list(np.repeat(groups, n_samples)) if groups is not None else None
-                y = world.sample(rep, rep_groups, rng)
-                cols = [common_pb2.NamedColumn(name=task.meta.target.name, values=y.tolist())]
-                cols += [common_pb2.NamedColumn(name=k, values=rep[k].tolist())
-                         for k in task.meta.input_names]
-                table = common_pb2.Table(columns=cols, group_ids=rep_groups or [])
-                return simulator_pb2.QueryResponse(
-                    observations=table,
-                    point_index=np.repeat(np.arange(n_points), n_samples).tolist(),
-                    clipped=np.repeat(clipped, n_samples).tolist(),
-                ).SerializeToString()
+        def observe(call_index: int, budget: str) -> bytes:
+            return self._observe(task, world, data, groups, n_samples, call_index, budget)
 
         try:
-            raw, replayed, calls_used = await asyncio.to_thread(
-                self.ledger.charge, row.session_id, request_id, n_points, observe, who.team)
+            charge = await asyncio.to_thread(self.ledger.charge, row.session_id, request_id,
+                                             digest, n_points, observe, who.team)
         except BudgetExhausted as err:
-            REFUSALS.labels("exhausted").inc()
+            REFUSALS.labels("exhausted", who.team).inc()
             QUERIES.labels("exhausted").inc()
             await asyncio.to_thread(self.ledger.record, who.team, "query_refused", row, str(err))
             raise ResourceExhausted(str(err)) from None
-        response = simulator_pb2.QueryResponse.FromString(raw)
-        response.replayed = replayed
-        response.budget.CopyFrom(self._budget(task, dataclasses.replace(row, calls_used=calls_used)))
-        QUERIES.labels("replayed" if replayed else "ok").inc()
-        if not replayed:
+        except SessionNotOpen as err:
+            REFUSALS.labels("closed", who.team).inc()
+            QUERIES.labels("refused").inc()
+            raise FailedPrecondition(str(err)) from None
+        except RequestIdReused as err:
+            REFUSALS.labels("invalid", who.team).inc()
+            QUERIES.labels("invalid").inc()
+            raise InvalidArgument("request_id", str(err)) from None
+        response = simulator_pb2.QueryResponse.FromString(charge.response)
+        response.replayed = charge.replayed
+        response.budget.CopyFrom(self._budget(task, row, charge.calls_used))
+        QUERIES.labels("replayed" if charge.replayed else "ok").inc()
+        if not charge.replayed:
             POINTS.inc(n_points * n_samples)
         log.debug("query", extra={"session_id": row.session_id, "request_id": request_id,
-                                 "points": n_points, "replayed": replayed})
+                                 "points": n_points, "replayed": charge.replayed})
         if not math.isfinite(sum(response.observations.columns[0].values)):
             log.warning("non-finite observations", extra={"task_id": task.task_id})
         return response
+
+    async def GetObservations(self, request, context):
+        who = await self._who(context, rate_limited=True)
+        row = await self._session(request.session_id, who)
+        if row.setting != "parallel":
+            raise FailedPrecondition("observations are bought by Parallel sessions; this "
+                                     "session is Real")
+        task = self.library.get(row.task_id)
+        charges = await asyncio.to_thread(self.ledger.observations, row.budget_key)
+        out = simulator_pb2.GetObservationsResponse(budget=self._budget(task, row))
+        columns: dict[str, list[float]] = {}
+        groups: list[str] = []
+        for call_index, raw in charges:
+            part = simulator_pb2.QueryResponse.FromString(raw)
+            for col in part.observations.columns:
+                columns.setdefault(col.name, []).extend(col.values)
+            groups.extend(part.observations.group_ids)
+            out.call_index.extend([call_index] * len(part.point_index))
+            out.point_index.extend(part.point_index)
+            out.clipped.extend(part.clipped)
+        names = [task.meta.target.name, *task.meta.input_names]
+        out.observations.CopyFrom(common_pb2.Table(
+            columns=[common_pb2.NamedColumn(name=n, values=columns.get(n, [])) for n in names],
+            group_ids=groups))
+        if row.calls_used != len(charges):  # the ledger commits both together
+            log.error("budget and charges disagree", extra={"session_id": row.session_id})
+        return out
+
+    # ---- housekeeping ---------------------------------------------------------------
+    async def expire_idle_sessions(self) -> int:
+        rows = await asyncio.to_thread(self.ledger.expire_idle)
+        if rows:
+            SESSIONS_EXPIRED.inc(len(rows))
+            log.info("sessions expired", extra={"count": len(rows)})
+        return len(rows)
+

@@ -22,7 +22,7 @@ import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from lawlab import config
+from lawlab import config, worldkey
 from tests.support.images import SERVICES, require_images
 
 pytestmark = pytest.mark.e2e
@@ -89,6 +89,15 @@ def stack(images, tasks_dir: Path, tmp_path_factory: pytest.TempPathFactory):
                     "-v", f"{data}:/var/lib/lawlab/data"]
             if s in ANSWER_KEY_HOLDERS:
                 argv += ["-v", f"{tasks_dir}:/var/lib/lawlab/tasks:ro"]
+            if s == "simulator":  # the world key, readable by the service's uid only
+                secrets = tmp_path_factory.mktemp("e2e-world-key")
+                key = secrets / "world-key"
+                key.write_bytes(worldkey.default_path(tasks_dir).read_bytes())
+                os.chown(secrets, UID, UID)
+                os.chown(key, UID, UID)
+                key.chmod(0o400)
+                argv += ["-v", f"{secrets}:/var/run/secrets/lawlab:ro",
+                         "-e", "LAWLAB_WORLD_KEY_FILE=/var/run/secrets/lawlab/world-key"]
             if s == "sandbox":
                 # bubblewrap inside the container creates user namespaces and a
                 # fresh /proc per box: Docker's default seccomp profile and its

@@ -176,6 +176,26 @@ def test_only_simulator_scorer_and_judge_mount_answer_keys(rendered):
             assert readers == ANSWER_KEY_READERS, name
 
 
+def test_only_the_simulator_holds_the_world_key(rendered):
+    for name, docs in rendered.items():
+        holders = set()
+        for obj, pod in pods_of(docs):
+            secrets = {v.get("secret", {}).get("secretName") for v in pod.get("volumes", [])}
+            env = [e for c in pod["containers"] for e in c.get("env", [])
+                   if e.get("valueFrom", {}).get("secretKeyRef", {}).get("name")
+                   == "lawlab-world-key"]
+            assert not env, (name, obj["metadata"]["name"])  # never as an environment variable
+            if "lawlab-world-key" in secrets:
+                holders.add(obj["metadata"]["name"])
+                (mount,) = [m for c in pod["containers"] for m in c["volumeMounts"]
+                            if m["name"] == "world-key"]
+                assert mount["readOnly"]
+        if name in ("overlay prod", "overlay local", "base + answer-keys"):
+            assert holders == {"lawlab-simulator"}, name
+        else:
+            assert holders <= {"lawlab-simulator"}, name
+
+
 def test_network_policies_deny_by_default_and_the_sandbox_has_no_egress(rendered):
     docs = rendered["base + network-policies"]
     pols = {d["metadata"]["name"]: d["spec"] for d in docs if d["kind"] == "NetworkPolicy"}

@@ -2,12 +2,22 @@
 
 from __future__ import annotations
 
+import sqlite3
 import threading
+import time
 import uuid
 
 import pytest
 
-from lawlab_simulator.ledger import BudgetExhausted, QuotaExceeded, open_ledger
+from lawlab_simulator.ledger import (
+    BudgetExhausted,
+    BudgetMismatch,
+    NoOpenEpoch,
+    QuotaExceeded,
+    RequestIdReused,
+    SessionNotOpen,
+    open_ledger,
+)
 from tests.support.postgres import postgres_server
 
 
@@ -28,66 +38,194 @@ def _sid() -> str:
     return uuid.uuid4().hex
 
 
+def _task() -> str:
+    return f"task-{_sid()[:8]}"  # a task of its own: budgets of other tests never mix in
+
+
+def obs(i, key):
+    return f"obs{i}".encode()
+
+
 def test_charge_is_idempotent_by_request_id_and_capped(url):
     ledger = open_ledger(url)
     sid = _sid()
-    ledger.open_session(sid, "t", "parallel", 7, calls_max=2)
+    ledger.open_session(sid, _task(), "parallel", calls_max=2)
     made = []
 
-    def make(i):
+    def make(i, key):
         made.append(i)
         return f"obs{i}".encode()
 
-    assert ledger.charge(sid, "r1", 5, make) == (b"obs0", False, 1)
-    assert ledger.charge(sid, "r1", 5, make) == (b"obs0", True, 1)  # replay, no charge
-    assert ledger.charge(sid, "r2", 5, make)[2] == 2
+    first = ledger.charge(sid, "r1", "h1", 5, make)
+    assert (first.response, first.replayed, first.calls_used) == (b"obs0", False, 1)
+    again = ledger.charge(sid, "r1", "h1", 5, make)  # replay, no charge
+    assert (again.response, again.replayed, again.calls_used) == (b"obs0", True, 1)
+    assert ledger.charge(sid, "r2", "h2", 5, make).calls_used == 2
     with pytest.raises(BudgetExhausted):
-        ledger.charge(sid, "r3", 5, make)
+        ledger.charge(sid, "r3", "h3", 5, make)
     assert made == [0, 1]
     ledger.close()
 
 
-def test_budget_survives_a_restart(url):
+def test_a_reused_request_id_with_other_inputs_is_refused(url):
     ledger = open_ledger(url)
     sid = _sid()
-    ledger.open_session(sid, "t", "parallel", 7, calls_max=3)
-    ledger.charge(sid, "a", 1, lambda i: b"x")
+    ledger.open_session(sid, _task(), "parallel", calls_max=5)
+    ledger.charge(sid, "r1", "inputs-a", 3, obs)
+    with pytest.raises(RequestIdReused, match="fresh id"):
+        ledger.charge(sid, "r1", "inputs-b", 3, obs)
+    assert ledger.get(sid).calls_used == 1
     ledger.close()
-    again = open_ledger(url)
-    assert again.get(sid).calls_used == 1
-    assert again.charge(sid, "a", 1, lambda i: b"y") == (b"x", True, 1)
-    again.close()
 
 
-def test_failed_observation_charges_nothing(url):
+def test_the_budget_belongs_to_team_task_and_epoch_not_to_the_session(url):
+    ledger = open_ledger(url)
+    team, task = f"team{_sid()[:6]}", _task()
+    s1 = ledger.open_session(_sid(), task, "parallel", 3, team)
+    for i in range(2):
+        ledger.charge(s1.session_id, f"a{i}", f"h{i}", 1, obs)
+    ledger.close_session(s1.session_id, team)
+    s2 = ledger.open_session(_sid(), task, "parallel", 3, team)
+    assert s2.budget_key == s1.budget_key and s2.calls_used == 2
+    # the call index continues: the next observation is call 2 of the budget, not call 0
+    assert ledger.charge(s2.session_id, "b", "hb", 1, obs).response == b"obs2"
+    with pytest.raises(BudgetExhausted):
+        ledger.charge(s2.session_id, "c", "hc", 1, obs)
+    # a request id is unique per budget: replayed from the first session's charge
+    assert ledger.charge(s2.session_id, "a0", "h0", 1, obs).replayed
+    # another task, another team: budgets of their own
+    assert ledger.open_session(_sid(), _task(), "parallel", 3, team).calls_used == 0
+    assert ledger.open_session(_sid(), task, "parallel", 3, team + "x").calls_used == 0
+    assert [(i, r) for i, r in ledger.observations(s1.budget_key)] == [
+        (0, b"obs0"), (1, b"obs1"), (2, b"obs2")]
+    ledger.close()
+
+
+def test_a_new_epoch_gives_a_new_budget_and_is_audited(url):
+    ledger = open_ledger(url)
+    team, task = f"team{_sid()[:6]}", _task()
+    first = ledger.open_session(_sid(), task, "parallel", 1, team)
+    ledger.charge(first.session_id, "a", "h", 1, obs)
+    epoch = f"round-{_sid()[:6]}"
+    ledger.open_epoch(epoch, "immediate")
+    assert ledger.current_epoch() == epoch
+    second = ledger.open_session(_sid(), task, "parallel", 1, team)
+    assert second.epoch == epoch and second.calls_used == 0
+    assert second.budget_key != first.budget_key
+    with pytest.raises(ValueError, match="never reopened"):
+        ledger.open_epoch(epoch)
+    ledger.close_epoch(epoch)
+    with pytest.raises(NoOpenEpoch, match="lawlab epoch open"):
+        ledger.open_session(_sid(), task, "parallel", 1, team)
+    actions = [(a.action, a.detail) for a in ledger.audit(team="operator")]
+    assert ("epoch_open", f"{epoch} release=immediate") in actions
+    assert ("epoch_close", epoch) in actions
+    ledger.open_epoch(f"next-{_sid()[:6]}")  # leave an open epoch for the other tests
+    ledger.close()
+
+
+def test_a_trial_budget_is_shared_by_its_attempts_and_tied_to_its_task(url):
+    ledger = open_ledger(url)
+    trial, task = f"trial-{_sid()}", _task()
+    a1 = ledger.open_session(_sid(), task, "parallel", 2, trial_id=trial)
+    ledger.charge(a1.session_id, f"{trial}:1:1", "h", 1, obs)
+    # the attempt crashed without closing its session; the retry opens another
+    a2 = ledger.open_session(_sid(), task, "parallel", 2, trial_id=trial)
+    assert a2.budget_key == f"trial:{trial}" and a2.calls_used == 1
+    ledger.charge(a2.session_id, f"{trial}:2:1", "h", 1, obs)
+    with pytest.raises(BudgetExhausted):
+        ledger.charge(a1.session_id, f"{trial}:1:2", "h", 1, obs)
+    with pytest.raises(BudgetMismatch):
+        ledger.open_session(_sid(), _task(), "parallel", 2, trial_id=trial)
+    ledger.close()
+
+
+def test_a_closed_session_is_refused_inside_the_charge(url):
+    """The state check and the charge are one transaction: a query that raced
+    a CloseSession either committed before it or charged nothing."""
     ledger = open_ledger(url)
     sid = _sid()
-    ledger.open_session(sid, "t", "parallel", 7, calls_max=3)
-
-    def boom(i):
-        raise RuntimeError("world failed")
-
-    with pytest.raises(RuntimeError):
-        ledger.charge(sid, "a", 1, boom)
+    ledger.open_session(sid, _task(), "parallel", calls_max=5)
+    ledger.close_session(sid)
+    with pytest.raises(SessionNotOpen, match="closed"):
+        ledger.charge(sid, "r", "h", 1, obs)
     assert ledger.get(sid).calls_used == 0
-    assert ledger.charge(sid, "a", 1, lambda i: b"ok") == (b"ok", False, 1)
+    ledger.close()
+
+
+def test_no_charge_that_starts_after_a_close_succeeds(url):
+    replicas = [open_ledger(url) for _ in range(3)]
+    try:
+        for _ in range(10):
+            sid = _sid()
+            replicas[0].open_session(sid, _task(), "parallel", calls_max=30)
+            barrier = threading.Barrier(3)
+            closed_at: list[float] = []
+            attempts: list[tuple[float, bool]] = []  # (started, charged)
+
+            def close():
+                barrier.wait()
+                time.sleep(0.002)
+                replicas[0].close_session(sid)
+                closed_at.append(time.monotonic())
+
+            def query(k):
+                barrier.wait()
+                for j in range(10):
+                    started = time.monotonic()
+                    try:
+                        replicas[k].charge(sid, f"r{k}-{j}", "h", 1, obs)
+                        attempts.append((started, True))
+                    except SessionNotOpen:
+                        attempts.append((started, False))
+
+            threads = [threading.Thread(target=close),
+                       *(threading.Thread(target=query, args=(k,)) for k in (1, 2))]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+            assert not [a for a in attempts if a[0] > closed_at[0] and a[1]]
+            assert replicas[1].get(sid).calls_used == sum(ok for _, ok in attempts)
+    finally:
+        for r in replicas:
+            r.close()
+
+
+def test_idle_sessions_expire_and_free_their_quota_slot(url):
+    ledger = open_ledger(url, idle_seconds=0.3)
+    team, task = f"team{_sid()[:6]}", _task()
+    s = ledger.open_session(_sid(), task, "parallel", 3, team, max_open=1)
+    ledger.charge(s.session_id, "a", "h", 1, obs)
+    with pytest.raises(QuotaExceeded):
+        ledger.open_session(_sid(), task, "parallel", 3, team, max_open=1)
+    time.sleep(0.5)
+    assert ledger.effective_state(ledger.get(s.session_id)) == "expired"
+    with pytest.raises(SessionNotOpen, match="expired"):
+        ledger.charge(s.session_id, "b", "h", 1, obs)
+    again = ledger.open_session(_sid(), task, "parallel", 3, team, max_open=1)  # slot freed
+    assert again.calls_used == 1  # the budget stayed spent
+    assert ledger.get(s.session_id).state == "expired"
+    assert any(a.action == "session_expired" for a in ledger.audit(session_id=s.session_id))
     ledger.close()
 
 
 def test_race_for_the_last_call_has_exactly_one_winner(url):
-    """Eight replicas (one connection each) race for the last call, 15 times over."""
+    """Eight replicas (one connection each) race for the last call, 15 times over;
+    half of them through a second session on the same budget."""
     replicas = [open_ledger(url) for _ in range(8)]
     try:
         for _ in range(15):
-            sid = _sid()
-            replicas[0].open_session(sid, "t", "parallel", 1, calls_max=1)
+            team, task = f"team{_sid()[:6]}", _task()
+            sids = [replicas[0].open_session(_sid(), task, "parallel", 1, team).session_id
+                    for _ in range(2)]
             wins, losses = [], []
             barrier = threading.Barrier(len(replicas))
 
             def go(k):
                 barrier.wait()
                 try:
-                    replicas[k].charge(sid, f"r{k}", 1, lambda i: b"x")
+                    replicas[k].charge(sids[k % 2], f"r{k}", "h", 1, obs)
                     wins.append(k)
                 except BudgetExhausted:
                     losses.append(k)
@@ -98,7 +236,7 @@ def test_race_for_the_last_call_has_exactly_one_winner(url):
             for t in threads:
                 t.join()
             assert len(wins) == 1 and len(losses) == 7
-            assert replicas[3].get(sid).calls_used == 1
+            assert replicas[3].get(sids[1]).calls_used == 1
     finally:
         for r in replicas:
             r.close()
@@ -108,21 +246,21 @@ def test_same_request_id_racing_is_charged_once(url):
     replicas = [open_ledger(url) for _ in range(4)]
     try:
         sid = _sid()
-        replicas[0].open_session(sid, "t", "parallel", 1, calls_max=10)
+        replicas[0].open_session(sid, _task(), "parallel", calls_max=10)
         results = []
         barrier = threading.Barrier(4)
 
         def go(k):
             barrier.wait()
-            results.append(replicas[k].charge(sid, "same", 1, lambda i: f"obs{i}".encode()))
+            results.append(replicas[k].charge(sid, "same", "h", 1, obs))
 
         threads = [threading.Thread(target=go, args=(k,)) for k in range(4)]
         for t in threads:
             t.start()
         for t in threads:
             t.join()
-        assert {r[0] for r in results} == {b"obs0"}
-        assert sum(1 for r in results if not r[1]) == 1
+        assert {r.response for r in results} == {b"obs0"}
+        assert sum(1 for r in results if not r.replayed) == 1
         assert replicas[1].get(sid).calls_used == 1
     finally:
         for r in replicas:
@@ -140,7 +278,7 @@ def test_open_session_quota_holds_across_racing_replicas(url):
         def go(k):
             barrier.wait()
             try:
-                opened.append(replicas[k].open_session(_sid(), "t", "parallel", 1, 10, team, 3))
+                opened.append(replicas[k].open_session(_sid(), "t", "parallel", 10, team, 3))
             except QuotaExceeded:
                 refused.append(k)
 
@@ -151,8 +289,10 @@ def test_open_session_quota_holds_across_racing_replicas(url):
             t.join()
         assert len(opened) == 3 and len(refused) == 3
         assert all(r.owner == team for r in opened)
+        assert len({r.budget_key for r in opened}) == 1  # one (team, task, epoch) budget
         replicas[0].close_session(opened[0].session_id, team)
-        replicas[1].open_session(_sid(), "t", "parallel", 1, 10, team, 3)  # a slot freed
+        replicas[1].open_session(_sid(), "t", "parallel", 10, team, 3)  # a slot freed
+        assert len(replicas[2].list_sessions(team, "open")) == 3
     finally:
         for r in replicas:
             r.close()
@@ -167,7 +307,11 @@ def test_tokens_are_hashed_verified_and_revocable(url):
         assert ledger.verify_token("lawlab_" + row.token_id) is None
         assert ledger.verify_token("garbage") is None
         assert token.split("_", 2)[2] not in repr(ledger.list_tokens())
-        assert ledger.revoke_token(row.token_id) and not ledger.revoke_token(row.token_id)
+        s = ledger.open_session(_sid(), _task(), "parallel", 3, row.team, token_id=row.token_id)
+        closed = ledger.revoke_token(row.token_id)
+        assert [c.session_id for c in closed] == [s.session_id]
+        assert ledger.get(s.session_id).state == "closed"
+        assert ledger.revoke_token(row.token_id) is None
         assert ledger.verify_token(token) is None
         with pytest.raises(ValueError, match="reserved"):
             ledger.create_token("internal")
@@ -180,23 +324,67 @@ def test_tokens_are_hashed_verified_and_revocable(url):
 def test_audit_rows_commit_with_the_charge(url):
     ledger = open_ledger(url)
     sid = _sid()
-    ledger.open_session(sid, "t", "parallel", 7, calls_max=2, owner="acme")
-    ledger.charge(sid, "a", 3, lambda i: b"x", actor="acme")
-    ledger.charge(sid, "a", 3, lambda i: b"x", actor="acme")  # replay
+    ledger.open_session(sid, _task(), "parallel", calls_max=2, owner="acme")
+    ledger.charge(sid, "a", "h", 3, lambda i, k: b"x", actor="acme")
+    ledger.charge(sid, "a", "h", 3, lambda i, k: b"x", actor="acme")  # replay
 
-    def boom(i):
+    def boom(i, k):
         raise RuntimeError("world failed")
 
     with pytest.raises(RuntimeError):
-        ledger.charge(sid, "b", 3, boom, actor="acme")  # rolled back: no charge, no row
-    ledger.charge(sid, "c", 4, lambda i: b"y", actor="acme")
+        ledger.charge(sid, "b", "h", 3, boom, actor="acme")  # rolled back: no charge, no row
+    ledger.charge(sid, "c", "h", 4, lambda i, k: b"y", actor="acme")
     with pytest.raises(BudgetExhausted):
-        ledger.charge(sid, "d", 4, lambda i: b"z", actor="acme")
+        ledger.charge(sid, "d", "h", 4, lambda i, k: b"z", actor="acme")
     rows = ledger.audit(session_id=sid)
     assert [r.action for r in rows] == ["open_session", "query", "query_replayed", "query"]
     assert [r.calls_used for r in rows if r.action == "query"] == [1, 2]
     assert ledger.get(sid).calls_used == sum(r.action == "query" for r in rows)
     assert {r.team for r in rows} == {"acme"} and rows[1].n_points == 3
+    assert {r.epoch for r in rows} == {ledger.current_epoch()}
+    ledger.close()
+
+
+def test_budget_survives_a_restart(url):
+    ledger = open_ledger(url)
+    sid = _sid()
+    ledger.open_session(sid, _task(), "parallel", calls_max=3)
+    ledger.charge(sid, "a", "h", 1, lambda i, k: b"x")
+    ledger.close()
+    again = open_ledger(url)
+    assert again.get(sid).calls_used == 1
+    charge = again.charge(sid, "a", "h", 1, lambda i, k: b"y")
+    assert (charge.response, charge.replayed) == (b"x", True)
+    again.close()
+
+
+def test_a_version_1_ledger_is_migrated_with_its_budgets(tmp_path):
+    path = tmp_path / "old.sqlite"
+    db = sqlite3.connect(path)
+    db.executescript("""
+        CREATE TABLE sessions (session_id TEXT PRIMARY KEY, task_id TEXT NOT NULL,
+            setting TEXT NOT NULL, seed BIGINT NOT NULL, calls_used INTEGER NOT NULL DEFAULT 0,
+            calls_max INTEGER NOT NULL, state TEXT NOT NULL DEFAULT 'open',
+            created DOUBLE PRECISION NOT NULL, owner TEXT NOT NULL DEFAULT 'internal');
+        CREATE TABLE queries (session_id TEXT NOT NULL, request_id TEXT NOT NULL,
+            call_index INTEGER NOT NULL, n_points INTEGER NOT NULL, response BLOB NOT NULL,
+            created DOUBLE PRECISION NOT NULL, PRIMARY KEY (session_id, request_id));
+        CREATE TABLE audit (id INTEGER PRIMARY KEY, ts DOUBLE PRECISION NOT NULL,
+            team TEXT NOT NULL, action TEXT NOT NULL, session_id TEXT NOT NULL DEFAULT '',
+            task_id TEXT NOT NULL DEFAULT '', n_points INTEGER NOT NULL DEFAULT 0,
+            calls_used INTEGER NOT NULL DEFAULT 0, calls_max INTEGER NOT NULL DEFAULT 0,
+            detail TEXT NOT NULL DEFAULT '');
+        INSERT INTO sessions VALUES ('s1', 'mercury', 'parallel', 5, 2, 10, 'open', 1.0, 'acme');
+        INSERT INTO queries VALUES ('s1', 'r1', 0, 3, x'01', 1.0);
+        INSERT INTO queries VALUES ('s1', 'r2', 1, 3, x'02', 1.0);
+    """)
+    db.commit()
+    db.close()
+    ledger = open_ledger(f"sqlite:///{path}")
+    row = ledger.get("s1")
+    assert (row.calls_used, row.calls_max, row.owner) == (2, 10, "acme")
+    assert ledger.charge("s1", "r1", "h", 3, obs).replayed
+    assert ledger.charge("s1", "r3", "h", 3, obs).calls_used == 3
     ledger.close()
 
 

@@ -39,7 +39,7 @@ def world(tasks_dir, tmp_path_factory):
     tokens = {}
     for team, extra in (("alpha", []), ("beta", []), ("ops", ["--role", "operator"]),
                         ("small", ["--max-sessions", "2"]), ("slow", ["--qps", "2"]),
-                        ("gone", [])):
+                        ("gone", []), ("node", []), ("docs", [])):
         made = _token_cli(data, "create", "--team", team, *extra)
         assert made.returncode == 0, made.stderr
         tokens[team] = made.stdout.strip()
@@ -138,7 +138,8 @@ def test_open_session_quota(world):
 
 def test_query_rate_quota_gives_a_retry_hint_and_charges_nothing(world):
     with _client(world, world["tokens"]["slow"]) as sim:
-        sid = sim.open(TASK)["session_id"]
+        sid = sim.open(TASK)["session_id"]  # opening spends a token of the bucket too
+        time.sleep(1.0)
         results = []
         for i in range(3):  # burst of 2 allowed at 2 queries/s
             try:
@@ -209,7 +210,7 @@ def test_nodejs_client_runs_a_session_from_our_protos(world):
     assert (node_dir / "node_modules" / "@grpc" / "grpc-js").is_dir(), \
         "run `make install` (npm ci in clients/node)"
     env = dict(os.environ, LAWLAB_SIMULATOR_ADDR=world["address"],
-               LAWLAB_TOKEN=world["tokens"]["alpha"], LAWLAB_TLS_CA=world["ca"])
+               LAWLAB_TOKEN=world["tokens"]["node"], LAWLAB_TLS_CA=world["ca"])
     for task in (TASK, "theophylline_pk"):  # Type I, then Type II (group ids)
         run = subprocess.run(["node", str(node_dir / "session.mjs"), task], env=env,
                              capture_output=True, text=True, timeout=60)
@@ -223,3 +224,34 @@ def test_nodejs_client_runs_a_session_from_our_protos(world):
     run = subprocess.run(["node", str(node_dir / "session.mjs")], env=env, capture_output=True,
                          text=True, timeout=60)
     assert run.returncode == 1 and "UNAUTHENTICATED" in run.stderr
+
+
+def test_the_nodejs_snippet_in_the_docs_runs_as_printed(world):
+    """docs/simulator-api.md's Node.js block, extracted verbatim and run from the
+    repository root: it imports what it uses, handles errors, closes its session."""
+    import re
+    import uuid
+
+    doc = (ROOT / "docs" / "simulator-api.md").read_text()
+    section = doc[doc.index("## A worked session in Node.js"):]
+    snippet = re.search(r"```js\n(.*?)```", section, re.S).group(1)
+    path = ROOT / "clients" / "node" / f".doc-snippet-{uuid.uuid4().hex[:8]}.mjs"
+    path.write_text(snippet)
+    env = dict(os.environ, LAWLAB_SIMULATOR_ADDR=world["address"],
+               LAWLAB_TOKEN=world["tokens"]["docs"], LAWLAB_TLS_CA=world["ca"])
+    try:
+        run = subprocess.run(["node", str(path)], cwd=ROOT, env=env, capture_output=True,
+                             text=True, timeout=60)
+        assert run.returncode == 0, run.stderr
+        out = json.loads(run.stdout)
+        assert len(out["pressure"]) == 3 and out["replayed"] is True
+        assert out["bought"] == 3 and (out["calls_used"], out["calls_max"]) == (1, 10)
+        with _client(world, world["tokens"]["docs"]) as sim:  # it closed its session
+            assert not sim.sessions(open_only=True)
+        env["LAWLAB_TOKEN"] = "lawlab_bad_token"
+        bad = subprocess.run(["node", str(path)], cwd=ROOT, env=env, capture_output=True,
+                             text=True, timeout=60)
+        assert bad.returncode == 1 and "UNAUTHENTICATED" in bad.stderr
+        assert "Error" not in bad.stderr.splitlines()[0][:10]  # one line, not a stack trace
+    finally:
+        path.unlink(missing_ok=True)

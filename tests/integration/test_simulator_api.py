@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import uuid
 
 import grpc
 import numpy as np
@@ -24,8 +25,10 @@ def sim(cluster):
     channel.close()
 
 
-def _open(sim, task, setting=common_pb2.SETTING_PARALLEL, seed=5):
-    return sim.OpenSession(pb.OpenSessionRequest(task_id=task, setting=setting, seed=seed),
+def _open(sim, task, setting=common_pb2.SETTING_PARALLEL, trial_id=None):
+    """A session of lawlab's own (the internal token): one budget per trial id."""
+    return sim.OpenSession(pb.OpenSessionRequest(task_id=task, setting=setting,
+                                                 trial_id=trial_id or uuid.uuid4().hex),
                            timeout=10)
 
 
@@ -72,11 +75,22 @@ def test_eleventh_call_is_refused_and_over_cap_calls_are_free(sim):
     assert again.replayed and again.budget.calls_used == 10
 
 
-def test_observations_are_deterministic_per_seed_and_clipped(sim):
-    a, b, c = _open(sim, TASK_I, seed=9), _open(sim, TASK_I, seed=9), _open(sim, TASK_I, seed=10)
-    ra, rb, rc = (_query(sim, s, n=4, rid="x") for s in (a, b, c))
+def test_observations_continue_the_trial_budget_and_are_clipped(sim):
+    trial = uuid.uuid4().hex
+    a = _open(sim, TASK_I, trial_id=trial)
+    ra = _query(sim, a, n=4, rid="x")
+    b = _open(sim, TASK_I, trial_id=trial)  # a retried attempt: the same budget
+    assert b.budget.calls_used == 1
+    assert _query(sim, b, n=4, rid="x").replayed  # request ids are unique per budget
+    rb = _query(sim, b, n=4, rid="y")
+    assert rb.budget.calls_used == 2
+    # the next call of the budget draws new noise; another trial draws its own
+    rc = _query(sim, _open(sim, TASK_I), n=4, rid="x")
     ya, yb, yc = (list(r.observations.columns[0].values) for r in (ra, rb, rc))
-    assert ya == yb and ya != yc
+    assert ya != yb and ya != yc and yb != yc
+    bought = sim.GetObservations(pb.GetObservationsRequest(session_id=a.session_id), timeout=10)
+    assert list(bought.call_index) == [0] * 4 + [1] * 4
+    assert list(bought.observations.columns[0].values) == ya + yb
     req = pb.QueryRequest(session_id=a.session_id, request_id="clip", n_samples=2)
     req.inputs["temperature"].values.extend([-500.0, 100.0])
     resp = sim.Query(req, timeout=10)

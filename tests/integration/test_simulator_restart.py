@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import uuid
+
 import grpc
 import pytest
 
@@ -27,7 +29,8 @@ def test_restart_mid_session_keeps_the_budget(backend, tasks_dir, tmp_path, requ
     try:
         stub = simulator_pb2_grpc.SimulatorServiceStub(cluster.channel("simulator"))
         s = stub.OpenSession(pb.OpenSessionRequest(task_id="mercury_vapour_pressure",
-                                                   setting=common_pb2.SETTING_PARALLEL, seed=3),
+                                                   setting=common_pb2.SETTING_PARALLEL,
+                                                   trial_id=uuid.uuid4().hex),
                              timeout=10)
 
         def query(rid):

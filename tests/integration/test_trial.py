@@ -135,3 +135,37 @@ def test_protocol_rules_in_one_parallel_trial(cluster, tmp_path):
     # Parallel prompts never show held-out ranges; the system prompt states the budget
     first = llm.requests[0]["messages"]
     assert "held-out" not in first[1]["content"] and "successful calls" in first[0]["content"]
+
+
+def test_hostile_experiment_payloads_cost_turns_not_attempts(cluster, tmp_path):
+    """Issue #16, finding 2: payloads that crashed the harness (and bought a fresh
+    budget with every retried attempt) are now tool errors that cost a turn."""
+    from tests.integration.test_campaign import own_agent
+    from tests.support.scripted_llm import SUBMISSION, ScriptedLLM
+
+    hostile = ['{"x":[1],"n_samples":[1]}', '{"temperature":[1],"group_id":5}',
+               '{"temperature":[1],"n_samples":{"a":1}}', "[[[[", '{"temperature": [1e999]}']
+
+    def respond(body):
+        turn = sum(1 for m in body["messages"] if m["role"] == "assistant")
+        if turn < len(hostile):
+            return f"<experiment>{hostile[turn]}</experiment>"
+        if turn < len(hostile) + 12:  # two more than the budget allows
+            return '<experiment>{"temperature": [100, 200], "n_samples": 3}</experiment>'
+        if turn == len(hostile) + 12:
+            return "<python>print('rows', len(train_df))</python>"
+        return "<final_formula>\n" + SUBMISSION + "</final_formula>"
+
+    with ScriptedLLM(respond=respond) as llm, own_agent(cluster, tmp_path, llm) as c:
+        stub = agent_pb2_grpc.AgentServiceStub(c.channel("agent"))
+        trial = stub.RunTrial(agent_pb2.RunTrialRequest(
+            task_id="mercury_vapour_pressure", setting=common_pb2.SETTING_PARALLEL,
+            agent="openai", model="m", seed=6), timeout=TRIAL_CALL)
+    assert trial.status == agent_pb2.TRIAL_STATUS_COMPLETED, trial.error
+    assert trial.attempts == 1 and trial.cause == ""
+    turns = [e for e in _events(trial.trajectory_path) if e["type"] == "turn"]
+    for t in turns[:len(hostile)]:
+        assert t["result"].startswith("<error>") and "no experiment call was used" in t["result"]
+    refused = [t for t in turns if "experiment refused" in t["result"]]
+    assert len(refused) == 2 and all("10 experiment calls" in t["result"] for t in refused)
+    assert "rows 60" in turns[len(hostile) + 12]["result"]  # 10 calls x 2 points x 3 samples

@@ -80,21 +80,21 @@ def wait_done(cluster: Cluster, name: str, total: int, timeout: float = 900) -> 
 
 
 def ledger_balances(data_dir: Path) -> int:
-    """Every session's calls_used equals its charged queries and its 'query' audit
-    rows, numbered 1..n without gaps: nothing refunded, nothing charged twice.
-    Returns how many sessions were checked."""
+    """Every budget's calls_used equals its charges (call indices 0..n-1) and its
+    'query' audit rows, numbered 1..n without gaps: nothing refunded, nothing
+    charged twice, whichever sessions spent it. Returns how many budgets were checked."""
     db = sqlite3.connect(data_dir / "simulator" / "ledger.sqlite")
     try:
-        sessions = db.execute("SELECT session_id, calls_used, calls_max FROM sessions").fetchall()
-        for sid, used, cap in sessions:
+        budgets = db.execute("SELECT budget_key, calls_used, calls_max FROM budgets").fetchall()
+        for key, used, cap in budgets:
             indices = [r[0] for r in db.execute(
-                "SELECT call_index FROM queries WHERE session_id = ? ORDER BY call_index", (sid,))]
+                "SELECT call_index FROM charges WHERE budget_key = ? ORDER BY call_index", (key,))]
             audited = [r[0] for r in db.execute(
-                "SELECT calls_used FROM audit WHERE session_id = ? AND action = 'query' ORDER BY id",
-                (sid,))]
-            assert used <= cap, (sid, used, cap)
-            assert len(indices) == used, (sid, used, indices)
-            assert audited == list(range(1, used + 1)), (sid, used, audited)
-        return len(sessions)
+                "SELECT calls_used FROM audit WHERE budget_key = ? AND action = 'query' ORDER BY id",
+                (key,))]
+            assert used <= cap, (key, used, cap)
+            assert indices == list(range(used)), (key, used, indices)
+            assert audited == list(range(1, used + 1)), (key, used, audited)
+        return len(budgets)
     finally:
         db.close()

@@ -227,12 +227,14 @@ def trials(cluster: Cluster, concurrency: int, per_task: int = 1) -> Result:
 # ---- scenario 2: external simulator clients ------------------------------------------------
 
 def team_tokens(cluster: Cluster, n: int) -> list[str]:
-    """``n`` team tokens with room for load (the CLI against the running ledger)."""
+    """``n`` operator tokens (the CLI against the running ledger): authenticated and
+    audited like a team, but each session may spend a fresh per-trial budget, so
+    a client can query for as long as the load runs (a team's budget per task
+    and epoch is ten calls)."""
     tokens = []
     for i in range(n):
         out = subprocess.run([LAWLAB, "token", "create", "--team", f"load-{i}-{uuid.uuid4().hex[:6]}",
-                              "--max-sessions", "1000", "--qps", "100000",
-                              "--data-dir", str(cluster.data_dir)],
+                              "--role", "operator", "--data-dir", str(cluster.data_dir)],
                              capture_output=True, text=True, timeout=60, check=True)
         tokens.append(out.stdout.strip())
     return tokens
@@ -265,7 +267,8 @@ def simulator_clients(cluster: Cluster, tokens: list[str], seconds: float,
                     if session is None:
                         session = _timed(result, "OpenSession", lambda: stub.OpenSession(
                             simulator_pb2.OpenSessionRequest(task_id=SIM_TASK,
-                                                             setting=common_pb2.SETTING_PARALLEL),
+                                                             setting=common_pb2.SETTING_PARALLEL,
+                                                             trial_id=uuid.uuid4().hex),
                             timeout=30), lock)
                     query = simulator_pb2.QueryRequest(session_id=session.session_id,
                                                        request_id=uuid.uuid4().hex)

@@ -249,6 +249,11 @@ class ServiceSpec:
     # optional WSGI app served on the metrics port for every path but /metrics
     # (the agent's status page)
     http_app: Callable[..., Any] | None = None
+    # interceptors of this service, run inside the shared metrics/error one
+    interceptors: list[grpc.aio.ServerInterceptor] = field(default_factory=list)
+    # a smaller receive limit than MAX_MESSAGE_BYTES (the simulator's public
+    # port: oversize messages are refused before they are parsed)
+    max_receive_bytes: int | None = None
 
 
 @dataclass
@@ -299,10 +304,12 @@ def _start_http(port: int, host: str, app: Callable[..., Any]):
 
 async def run_server(options: ServerOptions, specs: list[ServiceSpec]) -> None:
     """Serve until SIGTERM/SIGINT, then drain and stop."""
+    limits = [s.max_receive_bytes for s in specs if s.max_receive_bytes]
     server = grpc.aio.server(
-        interceptors=[ServerInterceptor(options.internal_token)],
+        interceptors=[ServerInterceptor(options.internal_token),
+                      *(i for spec in specs for i in spec.interceptors)],
         options=[
-            ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
+            ("grpc.max_receive_message_length", min([MAX_MESSAGE_BYTES, *limits])),
             ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
         ],
     )

@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 import yaml
 
-from lawlab import metrics
+from lawlab import metrics, worldkey
 from lawlab import rubric as rubric_mod
 from lawlab import world as world_mod
 from lawlab.contract import law_module
@@ -352,8 +352,19 @@ def manifest(out: Path) -> dict[str, str]:
 
 
 def build_all(out: Path, only: list[str] | None = None,
-              proposer: llm_variants.Proposer | None = None) -> list[dict[str, Any]]:
+              proposer: llm_variants.Proposer | None = None,
+              key: worldkey.WorldKey | None = None) -> list[dict[str, Any]]:
+    """Build every task (or ``only`` those) into ``out`` with the world key
+    (by default the operator's key file, created on first use)."""
     out.mkdir(parents=True, exist_ok=True)
+    if key is None:
+        key, _ = worldkey.load_or_create(worldkey.default_path(out))
+    suite = out / "SUITE.json"
+    previous = json.loads(suite.read_text()).get("world_fingerprint") if suite.exists() else None
+    if previous and previous != key.fingerprint and only:
+        raise ValueError(f"{out} was built with world key {previous}; rebuilding some tasks with "
+                         f"key {key.fingerprint} would mix two suites (rebuild all of them)")
+    _dump_json(suite, {"world_fingerprint": key.fingerprint})
     summary = []
     for spec in SPECS:
         if only and spec.task_id not in only:
