@@ -50,11 +50,34 @@ def cmd_tasks_build(args: argparse.Namespace) -> int:
             print("lawlab tasks build: --llm-model is required with --llm-base-url", file=sys.stderr)
             return 2
         proposer = openai_proposer(args.llm_base_url, args.llm_model)
-    summary = build_all(out, args.only or None, proposer)
-    rows = [[s["task_id"], s["type"], s["rows"], s["best_reference"], s["hidden_edit"],
-             f"{s['world_r2']:.3f}"] for s in summary]
-    print(_table(rows, ["task", "type", "rows", "best reference", "hidden edit", "world R2"]))
-    print(f"built {len(summary)} tasks in {time.perf_counter() - start:.0f} s")
+    from lawlab import worldkey
+
+    key_path = worldkey.default_path(out)
+    try:
+        key, created = worldkey.load_or_create(key_path)
+    except worldkey.WorldKeyError as err:
+        print(f"lawlab tasks build: {err}", file=sys.stderr)
+        return 2
+    print(f"world key {key.fingerprint} ({'created' if created else 'read'}: {key_path}; keep it "
+          "secret, the simulator needs it)", flush=True)
+    done = [0]
+
+    def progress(result: dict) -> None:
+        done[0] += 1
+        world = result.get("hidden_edit", "")
+        print(f"  [{done[0]:>2}] {result['task_id']:<32} {world:<40} "
+              f"{result.get('seconds', 0):>5.1f} s", flush=True)
+
+    try:
+        summary = build_all(out, args.only or None, proposer, key,
+                            processes=args.processes, progress=progress)
+    except ValueError as err:
+        print(f"lawlab tasks build: {err}", file=sys.stderr)
+        return 2
+    real = [s for s in summary if s.get("type") in ("I", "II")]
+    worlds = [s for s in real if s.get("hidden_edit") != "(no world)"]
+    print(f"built {len(summary)} tasks ({len(worlds)} of {len(real)} real-data tasks with a "
+          f"Parallel world) in {time.perf_counter() - start:.0f} s")
     return 0
 
 
@@ -450,9 +473,12 @@ def main(argv: list[str] | None = None) -> int:
     p = tasks.add_parser("import", help="convert official SciLaws-Bench task folders")
     p.add_argument("source", help="a task folder or a folder of task folders")
     p.add_argument("--out", default="var/imported", help="where converted tasks go")
-    p = tasks.add_parser("build")
+    p = tasks.add_parser("build", help="build the task library (data, references, rubrics, "
+                                       "Parallel worlds under the world key)")
     p.add_argument("--out", default=str(config.tasks_dir()))
     p.add_argument("--only", nargs="*")
+    p.add_argument("--processes", type=int, default=None,
+                   help="tasks built at once (default: the cores)")
     p.add_argument("--llm-base-url", help="optional: an OpenAI-compatible endpoint that proposes "
                                           "hidden-law variants into the same screen")
     p.add_argument("--llm-model", help="model name for --llm-base-url (key: LAWLAB_LLM_API_KEY)")

@@ -331,6 +331,7 @@ def rows_from_trials(trials, tasks_dir: Path) -> list:
             score_status=score_status, s_n=score("s_n"), s_v=score("s_v"), s_s=score("s_s"),
             discipline=meta.discipline if meta else "", multi_group=bool(meta and
                                                                          meta.multi_group),
+            world_fingerprint=t.world_fingerprint,
             suite=meta.suite if meta else "real", trial_id=t.trial_id))
     return rows
 
@@ -400,7 +401,13 @@ def cmd_report(args: argparse.Namespace) -> int:
     if args.selector_model:
         select = llm_selector(args, {t.trial_id: t.submission.source for t in trials})
     rows = rows_from_trials(trials, Path(args.tasks_dir))
-    files = write_report(rows, out, args.campaign_id, select)
+    from lawlab.report import MixedSuites
+
+    try:
+        files = write_report(rows, out, args.campaign_id, select)
+    except MixedSuites as err:
+        print(f"lawlab report: {err}", file=sys.stderr)
+        return 2
     print(f"wrote {len(files)} files into {out}/: " + ", ".join(files))
     return 0
 

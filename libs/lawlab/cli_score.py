@@ -146,8 +146,8 @@ def _structure_offline(args: argparse.Namespace, source: str) -> int:
 
     import numpy as np
 
+    from lawlab import structure
     from lawlab.expr import Expression, ExpressionError
-    from lawlab_judge import structure
 
     if not args.base:
         raise SystemExit("lawlab judge structure: --base is required with --law")
@@ -190,9 +190,11 @@ def _structure_offline(args: argparse.Namespace, source: str) -> int:
         forms[flag] = structure.form_from_expression(e, constants, used)
     rng = np.random.default_rng(0)
     probes = {n: rng.uniform(*ranges[n], 200) for n in used}
-    law, base = forms["--law"], forms["--base"]
-    outcome = structure.judge(source, law, law.init, base, base.init, probes, "linear",
-                              [args.law])
+    law = Expression(args.law)
+    constants = {n: values.get(n, 1.0) for n in sorted(law.names - set(used))}
+    hidden = structure.HiddenLaw(law, constants, {}, [structure.Piece(args.law, "stated", {})],
+                                 used, "linear", {"": probes}, base=forms["--base"])
+    outcome = structure.judge_structure(source, hidden)
     doc = {"level": outcome.level, "matched": outcome.matched, "missed": outcome.missed,
            "confidence": outcome.confidence, "explanation": outcome.explanation}
     _print(doc, args.json, [f"level {outcome.level:g} ({outcome.confidence} confidence): "

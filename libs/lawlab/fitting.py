@@ -9,11 +9,13 @@ local constants per group.
 
 from __future__ import annotations
 
+import functools
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
+import sympy
 from scipy.optimize import least_squares
 
 from lawlab.expr import Expression
@@ -37,6 +39,9 @@ class FitResult:
     n: int = 0
     success: bool = False
     message: str = ""
+    # the most correlated pair of global constants: (|corr|, name, name); a pair
+    # near 1 means the data identify only a combination of the two
+    ridge: tuple[float, str, str] = (0.0, "", "")
 
     def as_dict(self) -> dict:
         return {
@@ -62,8 +67,46 @@ def _starts(init: np.ndarray, n_starts: int, rng: np.random.Generator) -> list[n
     return starts
 
 
+@functools.lru_cache(maxsize=512)
+def _derivatives(text: str, names: tuple[str, ...], params: tuple[str, ...]
+                 ) -> Callable[..., list] | None:
+    """d expr / d param for each param, compiled with numpy (None if sympy cannot)."""
+    try:
+        syms = {n: sympy.Symbol(n, real=True) for n in names}
+        e = Expression(text).to_sympy(syms)
+        grads = [sympy.diff(e, syms[p]) for p in params]
+        return sympy.lambdify([syms[n] for n in names], grads, modules="numpy")
+    except Exception:  # noqa: BLE001  (fall back to finite differences)
+        return None
+
+
+def _gradient(expr: Expression, env: Mapping[str, object], params: Sequence[str],
+              n: int) -> np.ndarray | None:
+    """The (n, len(params)) matrix of d expr / d param at ``env``, or None."""
+    names = tuple(sorted(env))
+    fn = _derivatives(expr.text, names, tuple(params))
+    if fn is None:
+        return None
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        cols = fn(*[env[k] for k in names])
+    out = np.empty((n, len(params)))
+    for j, c in enumerate(cols):
+        out[:, j] = np.broadcast_to(np.asarray(c, dtype=float), (n,))
+    return out
+
+
+def _space_jacobian(pred: np.ndarray, grad: np.ndarray, space: str) -> np.ndarray:
+    """d phi(pred) / d theta from d pred / d theta."""
+    if space == "log10":
+        with np.errstate(all="ignore"):
+            scale = np.where(pred > LOG_FLOOR, 1.0 / (pred * np.log(10.0)), 0.0)
+        return grad * scale[:, None]
+    return grad
+
+
 def _solve(
-    residuals, x0s: list[np.ndarray], max_nfev: int
+    residuals, x0s: list[np.ndarray], max_nfev: int, jac=None
 ) -> tuple[np.ndarray, float, np.ndarray | None, str]:
     best: tuple[np.ndarray, float, np.ndarray | None, str] | None = None
     for x0 in x0s:
@@ -73,7 +116,8 @@ def _solve(
                 r0 = residuals(x0)
                 if not np.all(np.isfinite(r0)):
                     continue
-                sol = least_squares(residuals, x0, method="trf", x_scale="jac", max_nfev=max_nfev)
+                sol = least_squares(residuals, x0, method="trf", x_scale="jac", max_nfev=max_nfev,
+                                    jac=jac if jac is not None else "2-point")
         except (ValueError, FloatingPointError, np.linalg.LinAlgError):
             continue
         cost = float(np.sum(sol.fun**2))
@@ -88,13 +132,61 @@ class FitError(ValueError):
     pass
 
 
+class _NoJacobian(ValueError):
+    pass
+
+
+def _checked(jacobian: Callable[[np.ndarray], np.ndarray], x0: np.ndarray):
+    """The analytic Jacobian if it can be computed at the start, else None
+    (finite differences)."""
+    try:
+        with np.errstate(all="ignore"):
+            jacobian(x0)
+    except (_NoJacobian, TypeError, ValueError, ZeroDivisionError, NameError):
+        return None
+    return jacobian
+
+
+def _ridge(jac: np.ndarray | None, names: Sequence[str]) -> tuple[float, str, str]:
+    """The largest |correlation| between two of the first len(names) parameters."""
+    if jac is None or len(names) < 2:
+        return (0.0, "", "")
+    gram = _finite_gram(jac)
+    if gram is None:
+        return (0.0, "", "")
+    try:
+        with np.errstate(all="ignore"):
+            cov = np.linalg.pinv(gram)[:len(names), :len(names)]
+    except (np.linalg.LinAlgError, ValueError):
+        return (0.0, "", "")
+    d = np.sqrt(np.clip(np.diag(cov), 1e-300, None))
+    with np.errstate(all="ignore"):
+        corr = np.abs(cov / np.outer(d, d))
+    np.fill_diagonal(corr, 0.0)
+    corr = np.where(np.isfinite(corr), corr, 0.0)
+    i, j = np.unravel_index(int(np.argmax(corr)), corr.shape)
+    return (float(corr[i, j]), names[i], names[j])
+
+
+def _finite_gram(jac: np.ndarray) -> np.ndarray | None:
+    """J^T J, or None when it is not finite (LAPACK's SVD can spin forever on
+    NaN or infinite input)."""
+    with np.errstate(all="ignore"):
+        gram = jac.T @ jac
+    return gram if np.all(np.isfinite(gram)) else None
+
+
 def _stderr(jac: np.ndarray | None, rss: float, n: int, p: int) -> np.ndarray:
-    if jac is None or n <= p:
+    if jac is None or n <= p or not np.isfinite(rss):
+        return np.full(p, np.nan)
+    gram = _finite_gram(jac)
+    if gram is None:
         return np.full(p, np.nan)
     try:
-        cov = np.linalg.pinv(jac.T @ jac) * rss / (n - p)
-        return np.sqrt(np.clip(np.diag(cov), 0, None))
-    except np.linalg.LinAlgError:
+        with np.errstate(all="ignore"):
+            cov = np.linalg.pinv(gram) * rss / (n - p)
+            return np.sqrt(np.clip(np.diag(cov), 0, None))
+    except (np.linalg.LinAlgError, ValueError):
         return np.full(p, np.nan)
 
 
@@ -122,13 +214,25 @@ def fit_expression(
         r = to_residual_space(pred, space) - y_t
         return np.where(np.isfinite(r), r, 1e6)
 
+    def jacobian(theta: np.ndarray) -> np.ndarray:
+        local_env = dict(env)
+        local_env.update(zip(names, theta))
+        pred = np.broadcast_to(np.asarray(expr.evaluate(local_env), float), y_t.shape)
+        grad = _gradient(expr, local_env, names, len(y_t))
+        if grad is None:
+            raise _NoJacobian
+        j = _space_jacobian(pred, grad, space)
+        return np.where(np.isfinite(j), j, 0.0)
+
     x0 = np.array([float(init.get(n, 1.0)) for n in names])
     rng = np.random.default_rng(seed)
-    theta, rss, jac, message = _solve(residuals, _starts(x0, n_starts, rng), max_nfev)
+    theta, rss, jac, message = _solve(residuals, _starts(x0, n_starts, rng), max_nfev,
+                                      _checked(jacobian, x0))
     n = len(y_t)
     tss = float(np.sum((y_t - y_t.mean()) ** 2))
     se = _stderr(jac, rss, n, len(names))
     return FitResult(
+        ridge=_ridge(jac, names),
         constants=dict(zip(names, map(float, theta))),
         stderr=dict(zip(names, map(float, se))),
         rss=rss,
@@ -175,17 +279,36 @@ def fit_grouped(
         r = to_residual_space(pred, space) - y_t
         return np.where(np.isfinite(r), r, 1e6)
 
+    names = [*global_names, *local_names]
+    rows = np.arange(len(y_t))
+
+    def jacobian(theta: np.ndarray) -> np.ndarray:
+        local_env = dict(env)
+        local_env.update(unpack(theta))
+        pred = np.broadcast_to(np.asarray(expr.evaluate(local_env), float), y_t.shape)
+        grad = _gradient(expr, local_env, names, len(y_t))
+        if grad is None:
+            raise _NoJacobian
+        g = _space_jacobian(pred, grad, space)
+        out = np.zeros((len(y_t), len(theta)))
+        out[:, :n_glob] = g[:, :n_glob]
+        for j in range(n_loc):  # each row depends on its own group's local only
+            out[rows, n_glob + index * n_loc + j] = g[:, n_glob + j]
+        return np.where(np.isfinite(out), out, 0.0)
+
     x0 = np.concatenate([
         [float(init.get(n, 1.0)) for n in global_names],
         np.tile([float(init.get(n, 1.0)) for n in local_names], n_g),
     ])
     rng = np.random.default_rng(seed)
-    theta, rss, jac, message = _solve(residuals, _starts(x0, n_starts, rng), max_nfev)
+    theta, rss, jac, message = _solve(residuals, _starts(x0, n_starts, rng), max_nfev,
+                                      _checked(jacobian, x0))
     n = len(y_t)
     tss = float(np.sum((y_t - y_t.mean()) ** 2))
     se = _stderr(jac, rss, n, len(theta))
     local_vals = theta[n_glob:].reshape(n_g, n_loc) if n_loc else np.zeros((n_g, 0))
     return FitResult(
+        ridge=_ridge(jac, list(global_names)),
         constants={n: float(v) for n, v in zip(global_names, theta[:n_glob])},
         stderr={n: float(v) for n, v in zip(global_names, se[:n_glob])},
         local={name: {g: float(local_vals[i, j]) for i, g in enumerate(labels)}

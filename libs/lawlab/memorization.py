@@ -82,7 +82,7 @@ def _probes(task: Task, n: int = 120) -> dict[str, np.ndarray]:
 
 def match(task: Task, text: str) -> Sample:
     """Does the formula in ``text`` structurally match the best reference?"""
-    from lawlab_judge import structure
+    from lawlab import structure
 
     found = FORMULA.search(text)
     if not found:

@@ -44,6 +44,21 @@ class Row:
     multi_group: bool = False
     suite: str = "real"
     trial_id: str = ""
+    world_fingerprint: str = ""  # the world key's fingerprint (the suite of Parallel worlds)
+
+
+class MixedSuites(ValueError):
+    """Parallel scores from worlds built with different keys cannot be compared."""
+
+
+def suite_of(rows: Sequence[Row]) -> str:
+    """The one world-key fingerprint of the rows' Parallel trials ('' if none);
+    MixedSuites when they come from several suites."""
+    prints = {r.world_fingerprint for r in rows if r.setting == "parallel" and r.world_fingerprint}
+    if len(prints) > 1:
+        raise MixedSuites(f"Parallel trials from {len(prints)} world suites ({', '.join(sorted(prints))}): "
+                          "their S_S measure different hidden laws; report each suite on its own")
+    return prints.pop() if prints else ""
 
 
 def finite(x: float | None) -> bool:
@@ -388,6 +403,7 @@ def figures(rows: Sequence[Row], board: list[dict], out: Path) -> list[str]:
 def write_report(rows: Sequence[Row], out: Path, title: str, select=None) -> list[str]:
     """Everything into ``out``; returns the file names written. ``select`` (see
     :func:`selection_study`) adds knockout self-selection."""
+    suite = suite_of(rows)
     out.mkdir(parents=True, exist_ok=True)
     board = leaderboard(rows)
     conc = concordance(rows)
@@ -415,7 +431,9 @@ def write_report(rows: Sequence[Row], out: Path, title: str, select=None) -> lis
           f"{len({r.task_id for r in rows})} tasks, agents: "
           + ", ".join(sorted({r.agent for r in rows})) + ".", "",
           "Strict means count a missing, failed or non-finite score as 0; 'mean scored' "
-          "averages finite scores only. Intervals: task bootstrap, 95%.", "",
+          "averages finite scores only. Intervals: task bootstrap, 95%."
+          + (f" Parallel worlds: suite `{suite}` (the world key's fingerprint)." if suite else ""),
+          "",
           "## Leaderboard", "", leaderboard_markdown(board), ""]
     md += [f"![{p}]({p})" for p in pictures] + [""]
     md += ["## Fit-validity concordance (Real)", "",

@@ -103,6 +103,9 @@ class HiddenLaw:
     base_expr: str = ""
     added_terms: tuple[str, ...] = ()
     rationale: str = ""
+    pieces: tuple[dict[str, Any], ...] = ()   # kind, description, constants, neutral, ...
+    global_names: tuple[str, ...] = ()
+    local_names: tuple[str, ...] = ()
 
 
 class Task:
@@ -203,6 +206,8 @@ class Task:
             expr=law["expr"], constants=law["constants"], local=law.get("local", {}),
             base_reference=law.get("base_reference", ""), base_expr=law.get("base_expr", ""),
             added_terms=tuple(law.get("added_terms", [])), rationale=law.get("rationale", ""),
+            pieces=tuple(law.get("pieces", [])), global_names=tuple(law.get("global", [])),
+            local_names=tuple(law.get("local_names", [])),
         )
 
 

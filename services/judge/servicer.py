@@ -5,17 +5,16 @@ from __future__ import annotations
 import asyncio
 
 import numpy as np
-import pandas as pd
 from prometheus_client import Counter, Histogram
 
 from lawlab import rubric as rubric_mod
+from lawlab import structure
 from lawlab.errors import FailedPrecondition, InvalidArgument, NotFound, Unavailable
-from lawlab.expr import Expression
 from lawlab.judge.v1 import judge_pb2, judge_pb2_grpc
 from lawlab.sandbox.v1 import sandbox_pb2_grpc
 from lawlab.submission_runs import Job, run_jobs
 from lawlab.tasks import GROUP_COL, Task, TaskLibrary
-from lawlab_judge import antihack, llm_judge, structure
+from lawlab_judge import antihack, llm_judge
 
 VERDICTS = Counter("lawlab_judge_verdicts_total", "Verdicts given, by kind and status.",
                    ["kind", "status"])
@@ -181,39 +180,14 @@ class JudgeServicer(judge_pb2_grpc.JudgeServiceServicer):
 
     def symbolic_outcome(self, task: Task, source: str) -> structure.StructureOutcome:
         """Problems with a known ground truth: symbolic accuracy (0 or 1), probed at
-        the training records (their inputs need not be independent)."""
-        # the ground truth's contract module, translated like a submission: its literal
-        # numbers become free constants too, so "up to constants" is symmetric
+        the training records (their inputs need not be independent). Every literal
+        constant of either side is a placeholder (LLM-SRBench)."""
         truth = next(r for r in task.references() if r.name == "ground_truth")
-        form = structure.translate(truth.module)
+        form = structure.translate(truth.module, free_literals=True)
         rows = task.train.iloc[:: max(1, len(task.train) // 160)]
         probes = {n: rows[n].to_numpy(float) for n in task.meta.input_names}
         return structure.symbolic_match(source, form, probes)
 
     def structure_outcome(self, task: Task, source: str) -> structure.StructureOutcome:
-        law = task.hidden_law()
-        spec = task.world_spec()
-        inputs = task.meta.input_names
-        consts = dict(law.constants)
-        for name, table in law.local.items():
-            consts[name] = float(np.median(list(table.values())))
-        rng = np.random.default_rng(11)
-        probes = {}
-        for n in inputs:
-            lo, hi = spec["support"][n]
-            u = rng.random(160)
-            probes[n] = lo * (hi / lo) ** u if n in spec["log_inputs"] else lo + (hi - lo) * u
-        if task.meta.multi_group:
-            # per-group inputs (like a dose) keep the values seen in a real group
-            frame = task.train
-            for n in inputs:
-                if frame.groupby(GROUP_COL)[n].nunique().max() == 1:
-                    probes[n] = np.full(160, float(frame[n].median()))
-        hidden = structure.form_from_expression(Expression(law.expr), consts, inputs)
-        base_ref = next(r for r in task.references() if r.name == law.base_reference)
-        base_consts = dict(base_ref.constants)
-        base_consts.update({n: float(base_ref.init.get(n, 1.0)) for n in base_ref.local_names})
-        base = structure.form_from_expression(Expression(base_ref.expr), base_consts, inputs)
-        return structure.judge(source, hidden, hidden.init, base, base.init,
-                               pd.DataFrame(probes).to_dict("series"), spec["space"],
-                               list(law.added_terms))
+        hidden = structure.hidden_law_of(task.world_spec(), task.meta.input_names)
+        return structure.judge_structure(source, hidden)

@@ -1,8 +1,9 @@
 import numpy as np
 
+from lawlab import structure
 from lawlab.contract import law_module, static_check
 from lawlab.expr import Expression
-from lawlab_judge import antihack, structure
+from lawlab_judge import antihack
 
 HIDDEN = "Vm * c / (K + c) + h * c"
 BASE = "Vm * c / (K + c)"
@@ -14,10 +15,10 @@ def _module(expr, consts, inputs=("c",)):
 
 def _judge(source):
     probes = {"c": np.linspace(0.02, 1.1, 80)}
-    hidden = structure.form_from_expression(Expression(HIDDEN), {"Vm": 200.0, "K": 0.06, "h": 30.0}, ["c"])
-    base = structure.form_from_expression(Expression(BASE), {"Vm": 210.0, "K": 0.065}, ["c"])
-    return structure.judge(source, hidden, hidden.init, base, base.init, probes, "linear",
-                           ["h * c"])
+    hidden = structure.HiddenLaw(Expression(HIDDEN), {"Vm": 200.0, "K": 0.06, "h": 30.0}, {},
+                                 [structure.Piece("h * c", "added_term", {"h": 0.0})], ["c"],
+                                 "linear", {"": probes})
+    return structure.judge_structure(source, hidden)
 
 
 def test_generated_modules_pass_the_static_contract():

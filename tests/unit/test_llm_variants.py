@@ -6,7 +6,9 @@ written to the answer key and is reproducible from the same proposals."""
 from __future__ import annotations
 
 import json
+import re
 
+from lawlab import worldkey
 from lawlab.taskbuild import llm_variants
 from lawlab.taskbuild.build import build_task
 from lawlab.taskbuild.specs import SPECS
@@ -33,10 +35,12 @@ REPLY = """Here are my ideas.
 
 def test_parse_keeps_valid_proposals_and_says_why_others_are_dropped():
     variants, rejected = llm_variants.parse(REPLY, REQ)
-    assert [v.expr for v in variants] == ["Ta + (T0 - Ta) * exp(-k * time ** h)",
-                                         "Ta + (T0 - Ta) * exp(-k * time) * (1 + h * time)"]
-    assert [v.neutral for v in variants] == [1.0, 0.0]
-    assert all(v.edit == "llm_proposal" for v in variants)
+    assert [v.description for v in variants] == [
+        "Ta + (T0 - Ta) * exp(-k * time ** h)", "Ta + (T0 - Ta) * exp(-k * time) * (1 + h * time)"]
+    assert [v.neutral for v in variants] == [{"h": 1.0}, {"h": 0.0}]
+    assert all(v.kind == "llm_proposal" for v in variants)
+    # a proposal is a whole law: applying the piece gives it, whatever came before
+    assert variants[0].apply("anything") == variants[0].description
     reasons = [r["reason"] for r in rejected]
     assert len(reasons) == 5
     assert "not allowed" in reasons[0]           # a call outside the whitelist
@@ -56,27 +60,35 @@ def test_proposals_enter_the_same_screen_and_the_answer_key(tmp_path):
     prompts = []
 
     def respond(body):
-        prompts.append(body["messages"][0]["content"])
-        return (REPLY.replace("Ta + (T0 - Ta) * exp(-k * time ** h)",
-                              "Ta + A * exp(-k1 * time) + B * exp(-k2 * time ** h)")
-                .replace("Ta + (T0 - Ta) * exp(-k * time)",
-                         "Ta + A * exp(-k1 * time) + B * exp(-k2 * time)"))
+        text = body["messages"][0]["content"]
+        prompts.append(text)
+        # the prompt names the new constant (one that cannot collide): the model uses it
+        name = re.search(r"exactly one new constant named (\w+)", text).group(1)
+        reply = (REPLY.replace("Ta + (T0 - Ta) * exp(-k * time ** h)",
+                               "Ta + A * exp(-k1 * time) + B * exp(-k2 * time ** h)")
+                 .replace("Ta + (T0 - Ta) * exp(-k * time)",
+                          "Ta + A * exp(-k1 * time) + B * exp(-k2 * time)"))
+        return re.sub(r"\bh\b", name, reply)
 
     with ScriptedLLM(respond) as server:
         proposer = llm_variants.openai_proposer(server.base_url, "scripted", api_key="k")
-        build_task(spec, tmp_path / "a", proposer)
-        build_task(spec, tmp_path / "b", proposer)
+        key = worldkey.WorldKey(b"a key for the LLM-hook test only")
+        build_task(spec, tmp_path / "a", proposer, key)
+        build_task(spec, tmp_path / "b", proposer, key)
     # the prompt carries the task's context and the reference the world starts from
     assert "mug" in prompts[0] and "Ta + A * exp(-k1 * time)" in prompts[0]
-    world = json.loads((tmp_path / "a" / "newton_cooling" / "simulator" / "world.json").read_text())
-    record = world["law"]["llm_proposals"]
+    assert "eta" in prompts[0] and "plausibility" in prompts[0]
+    synthesis = json.loads((tmp_path / "a" / "newton_cooling" / "eval" / "synthesis.json")
+                           .read_text())
+    record = synthesis["llm_proposals"]
     assert len(record["proposed"]) == 2 and len(record["rejected"]) == 5
-    # each proposal went through every screen of the grammar's candidates
+    # each proposal went through the screens of the grammar's pieces
     for expr in record["proposed"]:
-        assert set(record["screened"][expr]) >= {"execution", "adequacy", "integrity", "rubric"}
-    rows = json.loads((tmp_path / "a" / "newton_cooling" / "eval" / "synthesis.json").read_text())
-    assert sum(r["edit"] == "llm_proposal" for r in rows) == 2
-    assert sum(r["edit"] != "llm_proposal" for r in rows) >= 4
-    # the same proposals give the same law
-    again = (tmp_path / "b" / "newton_cooling" / "simulator" / "world.json").read_text()
-    assert json.loads(again)["law"] == world["law"]
+        assert set(record["screened"][expr]) >= {"execution", "adequacy", "effect", "rubric"}
+    rows = synthesis["singles"]
+    assert sum(r["kind"] == "llm_proposal" for r in rows) == 2
+    assert sum(r["kind"] != "llm_proposal" for r in rows) >= 4
+    # the same proposals and key give the same world
+    for part in ("eval/synthesis.json", "simulator/world.json"):
+        assert (tmp_path / "a" / "newton_cooling" / part).read_bytes() == \
+            (tmp_path / "b" / "newton_cooling" / part).read_bytes()

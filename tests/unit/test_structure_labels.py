@@ -1,11 +1,14 @@
 """The structure judge against a labelled set of (hidden law, submission, level) cases.
 
-The expected levels were assigned by reading each pair (the protocol's five
-levels: 1 full hidden structure up to algebra and reparameterisation, 0.75 the
-hidden structure plus extra terms, 0.5 the published base form, 0.25 relevant
-variables and trend, 0 unrelated), before running the judge on them. The test
-reports exact agreement and quadratic-weighted kappa; the bar is the published
-LLM judge's agreement with human experts (0.84).
+The expected levels were assigned by reading each pair with the protocol's
+five levels (C.5): 1 the full hidden structure up to algebra and
+reparameterisation, including which parameters are shared and which per group;
+0.75 the published form plus the most important added pieces, or the hidden
+structure with extra terms or extra per-group freedom, or with the wrong
+sharing (a level lost); 0.5 the published base form; 0.25 relevant variables
+and trend; 0 unrelated. The labels were written before running the judge on
+them. The test reports exact agreement and quadratic-weighted kappa; the bar is
+the published LLM judge's agreement with human experts (0.84).
 """
 
 from __future__ import annotations
@@ -13,24 +16,28 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from lawlab import structure
 from lawlab.contract import law_module
 from lawlab.expr import Expression
-from lawlab_judge import structure
 
 LEVELS = [0.0, 0.25, 0.5, 0.75, 1.0]
 
-# name: (input, support, hidden expr, hidden constants, base expr, base constants, added term, space)
+# name: (input, support, hidden expr, hidden constants, pieces [(description, neutral,
+#        importance)], space)
 FAMILIES = {
     "enzyme": ("c", (0.02, 1.1), "Vm * c / (K + c) + h * c", {"Vm": 200.0, "K": 0.06, "h": 30.0},
-               "Vm * c / (K + c)", {"Vm": 210.0, "K": 0.065}, "h * c", "linear"),
+               [("h * c", {"h": 0.0}, 1.0)], "linear"),
     "decay": ("t", (0.0, 10.0), "A * exp(-k * t) + h", {"A": 5.0, "k": 0.4, "h": 0.7},
-              "A * exp(-k * t)", {"A": 5.2, "k": 0.35}, "h", "linear"),
+              [("h", {"h": 0.0}, 1.0)], "linear"),
     "allometry": ("m", (0.01, 1000.0), "a * m ** h", {"a": 3.4, "h": 0.69},
-                  "a * m ** 0.75", {"a": 3.3}, "m ** h", "log10"),
+                  [("m ** h", {"h": 0.75}, 1.0)], "log10"),
     "growth": ("t", (0.0, 30.0), "K / (1 + exp(-r * (t - t0))) * exp(-h * t)",
-               {"K": 10.0, "r": 0.5, "t0": 12.0, "h": 0.01},
-               "K / (1 + exp(-r * (t - t0)))", {"K": 9.0, "r": 0.45, "t0": 12.5}, "exp(-h * t)",
+               {"K": 10.0, "r": 0.5, "t0": 12.0, "h": 0.01}, [("exp(-h * t)", {"h": 0.0}, 1.0)],
                "linear"),
+    # two pieces: a linear term (the more important) and an attenuation
+    "enzyme2": ("c", (0.02, 1.1), "(Vm * c / (K + c) + h * c) * exp(-g * c)",
+                {"Vm": 200.0, "K": 0.06, "h": 60.0, "g": 0.25},
+                [("h * c", {"h": 0.0}, 0.7), ("exp(-g * c)", {"g": 0.0}, 0.3)], "linear"),
 }
 
 # (family, submission expression, its constants, expected level)
@@ -89,17 +96,62 @@ CASES = [
     ("growth", "a + b * t", {"a": 0.0, "b": 0.3}, 0.25),
     ("growth", "K / (1 + exp(-r * (t - t0))) ** 2", {"K": 9.0, "r": 0.45, "t0": 12.0}, 0.25),
     ("growth", "a * exp(-b * t)", {"a": 9.0, "b": 0.1}, 0.0),
+    # two added pieces: the most important one recovered is 0.75, the lesser one alone 0.5
+    ("enzyme2", "(Vm * c / (K + c) + h * c) * exp(-g * c)",
+     {"Vm": 190.0, "K": 0.05, "h": 50.0, "g": 0.2}, 1.0),
+    ("enzyme2", "Vm * c * exp(-g * c) / (K + c) + h * c * exp(-g * c)",
+     {"Vm": 190.0, "K": 0.05, "h": 50.0, "g": 0.2}, 1.0),
+    ("enzyme2", "Vm * c / (K + c) + h * c", {"Vm": 190.0, "K": 0.05, "h": 50.0}, 0.75),
+    ("enzyme2", "c * (Vm / (K + c) + h)", {"Vm": 190.0, "K": 0.05, "h": 50.0}, 0.75),
+    ("enzyme2", "Vm * c / (K + c) * exp(-g * c)", {"Vm": 190.0, "K": 0.05, "g": 0.2}, 0.5),
+    ("enzyme2", "Vm * c / (K + c)", {"Vm": 190.0, "K": 0.05}, 0.5),
+    ("enzyme2", "(Vm * c / (K + c) + h * c) * exp(-g * c) + q",
+     {"Vm": 190.0, "K": 0.05, "h": 50.0, "g": 0.2, "q": 1.0}, 0.75),
+    ("enzyme2", "a * c ** b", {"a": 200.0, "b": 0.3}, 0.25),
+    ("enzyme2", "a - b * c", {"a": 200.0, "b": 20.0}, 0.0),
+]
+
+# Type II: a dose-response curve per assay run; Asym varies per run, the shape and the
+# added term are shared (the hidden law's sharing pattern)
+RUNS = {"r1": 1.6, "r2": 2.1, "r3": 2.6, "r4": 1.9}
+SHARED = {"xmid": 1.4, "scal": 0.9, "h": 0.08}
+TYPE_II = "Asym / (1 + exp((xmid - log(c)) / scal)) + h * log(c)"
+GROUP_CASES = [
+    # (submission expression, shared constants, per-group parameters, expected level)
+    (TYPE_II, {"xmid": 1.5, "scal": 1.0, "h": 0.1}, {"Asym": 2.0}, 1.0),
+    ("Asym / (1 + b * c ** (-1 / scal)) + h * log(c)", {"b": 4.7, "scal": 1.0, "h": 0.1},
+     {"Asym": 2.0}, 1.0),
+    # the wrong sharing of issue #15: Asym shared, h per group
+    (TYPE_II, {"xmid": 1.5, "scal": 1.0, "Asym": 2.0}, {"h": 0.1}, 0.75),
+    # extra per-group freedom: the shape varies per run too
+    (TYPE_II, {"h": 0.1}, {"Asym": 2.0, "xmid": 1.5, "scal": 1.0}, 0.75),
+    ("Asym / (1 + exp((xmid - log(c)) / scal))", {"xmid": 1.5, "scal": 1.0}, {"Asym": 2.0}, 0.5),
+    ("Asym / (1 + exp((xmid - log(c)) / scal))", {"xmid": 1.5, "scal": 1.0, "Asym": 2.0}, {},
+     0.25),
+    ("a + b * log(c)", {"b": 0.4}, {"a": 1.0}, 0.25),
+    ("a - b * c", {"a": 2.0}, {"b": 0.1}, 0.0),
 ]
 
 
 def _judge(family: str, expr: str, consts: dict) -> float:
-    name, (lo, hi), h_expr, h_consts, b_expr, b_consts, added, space = FAMILIES[family]
+    name, (lo, hi), h_expr, h_consts, pieces, space = FAMILIES[family]
     x = np.geomspace(lo, hi, 150) if space == "log10" else np.linspace(lo, hi, 150)
-    hidden = structure.form_from_expression(Expression(h_expr), h_consts, [name])
-    base = structure.form_from_expression(Expression(b_expr), b_consts, [name])
+    hidden = structure.HiddenLaw(
+        Expression(h_expr), h_consts, {}, [structure.Piece(d, "piece", n, w) for d, n, w in pieces],
+        [name], space, {"": {name: x}})
     source = law_module(title="case", expr=expr, used_inputs=[name], constants=consts)
-    out = structure.judge(source, hidden, hidden.init, base, base.init, {name: x}, space, [added])
-    return out.level
+    return structure.judge_structure(source, hidden).level
+
+
+def _judge_groups(expr: str, shared: dict, local: dict) -> float:
+    c = np.geomspace(0.05, 12.5, 60)
+    hidden = structure.HiddenLaw(
+        Expression(TYPE_II), dict(SHARED), {"Asym": dict(RUNS)},
+        [structure.Piece("h * log(c)", "added_term", {"h": 0.0})], ["c"], "linear",
+        {run: {"c": c} for run in RUNS})
+    source = law_module(title="case", expr=expr, used_inputs=["c"], constants=shared,
+                        local_init=local or None)
+    return structure.judge_structure(source, hidden).level
 
 
 def quadratic_kappa(expected: list[float], got: list[float]) -> float:
@@ -114,21 +166,28 @@ def quadratic_kappa(expected: list[float], got: list[float]) -> float:
 
 
 def test_labelled_set_has_enough_cases():
-    assert len(CASES) >= 40
+    assert len(CASES) + len(GROUP_CASES) >= 55
     assert {c[3] for c in CASES} == set(LEVELS)
+    assert {c[3] for c in GROUP_CASES} >= {0.0, 0.5, 0.75, 1.0}
 
 
 def test_structure_judge_agrees_with_the_labels():
-    expected = [c[3] for c in CASES]
-    got = [_judge(f, e, k) for f, e, k, _ in CASES]
+    expected = [c[3] for c in CASES] + [c[3] for c in GROUP_CASES]
+    got = ([_judge(f, e, k) for f, e, k, _ in CASES]
+           + [_judge_groups(e, s, loc) for e, s, loc, _ in GROUP_CASES])
     exact = float(np.mean([a == b for a, b in zip(expected, got)]))
     kappa = quadratic_kappa(expected, got)
-    disagreements = [(c[0], c[1], c[3], g) for c, g in zip(CASES, got) if c[3] != g]
+    labels = [(c[0], c[1]) for c in CASES] + [("type-II", c[0] + f" local={sorted(c[2])}")
+                                             for c in GROUP_CASES]
+    disagreements = [(lab, e, g) for lab, e, g in zip(labels, expected, got) if e != g]
     print(f"\nstructure judge: {len(CASES)} cases, exact agreement {exact:.3f}, "
           f"quadratic-weighted kappa {kappa:.3f}")
     for d in disagreements:
         print("  disagreement:", d)
     assert kappa >= 0.84, disagreements
+    # sharing is part of the structure: the wrong pattern never scores 1.0
+    wrong_sharing = [g for c, g in zip(GROUP_CASES, got[len(CASES):]) if c[3] == 0.75]
+    assert all(g < 1.0 for g in wrong_sharing)
 
 
 def test_quadratic_kappa_arithmetic():

@@ -6,10 +6,13 @@ from lawlab import world
 
 def test_calibration_factor_hits_rho_and_never_amplifies():
     # constructed: signal variance 9, residual variance 4
-    s = world.calibration_factor(9.0, 4.0)
+    s = world.calibration_factor(9.0, 4.0, rho=0.9)
     assert s == pytest.approx(np.sqrt(0.1 / 0.9 * 9 / 4))
     r2 = 9.0 / (9.0 + s * s * 4.0)
     assert r2 == pytest.approx(0.9)
+    # the default aims at 0.92, so that the sampled R^2 stays >= 0.9
+    s = world.calibration_factor(9.0, 4.0)
+    assert 9.0 / (9.0 + s * s * 4.0) == pytest.approx(0.92)
     assert world.calibration_factor(100.0, 1e-6) == 1.0  # small noise is kept as is
 
 

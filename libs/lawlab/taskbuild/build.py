@@ -11,15 +11,19 @@ import hashlib
 import io
 import json
 import logging
+import multiprocessing
+import os
 import shutil
+import time
 import zipfile
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 import yaml
+from threadpoolctl import threadpool_limits
 
 from lawlab import metrics, worldkey
 from lawlab import rubric as rubric_mod
@@ -27,10 +31,9 @@ from lawlab import world as world_mod
 from lawlab.contract import law_module
 from lawlab.expr import Expression
 from lawlab.fitting import FitResult, fit_expression, fit_grouped, to_residual_space
-from lawlab.taskbuild import llm_variants, report, synthesis
+from lawlab.taskbuild import llm_variants, report, synthesis, worlds
 from lawlab.taskbuild.specs import SPECS, RefSpec, TaskSpec
 from lawlab.tasks import GROUP_COL
-from lawlab.world import World
 
 log = logging.getLogger("lawlab.taskbuild")
 MIN_GROUP_ROWS = 8
@@ -137,10 +140,13 @@ def _dump_json(path: Path, obj: Any) -> None:
     path.write_text(json.dumps(obj, indent=2, sort_keys=False, default=float) + "\n")
 
 
-def build_task(spec: TaskSpec, out: Path,
-               proposer: llm_variants.Proposer | None = None) -> dict[str, Any]:
-    """Build one task. ``proposer`` (optional) lets an LLM add candidate hidden
-    laws to the grammar's; they face the same screen and choice rule."""
+def build_task(spec: TaskSpec, out: Path, proposer: llm_variants.Proposer | None = None,
+               key: worldkey.WorldKey | None = None) -> dict[str, Any]:
+    """Build one task. ``key`` decides its Parallel world (by default the key
+    file beside ``out``'s library). ``proposer`` (optional) lets an LLM add
+    candidate hidden laws to the grammar's; they face the same screens."""
+    if key is None:
+        key, _ = worldkey.load_or_create(worldkey.default_path(out))
     df = spec.load().reset_index(drop=True)
     parts = {k: v.reset_index(drop=True) for k, v in spec.split(df).items()}
     train = parts["train"]
@@ -178,104 +184,7 @@ def build_task(spec: TaskSpec, out: Path,
         raise ValueError(f"{spec.task_id}: best reference {best.name} does not beat the naive "
                          f"baseline ({ref_scores[best.name]['heldout_metric']:.4g} vs {naive:.4g})")
 
-    # -- world reference: least residual structure among R^2 >= 0 -------------
-    eligible = [r for r in spec.references if ref_scores[r.name]["train_r2_residual_space"] >= 0]
-    base = min(eligible, key=lambda r: ref_scores[r.name]["structure_B_b"])
-    base_fit = ref_fits[base.name]
-
-    # -- hidden law: groups with fewer than 8 rows are dropped for fitting ------
-    world_train = train
-    if spec.multi_group:
-        sizes = train.groupby(GROUP_COL).size()
-        world_train = train[train[GROUP_COL].isin(sizes[sizes >= MIN_GROUP_ROWS].index)]
-    variants = synthesis.generate(base.expr, inputs, _columns(train, inputs))
-    llm_record: dict[str, Any] | None = None
-    if proposer is not None:
-        req = llm_variants.ProposalRequest(spec.task_id, spec.context, target, inputs, base.expr,
-                                           [*base.global_names, *base.local_names])
-        try:
-            reply = proposer(req)
-        except (OSError, ValueError, KeyError, IndexError) as err:
-            reply, llm_record = "", {"error": f"{type(err).__name__}: {err}"}
-        proposed, rejected = llm_variants.parse(reply, req) if reply else ([], [])
-        variants += proposed
-        llm_record = {**(llm_record or {}), "proposed": [v.expr for v in proposed],
-                      "rejected": rejected}
-    start = dict(base.init)
-    start.update(base_fit.constants)
-    for name in base.local_names:
-        start[name] = float(np.median(list(base_fit.local[name].values())))
-
-    def fit_variant(v: synthesis.Variant) -> FitResult:
-        return _fit(spec, v.expr, [*base.global_names, synthesis.EDIT_CONSTANT], base.local_names,
-                    {**start, synthesis.EDIT_CONSTANT: v.init}, world_train, space, n_starts=6,
-                    max_nfev=500)
-
-    def predict_variant(v: synthesis.Variant, constants: Mapping[str, float]) -> np.ndarray:
-        assert v.fit is not None
-        return _predict(v.expr, world_train, inputs, constants, v.fit.local)
-
-    def rubric_ok(v: synthesis.Variant) -> tuple[bool, str]:
-        assert v.fit is not None
-        return _rubric_check(spec, spec.rubric, v.expr, v.fit, world_train)
-
-    base_r2 = _fit(spec, base.expr, base.global_names, base.local_names, start, world_train,
-                   space).r2
-    chosen = synthesis.screen_and_choose(
-        variants, fit_variant, predict_variant, world_train[target].to_numpy(float), space,
-        base_r2, rubric_ok)
-    assert chosen.fit is not None
-
-    # -- world: debiased residuals, calibration per group ----------------------
-    coords, x, groups = _coords_and_groups(spec, world_train)
-    law_pred = _predict(chosen.expr, world_train, inputs, chosen.fit.constants, chosen.fit.local)
-    f_t = to_residual_space(law_pred, space)
-    resid = to_residual_space(world_train[target].to_numpy(float), space) - f_t
-    debiased = np.empty_like(resid)
-    s_by_group, r2_by_group = {}, {}
-    for g in sorted(set(groups)):
-        m = groups == g
-        debiased[m] = resid[m] - world_mod.local_mean(
-            x[m], resid[m], world_mod.DEBIAS_FRACTION, world_mod.DEBIAS_MAX)
-        v_f, v_r = float(np.var(f_t[m])), float(np.var(debiased[m]))
-        s = world_mod.calibration_factor(v_f, v_r)
-        s_by_group[g] = s
-        r2_by_group[g] = v_f / (v_f + s * s * v_r) if v_f + v_r > 0 else float("nan")
-    if llm_record is not None:
-        llm_record["screened"] = {v.expr: v.screen for v in variants if v.edit == "llm_proposal"}
-    world_spec = {
-        "law": {
-            **({"llm_proposals": llm_record} if llm_record is not None else {}),
-            "expr": chosen.expr, "constants": chosen.fit.constants, "local": chosen.fit.local,
-            "base_reference": base.name, "base_expr": base.expr, "edit": chosen.edit,
-            "added_terms": [chosen.added_term],
-            "rationale": (
-                f"reference {base.name} has the least residual structure "
-                f"(B_b={ref_scores[base.name]['structure_B_b']:.3f}); of {len(variants)} grammar "
-                f"variants, {sum(v.admissible for v in variants)} passed execution, adequacy, "
-                "rubric and integrity screens; chosen by lowest BIC, ties to the smaller "
-                f"expression: {chosen.edit}"),
-        },
-        "space": space,
-        "inputs": inputs,
-        "support": {n: [float(world_train[n].min()), float(world_train[n].max())] for n in inputs},
-        "groups": sorted(set(groups)) if spec.multi_group else [],
-        "s": s_by_group,
-        "world_r2": r2_by_group,
-        "log_inputs": coords.log_inputs,
-        "center": coords.center.tolist(),
-        "scale": coords.scale.tolist(),
-    }
-
-    # -- write ------------------------------------------------------------------
-    root = out / spec.task_id
-    if root.exists():
-        shutil.rmtree(root)
-    for sub in ("data", "eval/references", "simulator"):
-        (root / sub).mkdir(parents=True, exist_ok=True)
-    for name, frame in parts.items():
-        frame[[target, *inputs, *([GROUP_COL] if spec.multi_group else [])]].to_csv(
-            root / "data" / f"{name}.csv", index=False, float_format="%.10g")
+    # -- the Parallel world: all Real splits pooled, the hidden law drawn by the key --
     n_train = len(train)
     caps = {
         "max_law_constants": max(len(r.global_names) for r in spec.references) + 2,
@@ -288,6 +197,46 @@ def build_task(spec: TaskSpec, out: Path,
         "max_samples_per_point": 3,
         "max_turns": 30,
     }
+    pooled = pd.concat([parts[k] for k in parts], ignore_index=True)
+    builder = worlds.WorldBuilder(spec.task_id, pooled, target, spec.inputs, spec.metric,
+                                  spec.multi_group, spec.rubric, caps, key)
+    refs = [worlds.Reference(r.name, r.expr, list(r.global_names), list(r.local_names),
+                             dict(r.init)) for r in spec.references]
+    extra: list[synthesis.Piece] = []
+    llm_record: dict[str, Any] | None = None
+    if proposer is not None:
+        base_guess = min(spec.references, key=lambda r: ref_scores[r.name]["structure_B_b"])
+        new_constant = synthesis.NameAllocator(
+            {*builder.inputs, *(n for r in spec.references
+                                for n in (*r.global_names, *r.local_names))}).new()
+        req = llm_variants.ProposalRequest(spec.task_id, spec.context, target, inputs,
+                                           base_guess.expr,
+                                           [*base_guess.global_names, *base_guess.local_names],
+                                           new_constant)
+        try:
+            reply = proposer(req)
+        except (OSError, ValueError, KeyError, IndexError) as err:
+            reply, llm_record = "", {"error": f"{type(err).__name__}: {err}"}
+        proposed, rejected = llm_variants.parse(reply, req) if reply else ([], [])
+        extra = proposed
+        llm_record = {**(llm_record or {}), "base": base_guess.name,
+                      "proposed": [p.description for p in proposed], "rejected": rejected}
+    try:
+        built: worlds.BuiltWorld | None = worlds.synthesize(builder, refs, extra)
+        no_world, no_world_record = "", {}
+    except worlds.NoWorld as err:
+        built, no_world, no_world_record = None, str(err), err.record
+        log.warning("no Parallel world", extra={"task_id": spec.task_id, "reason": no_world})
+
+    # -- write ------------------------------------------------------------------
+    root = out / spec.task_id
+    if root.exists():
+        shutil.rmtree(root)
+    for sub in ("data", "eval/references", "simulator"):
+        (root / sub).mkdir(parents=True, exist_ok=True)
+    for name, frame in parts.items():
+        frame[[target, *inputs, *([GROUP_COL] if spec.multi_group else [])]].to_csv(
+            root / "data" / f"{name}.csv", index=False, float_format="%.10g")
     meta = {
         "task_id": spec.task_id, "title": spec.title, "discipline": spec.discipline,
         "context": spec.context, "type": "II" if spec.multi_group else "I",
@@ -309,26 +258,35 @@ def build_task(spec: TaskSpec, out: Path,
                    {r.name: ref_fits[r.name].local for r in spec.references})
     _dump_json(root / "eval" / "reference_metrics.json",
                {"best_reference": best.name, "naive_baseline": naive, "references": ref_scores})
-    _dump_json(root / "eval" / "synthesis.json", [
-        {"edit": v.edit, "expr": v.expr, "screen": v.screen, "bic": v.bic, "effect": v.effect,
-         "r2": v.fit.r2 if v.fit else None} for v in variants])
-    _dump_json(root / "simulator" / "world.json", world_spec)
-    arrays = {"coords": x, "residuals": debiased, "groups": groups.astype(str)}
-    _write_npz(root / "simulator" / "residuals.npz", arrays)
-    world = World(world_spec, arrays)
-    best_fit = ref_fits[best.name]
+    synthesis_record: dict[str, Any] = (built.record if built is not None
+                                        else {"no_world": no_world, **no_world_record})
+    if llm_record is not None:
+        screened = {row["piece"]: row["screen"] for row in synthesis_record.get("singles", [])
+                    if row["kind"] == "llm_proposal"}
+        synthesis_record["llm_proposals"] = {**llm_record, "screened": screened}
+    _dump_json(root / "eval" / "synthesis.json", synthesis_record)
+    if built is not None:
+        _dump_json(root / "simulator" / "world.json", built.spec)
+        _write_npz(root / "simulator" / "residuals.npz", built.arrays)
+        best_fit = ref_fits[best.name]
 
-    def reference_curve(rows: pd.DataFrame) -> np.ndarray:
-        return _predict(best.expr, rows, inputs, best_fit.constants, best_fit.local)
+        def reference_curve(rows: pd.DataFrame) -> np.ndarray:
+            if spec.multi_group and str(rows[GROUP_COL].iloc[0]) not in next(
+                    iter(best_fit.local.values()), {}):
+                return np.full(len(rows), np.nan)  # a held-out group: not fitted on it
+            return _predict(best.expr, rows, inputs, best_fit.constants, best_fit.local)
 
-    report.figure(world, world_train, target, inputs, root / "simulator" / "world.png", spec.title,
-                  reference=(best.name, reference_curve))
-    synthesis_rows = json.loads((root / "eval" / "synthesis.json").read_text())
-    (root / "simulator" / "report.md").write_text(
-        report.markdown(spec.task_id, world_spec, ref_scores, synthesis_rows))
+        report.figure(built.world, built.frame, target, inputs, root / "simulator" / "world.png",
+                      spec.title, reference=(best.name, reference_curve))
+        (root / "simulator" / "report.md").write_text(
+            report.markdown(spec.task_id, built.spec, ref_scores, synthesis_record))
+    r2_values = ([min(v.values()) for v in built.spec["world_r2"].values()]
+                 if built is not None else [])
     return {"task_id": spec.task_id, "type": meta["type"], "rows": len(df),
-            "best_reference": best.name, "hidden_edit": chosen.edit,
-            "world_r2": float(np.nanmedian(list(r2_by_group.values())))}
+            "best_reference": best.name,
+            "hidden_edit": (" + ".join(p["kind"] for p in built.spec["law"]["pieces"])
+                            if built is not None else "(no world)"),
+            "world_r2": float(min(r2_values)) if r2_values else float("nan")}
 
 
 def _naive_metric(spec: TaskSpec, parts: dict[str, pd.DataFrame]) -> float:
@@ -353,9 +311,12 @@ def manifest(out: Path) -> dict[str, str]:
 
 def build_all(out: Path, only: list[str] | None = None,
               proposer: llm_variants.Proposer | None = None,
-              key: worldkey.WorldKey | None = None) -> list[dict[str, Any]]:
+              key: worldkey.WorldKey | None = None, processes: int | None = None,
+              progress: Callable[[dict[str, Any]], None] | None = None) -> list[dict[str, Any]]:
     """Build every task (or ``only`` those) into ``out`` with the world key
-    (by default the operator's key file, created on first use)."""
+    (by default the operator's key file, created on first use), on ``processes``
+    processes (default: the cores)."""
+    processes = processes or os.cpu_count() or 1
     out.mkdir(parents=True, exist_ok=True)
     if key is None:
         key, _ = worldkey.load_or_create(worldkey.default_path(out))
@@ -365,16 +326,41 @@ def build_all(out: Path, only: list[str] | None = None,
         raise ValueError(f"{out} was built with world key {previous}; rebuilding some tasks with "
                          f"key {key.fingerprint} would mix two suites (rebuild all of them)")
     _dump_json(suite, {"world_fingerprint": key.fingerprint})
-    summary = []
-    for spec in SPECS:
-        if only and spec.task_id not in only:
-            continue
-        log.info("building task", extra={"task_id": spec.task_id})
-        summary.append(build_task(spec, out, proposer))
+    ids = [s.task_id for s in SPECS if not only or s.task_id in only]
+    summary: list[dict[str, Any]] = []
+    if proposer is None and processes > 1 and len(ids) > 1:
+        # a process per core; each builds whole tasks with one BLAS thread, as the
+        # sequential path does, so the bytes do not depend on the split
+        ctx = multiprocessing.get_context("fork")
+        with ctx.Pool(processes) as pool:
+            for result in pool.imap(_build_one, [(t, str(out), key) for t in ids]):
+                summary.append(result)
+                if progress:
+                    progress(result)
+    else:
+        for task_id in ids:
+            summary.append(_build_one((task_id, str(out), key), proposer))
+            if progress:
+                progress(summary[-1])
     from lawlab.taskbuild import lsr, lsr_build
 
     for problem in lsr.problems(only):
         log.info("building problem", extra={"task_id": problem.problem_id})
-        summary.append(lsr_build.build_problem(problem, out))
+        with threadpool_limits(1):
+            summary.append(lsr_build.build_problem(problem, out))
+        if progress:
+            progress(summary[-1])
     _dump_json(out / "MANIFEST.json", manifest(out))
     return summary
+
+
+def _build_one(args: tuple[str, str, worldkey.WorldKey],
+               proposer: llm_variants.Proposer | None = None) -> dict[str, Any]:
+    task_id, out, key = args
+    spec = next(s for s in SPECS if s.task_id == task_id)
+    log.info("building task", extra={"task_id": task_id})
+    start = time.perf_counter()
+    with threadpool_limits(1):
+        result = build_task(spec, Path(out), proposer, key)
+    result["seconds"] = round(time.perf_counter() - start, 1)
+    return result

@@ -8,6 +8,8 @@ from pathlib import Path
 
 from lawlab.tasks import TaskLibrary
 
+WORLDS_HEADING = "## Parallel worlds (this build's key)"
+
 
 def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
@@ -55,6 +57,40 @@ def catalogue(root: Path) -> str:
             f"{best} ({rm['references'][best]['heldout_metric']:.4g}) | "
             f"{rm['naive_baseline']:.4g} | {', '.join(others) or '-'} | "
             f"{_cell(m.source.split(';')[0])} | {_cell(m.license)} |")
+    fingerprint = library.world_fingerprint or "(none)"
+    lines += [
+        "",
+        WORLDS_HEADING,
+        "",
+        f"This section depends on the world key (fingerprint `{fingerprint}` for the table "
+        "below): a library built with another key draws other worlds, so `make tasks` on your "
+        "machine (a fresh key) gives other figures. Per task: how many single pieces of added "
+        "structure passed every screen, how many combinations of one to three of them the key "
+        "chooses among (each drawn combination is screened again as a whole), and how many "
+        "pieces the drawn world has; a task without a world says why (the Parallel setting is "
+        "then not offered for it). Which pieces, and the law, stay in the answer key.",
+        "",
+        "| task | admissible single pieces | combinations (1 / 2 / 3 pieces) | world | "
+        "pieces | draws | calibration s (min) |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    n_worlds = 0
+    for t in real:
+        rec = json.loads((t.root / "eval" / "synthesis.json").read_text())
+        combos = rec.get("combinations", {})
+        counts = " / ".join(str(combos.get(k, 0)) for k in ("1", "2", "3"))
+        if t.has_world():
+            n_worlds += 1
+            spec = t.world_spec()
+            pieces = len(spec["law"].get("pieces", []))
+            world = "yes"
+            s_min = f"{min(spec['s'].values()):.3f}"
+        else:
+            pieces, s_min = "-", "-"
+            world = f"no: {_cell(rec.get('no_world', 'not built'))}"
+        lines.append(f"| `{t.task_id}` | {rec.get('admissible_pieces', 0)} | {counts} | "
+                     f"{world} | {pieces} | {len(rec.get('draws', []))} | {s_min} |")
+    lines += ["", f"{n_worlds} of {len(real)} real-data tasks have a Parallel world."]
     lines += [
         "",
         "## LLM-SRBench-style problems",

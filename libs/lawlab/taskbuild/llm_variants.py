@@ -1,12 +1,14 @@
 """The optional LLM hook of hidden-law synthesis.
 
 An OpenAI-compatible model may propose structural variants of the selected
-reference. Its proposals join the grammar's candidates and pass through the
-same screen (execution, adequacy, integrity, the task's rubric) and the same
-choice rule; nothing it says is trusted. A proposal must be a restricted
-expression (lawlab.expr) over the task's inputs, the reference's constants and
-exactly one new constant ``h`` whose ``neutral`` value gives back the
-reference. Malformed proposals are recorded with the reason and dropped.
+reference. Its proposals join the grammar's pieces and pass through the same
+screens; its optional plausibility verdict (0 to 1) weighs the keyed draw like
+the grammar's stated criteria do; nothing it says is trusted. A proposal must
+be a restricted expression (lawlab.expr) over the task's inputs, the
+reference's constants and exactly one new constant (named in the prompt, so it
+cannot collide) whose ``neutral`` value gives back the reference. A proposal
+is a whole variant: it is drawn alone, never combined with other pieces.
+Malformed proposals are recorded with the reason and dropped.
 
 Use: ``lawlab tasks build --llm-base-url URL --llm-model NAME`` (key from
 LAWLAB_LLM_API_KEY). The proposals are written into the task's answer key
@@ -26,7 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from lawlab.expr import Expression, ExpressionError
-from lawlab.taskbuild.synthesis import EDIT_CONSTANT, Variant
+from lawlab.taskbuild.synthesis import PLAUSIBILITY, Piece
 
 MAX_PROPOSALS = 8
 TIMEOUT = 120.0
@@ -40,6 +42,7 @@ class ProposalRequest:
     inputs: Sequence[str]
     reference: str
     constants: Sequence[str]
+    new_constant: str = "h"
 
 
 Proposer = Callable[[ProposalRequest], str]  # returns the model's raw reply
@@ -61,15 +64,20 @@ freed exponent, an attenuation factor or a saturation. Each variant must:
 - use only + - * / ** and the functions exp, log, log10, sqrt, sin, cos, tanh, abs;
 - give back the published law exactly when {h} equals its "neutral" value.
 
+Rate each variant's physical plausibility from 0 (implausible) to 1 (as
+plausible as the published law).
+
 Reply with JSON only:
-{{"variants": [{{"expr": "...", "neutral": 0.0, "init": 0.01, "why": "..."}}]}}
+{{"variants": [{{"expr": "...", "neutral": 0.0, "init": 0.01, "plausibility": 0.7,
+  "why": "..."}}]}}
 """
 
 
 def prompt(req: ProposalRequest) -> str:
     return PROMPT.format(context=req.context.strip(), target=req.target,
                          inputs=", ".join(req.inputs), reference=req.reference,
-                         constants=", ".join(req.constants), n=MAX_PROPOSALS, h=EDIT_CONSTANT)
+                         constants=", ".join(req.constants), n=MAX_PROPOSALS,
+                         h=req.new_constant)
 
 
 def openai_proposer(base_url: str, model: str, api_key: str | None = None) -> Proposer:
@@ -96,8 +104,8 @@ def _json_object(text: str) -> Any:
     return json.loads(candidate)
 
 
-def parse(reply: str, req: ProposalRequest) -> tuple[list[Variant], list[dict[str, str]]]:
-    """The model's reply -> (variants for the screen, rejected proposals with reasons)."""
+def parse(reply: str, req: ProposalRequest) -> tuple[list[Piece], list[dict[str, str]]]:
+    """The model's reply -> (pieces for the screens, rejected proposals with reasons)."""
     try:
         doc = _json_object(reply)
         items = doc["variants"]
@@ -105,8 +113,9 @@ def parse(reply: str, req: ProposalRequest) -> tuple[list[Variant], list[dict[st
             raise TypeError("'variants' is not a list")
     except (ValueError, KeyError, TypeError) as err:
         return [], [{"expr": reply[:200], "reason": f"unreadable reply: {err}"}]
-    allowed = set(req.inputs) | set(req.constants) | {EDIT_CONSTANT}
-    variants: list[Variant] = []
+    h = req.new_constant
+    allowed = set(req.inputs) | set(req.constants) | {h}
+    variants: list[Piece] = []
     rejected: list[dict[str, str]] = []
     for item in items[:MAX_PROPOSALS]:
         expr = str(item.get("expr", "")) if isinstance(item, dict) else str(item)
@@ -117,18 +126,23 @@ def parse(reply: str, req: ProposalRequest) -> tuple[list[Variant], list[dict[st
             unknown = parsed.names - allowed
             if unknown:
                 raise ExpressionError(f"unknown names {sorted(unknown)}")
-            if EDIT_CONSTANT not in parsed.names:
-                raise ExpressionError(f"no new constant {EDIT_CONSTANT!r}")
+            if h not in parsed.names:
+                raise ExpressionError(f"no new constant {h!r}")
             neutral, init = float(item["neutral"]), float(item.get("init", item["neutral"]))
             if not (math.isfinite(neutral) and math.isfinite(init)):
                 raise ExpressionError("neutral and init must be finite numbers")
+            plausibility = float(item.get("plausibility", PLAUSIBILITY["llm_proposal"][0]))
+            if not math.isfinite(plausibility):
+                raise ExpressionError("plausibility must be a number from 0 to 1")
         except (ExpressionError, KeyError, TypeError, ValueError) as err:
             rejected.append({"expr": expr[:200], "reason": str(err)})
             continue
-        if any(v.expr == parsed.text for v in variants):
+        if any(v.description == parsed.text for v in variants):
             rejected.append({"expr": expr[:200], "reason": "duplicate"})
             continue
         why = str(item.get("why", "")).strip() or "no reason given"
-        variants.append(Variant("llm_proposal", parsed.text, f"LLM-proposed edit: {why}"[:200],
-                                neutral, init))
+        variants.append(Piece("llm_proposal", "", parsed.text, {h: init}, {h: neutral},
+                              lambda e, text=parsed.text: text,
+                              min(1.0, max(0.05, plausibility)),
+                              f"LLM-proposed edit: {why}"[:200]))
     return variants, rejected

@@ -64,49 +64,78 @@ def figure(world: World, train: pd.DataFrame, target: str, inputs: list[str], ou
     plt.close(fig)
 
 
-def markdown(task_id: str, spec: dict, ref_scores: dict, variants: list[dict]) -> str:
+def markdown(task_id: str, spec: dict, ref_scores: dict, record: dict) -> str:
     law = spec["law"]
+    base_scores = record.get("base_scores", {})
     lines = [
         f"# World report: {task_id}",
         "",
         "ANSWER KEY: this file names the hidden law. It stays with the simulator, scorer and judge.",
         "",
-        "## Reference selection",
+        "## Base selection (all Real splits pooled)",
         "",
-        "| reference | residual-space R^2 (train) | B_b (residual structure) | held-out metric |",
-        "|---|---|---|---|",
+        "| reference | residual-space R^2 (pooled) | B_b (residual structure) | degenerate | "
+        "held-out metric |",
+        "|---|---|---|---|---|",
     ]
     for name, sc in ref_scores.items():
+        pooled = base_scores.get(name, {})
         mark = " (chosen)" if name == law["base_reference"] else ""
-        lines.append(f"| {name}{mark} | {sc['train_r2_residual_space']:.4f} | "
-                     f"{sc['structure_B_b']:.3f} | {sc['heldout_metric']:.4g} |")
+        lines.append(f"| {name}{mark} | {pooled.get('r2_residual_space', float('nan')):.4f} | "
+                     f"{pooled.get('structure_B_b', float('nan')):.3f} | "
+                     f"{pooled.get('degenerate') or 'no'} | {sc['heldout_metric']:.4g} |")
+    combos = record.get("combinations", {})
     lines += [
         "",
-        "The world's base is the reference with the least residual structure among those with "
-        "a non-negative residual-space R^2.",
+        "The base is the non-degenerate reference with the least residual structure among "
+        "those with a non-negative residual-space R^2.",
         "",
         "## Hidden law",
         "",
         f"    {law['expr']}",
         "",
-        f"Edit: **{law['edit']}** (added: `{', '.join(law['added_terms'])}`). {law['rationale']}.",
+        f"Shared: {', '.join(law.get('global', []))}; per group: "
+        f"{', '.join(law.get('local_names', [])) or '-'}. {law['rationale']}.",
         "",
-        "| candidate | screen | BIC |",
-        "|---|---|---|",
+        "| piece | kind | importance (residual SD) | plausibility | rationale |",
+        "|---|---|---|---|---|",
     ]
-    for v in variants:
-        screen = ", ".join(f"{k}: {val}" for k, val in v["screen"].items())
-        lines.append(f"| `{v['expr']}` | {screen} | {v['bic']:.2f} |")
+    for p in law.get("pieces", []):
+        lines.append(f"| `{p['description']}` | {p['kind']} | {p['importance']:.2f} | "
+                     f"{p['plausibility']:.2f} | {p['rationale']} |")
+    lines += [
+        "",
+        f"The key chose among {sum(combos.values())} combinations "
+        f"({', '.join(f'{v} of {k} piece(s)' for k, v in combos.items())}) of "
+        f"{record.get('admissible_pieces', 0)} admissible single pieces; each drawn "
+        "combination is screened as a whole.",
+        "",
+        "| single piece | kind | R^2 | effect (SD) | screen |",
+        "|---|---|---|---|---|",
+    ]
+    for row in record.get("singles", []):
+        screen = ", ".join(f"{k}: {val}" for k, val in row["screen"].items())
+        effect = "-" if row.get("effect") is None else f"{row['effect']:.2f}"
+        r2 = row.get("r2")
+        lines.append(f"| `{row['piece']}` | {row['kind']} | "
+                     f"{'-' if r2 is None or r2 != r2 else f'{r2:.4f}'} | {effect} | {screen} |")
+    lines += ["", "| draw | pieces | screens |", "|---|---|---|"]
+    for i, d in enumerate(record.get("draws", []), 1):
+        screen = ", ".join(f"{k}: {val}" for k, val in d.get("screen", {}).items())
+        lines.append(f"| {i} | {'; '.join(d['pieces'])} | {screen} |")
     lines += [
         "",
         f"## Calibration (residual space: {spec['space']})",
         "",
-        "| group | s | world R^2 |",
-        "|---|---|---|",
+        "| group | s | sampled R^2 at the records | sampled R^2 on a support grid |",
+        "|---|---|---|---|",
     ]
     for g, s in spec["s"].items():
-        lines.append(f"| {g} | {s:.3f} | {spec['world_r2'][g]:.4f} |")
-    lines += ["", "s = min(1, sqrt((1 - rho)/rho * v_f / v_r)), rho = 0.9; where s = 1 the real "
-              "noise is already small and the world R^2 is recorded as is.", "",
+        r2 = spec["world_r2"][g]
+        lines.append(f"| {g} | {s:.3f} | {r2['records']:.4f} | {r2['grid']:.4f} |")
+    lines += ["", "s = min(1, sqrt((1 - rho)/rho * v_f / v_r)) with rho = 0.92 (aiming above 0.9 "
+              "so that the sampled R^2 stays >= 0.9), v_r the variance of the noise draws "
+              "themselves, the smaller s of the records and the grid. Where s = 1 the real "
+              "noise is already small.", "",
               "![real records against world samples](world.png)", ""]
     return "\n".join(lines)

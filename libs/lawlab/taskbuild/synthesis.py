@@ -1,47 +1,121 @@
-"""Hidden-law synthesis: structural variants of a published reference.
+"""Hidden-law synthesis: keyed structural variants of a published reference.
 
-A grammar of scientifically plausible edits generates candidates from the
-selected reference; each is fitted to the real training records and screened
-(execution, predictive adequacy, the task's rubric, integrity); the admissible
-candidate with the lowest BIC wins, ties going to the smaller expression.
-Everything is deterministic: the same inputs give the same law.
+A grammar of edits proposes *pieces* of added structure for the selected
+reference (the base): an added term, a power term or an interaction in the
+existing inputs, a multiplicative correction, a freed exponent, attenuation,
+input saturation, a threshold, and for Type II tasks a change of which
+parameters are shared across groups. Every piece has neutral constants that
+remove it (so "the base plus some of the pieces" is always a member of the
+hidden law's family), new constants whose names cannot collide with the
+base's, and a plausibility score by stated criteria (:data:`PLAUSIBILITY`).
+
+Each single piece is screened (execution, predictive adequacy as an
+eligibility test only, the task's rubric, non-degeneracy, integrity: the
+variant is not refit-equivalent to its base or to any published reference, and
+the piece moves predictions by at least half a residual SD). The admissible
+pieces combine into worlds of one to three pieces; the operator's world key
+chooses how many pieces and which combination (weighted by plausibility), and
+perturbs the new constants within stated bounds before the base constants are
+refitted. A drawn combination is screened again as a whole (each piece must
+still be needed, the whole must be identifiable within the task's experiment
+budget); a failed draw is discarded and another drawn. Without the key, the
+public code and data give a different world.
 """
 
 from __future__ import annotations
 
 import ast
-from collections.abc import Callable, Mapping, Sequence
+import itertools
+import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
-from lawlab.fitting import FitResult, to_residual_space
-from lawlab.world import is_multi_decade
+from lawlab.expr import FUNCTIONS, NAMED_NUMBERS
 
-EDIT_CONSTANT = "h"
+# stated plausibility criteria per edit kind (a prior weight in the keyed draw;
+# the screens decide admissibility, this decides how likely an admissible
+# piece is chosen)
+PLAUSIBILITY: dict[str, tuple[float, str]] = {
+    "freed_exponent": (0.85, "scaling exponents are routinely refitted empirically"),
+    "multiplicative_correction": (0.75, "a first-order correction factor (a temperature or "
+                                        "size coefficient) is how laws are usually extended"),
+    "attenuation": (0.7, "an exponential loss with a time- or distance-like input (decay, "
+                         "absorption, anelastic attenuation)"),
+    "added_term": (0.65, "an additive background or drift linear in an input"),
+    "saturation": (0.6, "the effective input saturates (receptor, transport or capacity "
+                        "limits)"),
+    "power_term": (0.5, "an additive higher- or lower-order term in an input"),
+    "interaction": (0.45, "two inputs act jointly (a cross term)"),
+    "threshold": (0.35, "a regime change above an onset value of an input"),
+    "input_shift": (0.5, "an input is measured from a shifted origin (an offset, a lag, a "
+                         "background level)"),
+    "output_saturation": (0.55, "the response saturates as a whole (a capacity or detector "
+                                "limit)"),
+    "output_power": (0.5, "the response scales as a power of the published form (a "
+                          "stretched response)"),
+    "shared_parameter": (0.5, "a per-group parameter of the base is in fact common to all "
+                              "groups"),
+    "per_group_parameter": (0.5, "a shared constant of the base in fact varies from group to "
+                                 "group"),
+    "llm_proposal": (0.5, "proposed by a language model (its own rationale is recorded)"),
+}
+TIME_UNITS = {"s", "min", "h", "hr", "day", "d", "week", "month", "year", "yr", "km", "m", "cm",
+              "mm", "years", "days", "hours", "minutes"}
+PIECES_WEIGHTS = {1: 0.3, 2: 0.45, 3: 0.25}  # how many pieces the key gives a world
+DRAWS_PER_SIZE = 4
 
 
 @dataclass
-class Variant:
-    edit: str  # grammar rule
+class Piece:
+    """One edit: ``apply`` maps the current expression to the edited one."""
+
+    kind: str
+    input: str
+    description: str
+    constants: dict[str, float]          # name -> initial value
+    neutral: dict[str, float]            # name -> value that removes the piece
+    apply: Callable[[str], str] = field(repr=False, compare=False, default=lambda e: e)
+    plausibility: float = 0.5
+    rationale: str = ""
+    shared: str = ""                     # sharing edits: the parameter made shared
+    per_group: str = ""                  # sharing edits: the parameter made per group
+    fixed: tuple[str, ...] = ()          # constants never perturbed (a threshold's onset)
+    unit: float = 0.05                   # a small departure from neutral, to start shaping
+
+    @property
+    def key(self) -> str:
+        return f"{self.kind}:{self.input or self.shared or self.per_group or self.description}"
+
+
+@dataclass
+class Candidate:
+    """A base plus some pieces, fitted and screened."""
+
+    pieces: list[Piece]
     expr: str
-    added_term: str  # what differs from the reference, as text
-    neutral: float  # value of the edit constant that restores the reference
-    init: float
-    fit: FitResult | None = None
+    global_names: list[str]
+    local_names: list[str]
+    constants: dict[str, float] = field(default_factory=dict)
+    local: dict[str, dict[str, float]] = field(default_factory=dict)
+    r2: float = float("nan")
+    rss: float = float("nan")
     screen: dict[str, str] = field(default_factory=dict)
-    bic: float = float("inf")
-    effect: float = 0.0
+    effects: list[float] = field(default_factory=list)
 
     @property
     def admissible(self) -> bool:
         return bool(self.screen) and all(v == "pass" for v in self.screen.values())
 
-    def size(self) -> int:
-        return sum(1 for _ in ast.walk(ast.parse(self.expr, mode="eval")))
+    @property
+    def kinds(self) -> str:
+        return " + ".join(p.kind for p in self.pieces)
 
 
-def _substitute(expr: str, name: str, replacement: str) -> str:
+def substitute(expr: str, name: str, replacement: str) -> str:
+    """``expr`` with every occurrence of the name ``name`` replaced (as an AST)."""
     tree = ast.parse(expr, mode="eval")
     new = ast.parse(replacement, mode="eval").body
 
@@ -52,68 +126,205 @@ def _substitute(expr: str, name: str, replacement: str) -> str:
     return ast.unparse(_Sub().visit(tree))
 
 
-def generate(base: str, inputs: Sequence[str], train: Mapping[str, np.ndarray]) -> list[Variant]:
-    """The grammar: added term, multiplicative correction, freed exponent,
-    attenuation factor and saturation, in each input where they apply."""
-    h = EDIT_CONSTANT
-    out: list[Variant] = []
-    for x in inputs:
-        term = f"log({x})" if is_multi_decade(train[x]) else x
-        out.append(Variant("added_term", f"({base}) + {h} * {term}", f"{h} * {term}", 0.0, 0.01))
-        out.append(Variant("multiplicative_correction", f"({base}) * (1 + {h} * {term})",
-                           f"(1 + {h} * {term})", 0.0, 0.01))
-        out.append(Variant("attenuation", f"({base}) * exp(-{h} * {x})", f"exp(-{h} * {x})",
-                           0.0, 0.001))
-        if float(np.min(train[x])) > 0:
-            out.append(Variant("freed_exponent", _substitute(base, x, f"{x} ** {h}"),
-                               f"{x} ** {h}", 1.0, 1.0))
-    out.append(Variant("saturation", f"({base}) / (1 + {h} * ({base}))",
-                       f"1 / (1 + {h} * F)", 0.0, 0.001))
+def names_in(expr: str) -> set[str]:
+    return {n.id for n in ast.walk(ast.parse(expr, mode="eval")) if isinstance(n, ast.Name)}
+
+
+class NameAllocator:
+    """Fresh constant names that collide with no base constant, input or function."""
+
+    PREFIXES = ("eta", "zeta", "kappa", "lam", "nu", "xi")
+
+    def __init__(self, taken: set[str]) -> None:
+        self.taken = set(taken) | set(FUNCTIONS) | set(NAMED_NUMBERS)
+        self.prefix = next(p for p in self.PREFIXES
+                           if not any(t.startswith(p) for t in self.taken))
+        self.count = 0
+
+    def new(self) -> str:
+        while True:
+            self.count += 1
+            name = f"{self.prefix}{self.count}"
+            if name not in self.taken:
+                self.taken.add(name)
+                return name
+
+
+@dataclass(frozen=True)
+class InputInfo:
+    name: str
+    lo: float
+    hi: float
+    multi_decade: bool
+    unit: str = ""
+
+    @property
+    def positive(self) -> bool:
+        return self.lo > 0
+
+    def term(self) -> str:
+        return f"log({self.name})" if self.multi_decade and self.positive else self.name
+
+    def scale(self) -> float:
+        if self.multi_decade and self.positive:
+            return max(abs(math.log(self.hi)), abs(math.log(self.lo)), 1.0)
+        return max(abs(self.hi), abs(self.lo), 1e-12)
+
+
+def grammar(base: str, inputs: Sequence[InputInfo], base_globals: Sequence[str],
+            base_locals: Sequence[str], log_space: bool, multi_group: bool,
+            names: NameAllocator, choose: Callable[[str, Sequence[Any]], Any],
+            y_scale: float = 1.0) -> list[Piece]:
+    """Every single piece the grammar proposes for ``base`` (before screening).
+    ``choose(purpose, options)`` is the key's choice among structural literals
+    (a power term's exponent, a threshold's starting onset); ``y_scale`` is the
+    target's spread (additive pieces start from a small fraction of it)."""
+    out: list[Piece] = []
+    in_base = names_in(base)
+
+    def add(kind: str, x: str, description: str, constants: dict[str, float],
+            neutral: dict[str, float], apply: Callable[[str], str], plausibility: float,
+            unit: float, **kw: Any) -> None:
+        out.append(Piece(kind, x, description, constants, neutral, apply, plausibility,
+                         PLAUSIBILITY[kind][1], unit=unit, **kw))
+
+    for info in inputs:
+        x, term = info.name, info.term()
+        timelike = info.unit.strip().lower() in TIME_UNITS
+        span = max(info.hi - info.lo, 1e-12)
+        if not log_space:
+            a = names.new()
+            add("added_term", x, f"{a} * {term}", {a: 0.0}, {a: 0.0},
+                lambda e, a=a, t=term: f"({e}) + {a} * {t}", PLAUSIBILITY["added_term"][0],
+                0.05 * y_scale / info.scale())
+            if info.positive:
+                p = choose(f"power:{x}", (0.5, 2.0) if not info.multi_decade else (0.5, 1.5))
+                a = names.new()
+                add("power_term", x, f"{a} * {x} ** {p}", {a: 0.0}, {a: 0.0},
+                    lambda e, a=a, p=p, x=x: f"({e}) + {a} * {x} ** {p}",
+                    PLAUSIBILITY["power_term"][0], 0.05 * y_scale / max(info.hi ** p, 1e-12))
+            q = choose(f"threshold:{x}", (0.35, 0.5, 0.65))
+            onset = info.lo + q * span
+            a, x0 = names.new(), names.new()
+            add("threshold", x, f"{a} * max({x} - {x0}, 0)", {a: 0.0, x0: onset}, {a: 0.0},
+                lambda e, a=a, x0=x0, x=x: f"({e}) + {a} * ({x} - {x0} + abs({x} - {x0})) / 2",
+                PLAUSIBILITY["threshold"][0], 0.1 * y_scale / span, fixed=(x0,))
+        a = names.new()
+        add("multiplicative_correction", x, f"(1 + {a} * {term})", {a: 0.0}, {a: 0.0},
+            lambda e, a=a, t=term: f"({e}) * (1 + {a} * {t})",
+            PLAUSIBILITY["multiplicative_correction"][0], 0.05 / info.scale())
+        if info.lo >= 0:
+            a = names.new()
+            add("attenuation", x, f"exp(-{a} * {x})", {a: 0.0}, {a: 0.0},
+                lambda e, a=a, x=x: f"({e}) * exp(-{a} * {x})",
+                PLAUSIBILITY["attenuation"][0] if timelike else 0.5, 0.05 / max(info.hi, 1e-12))
+        if x in in_base and info.positive:
+            a = names.new()
+            add("freed_exponent", x, f"{x} ** {a}", {a: 1.0}, {a: 1.0},
+                lambda e, a=a, x=x: substitute(e, x, f"{x} ** {a}"),
+                PLAUSIBILITY["freed_exponent"][0], 0.05)
+        if x in in_base and info.lo >= 0:
+            a = names.new()
+            add("saturation", x, f"{x} -> {x} / (1 + {a} * {x})", {a: 0.0}, {a: 0.0},
+                lambda e, a=a, x=x: substitute(e, x, f"({x} / (1 + {a} * {x}))"),
+                PLAUSIBILITY["saturation"][0], 0.05 / max(info.hi, 1e-12))
+        if x in in_base and not info.multi_decade:
+            a = names.new()
+            add("input_shift", x, f"{x} -> {x} + {a}", {a: 0.0}, {a: 0.0},
+                lambda e, a=a, x=x: substitute(e, x, f"({x} + {a})"),
+                PLAUSIBILITY["input_shift"][0], 0.02 * span)
+    a = names.new()
+    add("output_saturation", "", f"F -> F / (1 + {a} * F)", {a: 0.0}, {a: 0.0},
+        lambda e, a=a: f"({e}) / (1 + {a} * ({e}))", PLAUSIBILITY["output_saturation"][0],
+        0.05 / max(y_scale, 1e-12))
+    if log_space:  # a positive, multi-decade response
+        a = names.new()
+        add("output_power", "", f"F -> F ** {a}", {a: 1.0}, {a: 1.0},
+            lambda e, a=a: f"({e}) ** {a}", PLAUSIBILITY["output_power"][0], 0.02)
+    for i, j in itertools.combinations(range(len(inputs)), 2):
+        ti, tj = inputs[i].term(), inputs[j].term()
+        a = names.new()
+        add("interaction", f"{inputs[i].name}*{inputs[j].name}", f"(1 + {a} * {ti} * {tj})",
+            {a: 0.0}, {a: 0.0}, lambda e, a=a, ti=ti, tj=tj: f"({e}) * (1 + {a} * {ti} * {tj})",
+            PLAUSIBILITY["interaction"][0], 0.05 / (inputs[i].scale() * inputs[j].scale()))
+    if multi_group:
+        for name in base_locals:
+            if len(base_locals) > 1:  # a law keeps at least one per-group parameter
+                add("shared_parameter", "", f"{name} shared by all groups", {}, {},
+                    lambda e: e, PLAUSIBILITY["shared_parameter"][0], 0.0, shared=name)
+        for name in base_globals:
+            add("per_group_parameter", "", f"{name} per group", {}, {},
+                lambda e: e, PLAUSIBILITY["per_group_parameter"][0], 0.0, per_group=name)
     return out
 
 
-def screen_and_choose(
-    variants: list[Variant],
-    fit_variant: Callable[[Variant], FitResult],
-    predict: Callable[[Variant, Mapping[str, float]], np.ndarray],
-    y: np.ndarray,
-    space: str,
-    ref_r2: float,
-    rubric_ok: Callable[[Variant], tuple[bool, str]],
-) -> Variant:
-    """Fit and screen every variant; return the chosen one (raises if none is admissible)."""
-    y_t = to_residual_space(y, space)
-    for v in variants:
-        try:
-            v.fit = fit_variant(v)
-        except ValueError as err:
-            v.screen = {"execution": f"fail: {err}"}
-            continue
-        pred = predict(v, v.fit.constants)
-        if not np.all(np.isfinite(pred)):
-            v.screen = {"execution": "fail: non-finite predictions on the records"}
-            continue
-        v.screen["execution"] = "pass"
-        n, p = len(y_t), len(v.fit.constants) + sum(len(t) for t in v.fit.local.values())
-        v.bic = float(n * np.log(max(v.fit.rss, 1e-300) / n) + p * np.log(n))
-        v.screen["adequacy"] = (
-            "pass" if v.fit.r2 >= ref_r2 - 0.01
-            else f"fail: R2 {v.fit.r2:.4f} below reference {ref_r2:.4f} - 0.01"
-        )
-        neutral = dict(v.fit.constants)
-        neutral[EDIT_CONSTANT] = v.neutral
-        pred_neutral = predict(v, neutral)
-        resid_sd = float(np.sqrt(v.fit.rss / n))
-        diff = to_residual_space(pred, space) - to_residual_space(pred_neutral, space)
-        v.effect = float(np.sqrt(np.nanmean(diff**2)) / max(resid_sd, 1e-300))
-        v.screen["integrity"] = (
-            "pass" if v.effect >= 0.5
-            else f"fail: the edit moves predictions by {v.effect:.2f} residual SD (< 0.5)"
-        )
-        ok, why = rubric_ok(v)
-        v.screen["rubric"] = "pass" if ok else f"fail: {why}"
-    admissible = [v for v in variants if v.admissible]
-    if not admissible:
-        raise ValueError("no admissible variant: " + "; ".join(
-            f"{v.edit}: {v.screen}" for v in variants))
-    return min(admissible, key=lambda v: (round(v.bic, 6), v.size(), v.expr))
+def compatible(pieces: Sequence[Piece]) -> bool:
+    """At most one piece per (kind, input); at most one sharing edit; an input's
+    exponent is not both freed and saturated."""
+    keys = [p.key for p in pieces]
+    if len(set(keys)) < len(keys):
+        return False
+    if len(pieces) > 1 and any(p.kind == "llm_proposal" for p in pieces):
+        return False  # a proposal is a whole variant
+    if sum(1 for p in pieces if p.shared or p.per_group) > 1:
+        return False
+    touched = [p.input for p in pieces if p.kind in SUBSTITUTIONS]
+    if len(set(touched)) < len(touched):
+        return False
+    return sum(1 for p in pieces if p.kind in WHOLE) <= 1
+
+
+SUBSTITUTIONS = ("freed_exponent", "saturation", "input_shift")
+WHOLE = ("output_saturation", "output_power")  # applied last, to the whole law
+
+
+def compose(base: str, base_globals: Sequence[str], base_locals: Sequence[str],
+            pieces: Sequence[Piece]) -> Candidate:
+    """The base with the pieces applied; substitutions in an input first, so that
+    they change the base's occurrences only, never another piece's."""
+    expr = base
+    globals_, locals_ = list(base_globals), list(base_locals)
+    ordered = sorted(pieces, key=lambda p: (p.kind not in SUBSTITUTIONS, p.kind in WHOLE))
+    for p in ordered:
+        expr = p.apply(expr)
+        globals_ += list(p.constants)
+        if p.shared:
+            locals_.remove(p.shared)
+            globals_.append(p.shared)
+        if p.per_group:
+            globals_.remove(p.per_group)
+            locals_.append(p.per_group)
+    return Candidate(list(pieces), expr, globals_, locals_)
+
+
+def combinations(admissible: Sequence[Piece], max_pieces: int = 3) -> dict[int, list[tuple]]:
+    """Every compatible combination of admissible pieces, by size."""
+    out: dict[int, list[tuple]] = {}
+    for k in range(1, max_pieces + 1):
+        out[k] = [c for c in itertools.combinations(range(len(admissible)), k)
+                  if compatible([admissible[i] for i in c])
+                  and not all(admissible[i].shared for i in c)]
+    return out
+
+
+def pieces_wanted(rng: np.random.Generator, combos: dict[int, list[tuple]]) -> int:
+    """The key's number of pieces, among the sizes that have combinations."""
+    sizes = [k for k, cs in combos.items() if cs]
+    if not sizes:
+        return 1
+    w = np.array([PIECES_WEIGHTS.get(k, 0.1) for k in sizes])
+    return int(sizes[int(rng.choice(len(sizes), p=w / w.sum()))])
+
+
+def draw(rng: np.random.Generator, admissible: Sequence[Piece], combos: dict[int, list[tuple]],
+         exclude: set[tuple]) -> tuple | None:
+    """The key's draw: a number of pieces, then a combination weighted by the
+    product of its pieces' plausibilities."""
+    sizes = [k for k, cs in combos.items() if any(c not in exclude for c in cs)]
+    if not sizes:
+        return None
+    w = np.array([PIECES_WEIGHTS.get(k, 0.1) for k in sizes])
+    k = sizes[int(rng.choice(len(sizes), p=w / w.sum()))]
+    options = [c for c in combos[k] if c not in exclude]
+    weights = np.array([math.prod(admissible[i].plausibility for i in c) for c in options])
+    return options[int(rng.choice(len(options), p=weights / weights.sum()))]

@@ -1,0 +1,743 @@
+"""Structural comparison of laws: the deterministic structure judge (S_S), the
+builder's integrity screen and LLM-SRBench symbolic accuracy share it.
+
+A submission's ``predict`` is translated (from its AST, a restricted subset)
+into a sympy expression over the input names; every number in it becomes a
+free parameter except small integers and simple rational exponents (a
+structural choice). Two forms *match* when one reproduces the other exactly
+after refitting its parameters on dense, noise-free probes (an exact
+structural match fits to round-off; MATCH_TOL is a relative RMS in residual
+space).
+
+Sharing matters (C.5: "which parameters are shared and which per group"). For
+Type II laws the comparison is made jointly over several groups: parameters a
+form declares per group (LOCAL_FITTABLE, or the hidden law's local constants)
+are fitted per group, the rest once for all groups. Family containment is
+tested on *perturbed* members (each group's per-group values moved
+independently), so a form with a parameter shared where the other varies it
+per group, or the reverse, does not pass by the accident of the fitted
+values.
+
+Levels against a hidden law built from a published base plus added pieces
+(each piece has neutral constants that remove it):
+
+- 1.0: the same family as the hidden law, sharing included (both directions);
+- 0.75: the hidden structure with extra terms or extra per-group freedom, or
+  the right structure with the wrong sharing (a level lost), or the base plus
+  the most important added pieces (a proper subset carrying at least half of
+  the pieces' total importance and the most important piece);
+- 0.5: the published base form (the hidden law with every piece neutral);
+- 0.25: relevant variables, and the trend agrees (Spearman > 0.5);
+- 0: unrelated or invalid.
+"""
+
+from __future__ import annotations
+
+import ast
+import itertools
+import warnings
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import sympy
+from scipy.optimize import least_squares
+from scipy.stats import spearmanr
+
+from lawlab.expr import Expression
+
+MATCH_TOL = 1e-4  # RMS misfit relative to the target's spread, in residual space
+PERTURBATION = 0.12  # relative size of the per-group moves in family tests
+_NP_FUNCS = {
+    "exp": sympy.exp, "log": sympy.log, "log10": lambda x: sympy.log(x, 10),
+    "log2": lambda x: sympy.log(x, 2), "sqrt": sympy.sqrt, "sin": sympy.sin, "cos": sympy.cos,
+    "tan": sympy.tan, "tanh": sympy.tanh, "sinh": sympy.sinh, "cosh": sympy.cosh,
+    "arctan": sympy.atan, "atan": sympy.atan, "abs": sympy.Abs, "power": lambda a, b: a**b,
+    "square": lambda a: a**2, "reciprocal": lambda a: 1 / a, "erf": sympy.erf,
+}
+_PASSTHROUGH = {"asarray", "array", "broadcast_to", "float", "float64", "asanyarray",
+                "atleast_1d", "ravel", "copy"}
+
+
+class TranslationError(ValueError):
+    pass
+
+
+class _NoGradient(ValueError):
+    pass
+
+
+@dataclass
+class Form:
+    """An expression with named free parameters and their starting values;
+    ``local`` marks the parameters that vary per group (Type II)."""
+
+    expr: sympy.Expr
+    params: list[sympy.Symbol]
+    init: list[float]
+    inputs: list[str]
+    local: list[bool] = field(default_factory=list)
+
+    _compiled: object = field(default=None, repr=False, compare=False)
+    _gradient: object = field(default=None, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if not self.local:
+            self.local = [False] * len(self.params)
+
+    def gradient(self, data: Mapping[str, np.ndarray], theta: Sequence[float]
+                 ) -> np.ndarray | None:
+        """d expr / d params, (n, len(params)), or None where sympy cannot."""
+        if self._gradient is None:
+            try:
+                syms = [sympy.Symbol(n, real=True) for n in self.inputs]
+                grads = [sympy.diff(self.expr, p) for p in self.params]
+                self._gradient = sympy.lambdify([*syms, *self.params], grads, modules="numpy")
+            except Exception:  # noqa: BLE001  (finite differences then)
+                self._gradient = False
+        if self._gradient is False:
+            return None
+        n = len(next(iter(data.values())))
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            try:
+                cols = self._gradient(*[data[s] for s in self.inputs], *theta)
+            except (TypeError, ValueError, ZeroDivisionError, NameError):
+                return None
+        out = np.empty((n, len(self.params)))
+        for j, c in enumerate(cols):
+            out[:, j] = np.broadcast_to(np.asarray(c, dtype=float), (n,))
+        return out
+
+    def evaluate(self, data: Mapping[str, np.ndarray], theta: Sequence[float]) -> np.ndarray:
+        if self._compiled is None:  # lambdify once: evaluate runs inside the refit loops
+            syms = [sympy.Symbol(n, real=True) for n in self.inputs]
+            self._compiled = sympy.lambdify([*syms, *self.params], self.expr, modules="numpy")
+        fn = self._compiled
+        n = len(next(iter(data.values())))
+        with np.errstate(all="ignore"):
+            out = fn(*[data[s] for s in self.inputs], *theta)
+        return np.broadcast_to(np.asarray(out, dtype=float), (n,))
+
+    @property
+    def n_local(self) -> int:
+        return sum(self.local)
+
+    def with_local(self, local: Sequence[bool]) -> Form:
+        return Form(self.expr, self.params, self.init, self.inputs, list(local))
+
+
+def form_from_expression(expr: Expression, constants: Mapping[str, float], inputs: Sequence[str],
+                         local: Sequence[str] = ()) -> Form:
+    """A law expression with its named constants as the free parameters."""
+    params = [sympy.Symbol(f"p_{n}", real=True) for n in constants]
+    table = {n: p for n, p in zip(constants, params)}
+    table.update({n: sympy.Symbol(n, real=True) for n in inputs})
+    return Form(expr.to_sympy(table), params, [float(v) for v in constants.values()], list(inputs),
+                [n in set(local) for n in constants])
+
+
+def _fold(node: ast.AST) -> float | None:
+    """The value of a purely numeric expression (numbers and + - * / **), else None."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) \
+            and not isinstance(node.value, bool):
+        return float(node.value)
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        v = _fold(node.operand)
+        return None if v is None else (-v if isinstance(node.op, ast.USub) else v)
+    if isinstance(node, ast.BinOp):
+        a, b = _fold(node.left), _fold(node.right)
+        if a is None or b is None:
+            return None
+        try:
+            if isinstance(node.op, ast.Add):
+                return a + b
+            if isinstance(node.op, ast.Sub):
+                return a - b
+            if isinstance(node.op, ast.Mult):
+                return a * b
+            if isinstance(node.op, ast.Div):
+                return a / b
+            if isinstance(node.op, ast.Pow):
+                return float(a**b)
+        except (ArithmeticError, ValueError, TypeError):
+            return None
+    return None
+
+
+class _Translator:
+    def __init__(self, used_inputs: Sequence[str], constants: Mapping[str, float],
+                 local_names: set[str], free_literals: bool = False) -> None:
+        self.used = list(used_inputs)
+        self.constants = dict(constants)
+        self.local_names = local_names
+        self.free_literals = free_literals
+        self.env: dict[str, sympy.Expr] = {}
+        self.params: list[sympy.Symbol] = []
+        self.init: list[float] = []
+        self.local: list[bool] = []
+        self.x_names: set[str] = {"X"}
+
+    def _param(self, value: float, local: bool = False) -> sympy.Symbol:
+        p = sympy.Symbol(f"c{len(self.params)}", real=True)
+        self.params.append(p)
+        self.init.append(float(value))
+        self.local.append(local)
+        return p
+
+    def number(self, value: float) -> sympy.Expr:
+        if not self.free_literals and float(value).is_integer() and abs(value) <= 3:
+            return sympy.Integer(int(value))
+        return self._param(value)
+
+    def constant(self, name: str) -> sympy.Expr:
+        """A declared constant (or local parameter): always a free parameter."""
+        if name not in self.constants:
+            raise TranslationError(f"constant {name!r} has no declared value")
+        if name not in self.env:
+            self.env[name] = self._param(self.constants[name], name in self.local_names)
+        return self.env[name]
+
+    def expr(self, node: ast.AST) -> sympy.Expr:
+        if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)):
+            return self.number(float(node.value))
+        if isinstance(node, ast.Name):
+            if node.id in self.env:
+                return self.env[node.id]
+            if node.id in self.constants:
+                return self.constant(node.id)
+            raise TranslationError(f"unknown name {node.id!r}")
+        if isinstance(node, ast.BinOp):
+            a = self.expr(node.left)
+            fixed = self.fixed_exponent(node.right) if isinstance(node.op, ast.Pow) else None
+            b = fixed if fixed is not None else self.expr(node.right)
+            ops = {ast.Add: lambda: a + b, ast.Sub: lambda: a - b, ast.Mult: lambda: a * b,
+                   ast.Div: lambda: a / b, ast.Pow: lambda: a**b}
+            if type(node.op) not in ops:
+                raise TranslationError(f"operator {type(node.op).__name__}")
+            return ops[type(node.op)]()
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+            v = self.expr(node.operand)
+            return -v if isinstance(node.op, ast.USub) else v
+        if isinstance(node, ast.Subscript):
+            return self.subscript(node)
+        if isinstance(node, ast.Call):
+            return self.call(node)
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) \
+                and node.value.id in ("np", "numpy", "math") and node.attr in ("pi", "e"):
+            value = sympy.pi if node.attr == "pi" else sympy.E
+            return self._param(float(value)) if self.free_literals else value
+        raise TranslationError(f"{type(node).__name__} is outside the translatable subset")
+
+    def fixed_exponent(self, node: ast.AST) -> sympy.Rational | None:
+        """A literal exponent that is a simple rational (m ** 0.75, x ** (1/3)) is a
+        structural choice, not a fitted constant; anything else is left to number()."""
+        value = _fold(node)
+        if value is None:
+            return None
+        rational = sympy.Rational(value).limit_denominator(12)
+        if abs(float(rational) - value) < 1e-9:
+            return rational
+        return None
+
+    def subscript(self, node: ast.Subscript) -> sympy.Expr:
+        base = node.value
+        if isinstance(base, ast.Name) and base.id in self.x_names:
+            sl = node.slice
+            if isinstance(sl, ast.Tuple) and len(sl.elts) == 2 and isinstance(sl.elts[1], ast.Constant):
+                i = int(sl.elts[1].value)
+                if not 0 <= i < len(self.used):
+                    raise TranslationError(f"column {i} of X is not in USED_INPUTS")
+                return sympy.Symbol(self.used[i], real=True)
+        if isinstance(base, ast.Name) and base.id in ("constants", "kwargs", "params") \
+                and isinstance(node.slice, ast.Constant):
+            return self.constant(str(node.slice.value))
+        raise TranslationError(f"subscript {ast.unparse(node)!r}")
+
+    def call(self, node: ast.Call) -> sympy.Expr:
+        func = node.func
+        name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+        if isinstance(func, ast.Attribute) and func.attr == "get" and isinstance(func.value, ast.Name) \
+                and node.args and isinstance(node.args[0], ast.Constant):
+            return self.constant(str(node.args[0].value))
+        if isinstance(func, ast.Attribute) and func.attr == "copy":
+            return self.expr(func.value)
+        if name in _PASSTHROUGH and node.args:
+            return self.expr(node.args[0])
+        if name in _NP_FUNCS:
+            return _NP_FUNCS[name](*[self.expr(a) for a in node.args])
+        raise TranslationError(f"call of {name or ast.unparse(func)!r}")
+
+    def body(self, stmts: Sequence[ast.stmt]) -> sympy.Expr | None:
+        for st in stmts:
+            if isinstance(st, ast.Return):
+                if st.value is None:
+                    raise TranslationError("predict returns nothing")
+                return self.expr(st.value)
+            if isinstance(st, ast.Assign) and len(st.targets) == 1:
+                target = st.targets[0]
+                if isinstance(target, ast.Name):
+                    if isinstance(st.value, ast.Call) and getattr(st.value.func, "attr", "") in (
+                            "asarray", "array", "atleast_2d") and st.value.args \
+                            and isinstance(st.value.args[0], ast.Name) \
+                            and st.value.args[0].id in self.x_names:
+                        self.x_names.add(target.id)
+                        continue
+                    self.env[target.id] = self.expr(st.value)
+                    continue
+            if isinstance(st, ast.With):
+                out = self.body(st.body)
+                if out is not None:
+                    return out
+                continue
+            if isinstance(st, (ast.Expr, ast.Pass)) and not isinstance(getattr(st, "value", None), ast.Call):
+                continue
+            raise TranslationError(f"statement {ast.unparse(st)[:60]!r}")
+        return None
+
+
+def translate(source: str, free_literals: bool = False) -> Form:
+    """The submission's predict() as a Form over its USED_INPUTS; its LOCAL_FITTABLE
+    parameters are marked per group. ``free_literals`` makes every literal number
+    (pi and small integers too, but not simple rational exponents) a free parameter,
+    as LLM-SRBench's symbolic accuracy does with placeholders."""
+    tree = ast.parse(source)
+    values: dict[str, object] = {}
+    predict = None
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            try:
+                values[node.targets[0].id] = ast.literal_eval(node.value)
+            except ValueError:
+                pass
+        if isinstance(node, ast.FunctionDef) and node.name == "predict":
+            predict = node
+    if predict is None:
+        raise TranslationError("no predict function")
+    used = list(values.get("USED_INPUTS", []))  # type: ignore[arg-type]
+    constants: dict[str, float] = {}
+    for name in ("LAW_CONSTANTS", "OTHER_CONSTANTS"):
+        constants.update({k: float(v) for k, v in dict(values.get(name, {})).items()})  # type: ignore[arg-type]
+    local_names: set[str] = set()
+    for name, spec in dict(values.get("LOCAL_FITTABLE", {})).items():  # type: ignore[arg-type]
+        init = spec.get("init", 1.0) if isinstance(spec, dict) else 1.0
+        constants[name] = float(init[0] if isinstance(init, (list, tuple)) else init)
+        local_names.add(name)
+    tr = _Translator(used, constants, local_names, free_literals)
+    if predict.args.args:
+        tr.x_names.add(predict.args.args[0].arg)
+    out = tr.body(predict.body)
+    if out is None:
+        raise TranslationError("predict has no return")
+    return Form(out, tr.params, tr.init, used, tr.local)
+
+
+def _space(v: np.ndarray, space: str) -> np.ndarray:
+    return np.log10(np.maximum(v, 1e-300)) if space == "log10" else v
+
+
+def misfit(form: Form, data: Mapping[str, np.ndarray], target: np.ndarray, space: str,
+           starts: int = 8) -> float:
+    """Min over parameters of RMS(form - target) / SD(target), in residual space
+    (one group: every parameter is fitted once)."""
+    return grouped_misfit(form.with_local([False] * len(form.params)), [data], [target], space,
+                          starts)[0]
+
+
+def family_rank(form: Form, data: Sequence[Mapping[str, np.ndarray]],
+                values: Sequence[Sequence[float]], space: str, tol: float = 1e-7) -> int:
+    """The local dimension of a form's family at these parameter values: the
+    numerical rank of its (grouped) Jacobian on the probes, columns normalised.
+    Two forms that describe the same family have the same rank; a form with an
+    extra term or extra per-group freedom has a higher one, even where the extra
+    parameter happens to be zero."""
+    glob = [i for i, is_local in enumerate(form.local) if not is_local]
+    loc = [i for i, is_local in enumerate(form.local) if is_local]
+    blocks = []
+    width = len(glob) + len(loc) * len(data)
+    for k, (d, v) in enumerate(zip(data, values)):
+        v = np.asarray(v, float)
+        grad = form.gradient(d, v)
+        if grad is None:  # central differences
+            n = len(next(iter(d.values())))
+            grad = np.empty((n, len(v)))
+            for j in range(len(v)):
+                h = 1e-6 * max(1.0, abs(v[j]))
+                up, down = v.copy(), v.copy()
+                up[j] += h
+                down[j] -= h
+                grad[:, j] = (form.evaluate(d, up) - form.evaluate(d, down)) / (2 * h)
+        if space == "log10":
+            pred = form.evaluate(d, v)
+            with np.errstate(all="ignore"):
+                grad = grad * np.where(pred > 1e-300, 1.0 / (pred * np.log(10.0)), 0.0)[:, None]
+        block = np.zeros((grad.shape[0], width))
+        block[:, :len(glob)] = grad[:, glob]
+        if loc:
+            start = len(glob) + k * len(loc)
+            block[:, start:start + len(loc)] = grad[:, loc]
+        blocks.append(block)
+    jac = np.vstack(blocks)
+    jac = np.where(np.isfinite(jac), jac, 0.0)
+    with np.errstate(all="ignore"):
+        norms = np.linalg.norm(jac, axis=0)
+    keep = np.isfinite(norms) & (norms > 0)
+    jac = jac[:, keep] / norms[keep]
+    if jac.size == 0 or not np.all(np.isfinite(jac)):
+        return 0
+    sv = np.linalg.svd(jac, compute_uv=False)
+    return int(np.sum(sv > tol * sv[0]))
+
+
+def grouped_misfit(form: Form, data: Sequence[Mapping[str, np.ndarray]],
+                   targets: Sequence[np.ndarray], space: str, starts: int = 8,
+                   init: Sequence[Sequence[float]] | None = None, max_nfev: int | None = None
+                   ) -> tuple[float, list[np.ndarray]]:
+    """Min over parameters of the RMS misfit relative to the targets' spread, the
+    form's shared parameters fitted once and its local ones per group. Returns
+    the misfit and the best parameter vector of each group."""
+    g = len(data)
+    t = [_space(np.asarray(y, float), space) for y in targets]
+    allt = np.concatenate(t)
+    spread = float(np.std(allt)) or 1.0
+    if any(n not in d for d in data for n in form.inputs):
+        return float("inf"), []
+    glob = [i for i, is_local in enumerate(form.local) if not is_local]
+    loc = [i for i, is_local in enumerate(form.local) if is_local]
+    base_init = np.array(form.init, dtype=float)
+
+    def unpack(theta: np.ndarray) -> list[np.ndarray]:
+        out = []
+        for k in range(g):
+            v = base_init.copy()
+            v[glob] = theta[:len(glob)]
+            v[loc] = theta[len(glob) + k * len(loc): len(glob) + (k + 1) * len(loc)]
+            out.append(v)
+        return out
+
+    if not form.params:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            r = np.concatenate([_space(form.evaluate(d, []), space) - y for d, y in zip(data, t)])
+        value = float(np.sqrt(np.mean(r**2)) / spread) if np.all(np.isfinite(r)) else float("inf")
+        return value, [base_init] * g
+
+    def residuals(theta: np.ndarray) -> np.ndarray:
+        parts = [_space(form.evaluate(d, v), space) - y
+                 for d, v, y in zip(data, unpack(theta), t)]
+        r = np.concatenate(parts)
+        return np.where(np.isfinite(r), r, 1e3 * spread)
+
+    sizes = [len(y) for y in t]
+
+    def jacobian(theta: np.ndarray) -> np.ndarray:
+        out = np.zeros((sum(sizes), len(theta)))
+        row = 0
+        for k, (d, v) in enumerate(zip(data, unpack(theta))):
+            grad = form.gradient(d, v)
+            if grad is None:
+                raise _NoGradient
+            if space == "log10":
+                pred = form.evaluate(d, v)
+                with np.errstate(all="ignore"):
+                    grad = grad * np.where(pred > 1e-300, 1.0 / (pred * np.log(10.0)),
+                                           0.0)[:, None]
+            block = slice(row, row + sizes[k])
+            out[block, :len(glob)] = grad[:, glob]
+            if loc:
+                start = len(glob) + k * len(loc)
+                out[block, start:start + len(loc)] = grad[:, loc]
+            row += sizes[k]
+        return np.where(np.isfinite(out), out, 0.0)
+
+    if init is not None:
+        x0 = np.concatenate([np.asarray(init[0], float)[glob],
+                             *(np.asarray(init[k], float)[loc] for k in range(g))])
+    else:
+        x0 = np.concatenate([base_init[glob], np.tile(base_init[loc], g)])
+    rng = np.random.default_rng(0)
+    best, best_theta = float("inf"), x0
+    try:
+        with np.errstate(all="ignore"):
+            jacobian(x0)
+        jac: Any = jacobian
+    except _NoGradient:
+        jac = "2-point"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for k in range(starts):
+            start = x0 if k == 0 else x0 * 10 ** rng.uniform(-0.5, 0.5, x0.shape)
+            try:
+                sol = least_squares(residuals, start, x_scale="jac",
+                                    max_nfev=max_nfev or 600 + 60 * len(x0), jac=jac)
+            except (ValueError, ZeroDivisionError, OverflowError, np.linalg.LinAlgError):
+                continue
+            value = float(np.sqrt(np.mean(sol.fun**2)) / spread)
+            if value < best:
+                best, best_theta = value, sol.x
+            if best < MATCH_TOL:
+                break
+            # a converged start far from a match: two more starts confirm it, not seven
+            if k >= 2 and sol.status > 0 and best > 100 * MATCH_TOL:
+                break
+    return best, unpack(best_theta)
+
+
+# ---- the hidden law as the judge sees it ---------------------------------------------------
+
+@dataclass(frozen=True)
+class Piece:
+    """One added piece of structure: setting its constants to ``neutral`` removes it."""
+
+    description: str
+    kind: str
+    neutral: Mapping[str, float]
+    importance: float = 1.0
+
+
+@dataclass
+class HiddenLaw:
+    """A hidden law with its sharing pattern, its pieces, and the probes to judge on."""
+
+    expr: Expression
+    constants: dict[str, float]                 # shared
+    local: dict[str, dict[str, float]]          # per group: name -> group -> value
+    pieces: list[Piece]
+    inputs: list[str]
+    space: str
+    probes: dict[str, dict[str, np.ndarray]]    # group ('' for Type I) -> input -> values
+    # the published base as its own form (only where the pieces' neutral values do
+    # not describe it, as for `lawlab judge structure --law ... --base ...`)
+    base: Form | None = None
+
+    @property
+    def groups(self) -> list[str]:
+        return list(self.probes)
+
+    def form(self) -> Form:
+        names = {**self.constants, **{n: float(np.median(list(v.values())))
+                                      for n, v in self.local.items()}}
+        return form_from_expression(self.expr, names, self.inputs, list(self.local))
+
+    def values(self, neutral: Mapping[str, float] | None = None) -> list[np.ndarray]:
+        """The parameter vector of each probed group (pieces set neutral as given)."""
+        names = [*self.constants, *self.local]
+        out = []
+        for g in self.groups:
+            v = {**self.constants, **{n: t[g] for n, t in self.local.items()}}
+            v.update(neutral or {})
+            out.append(np.array([float(v[n]) for n in names]))
+        return out
+
+    def evaluate(self, values: Sequence[np.ndarray]) -> list[np.ndarray]:
+        form = self.form()
+        return [form.evaluate(self.probes[g], v) for g, v in zip(self.groups, values)]
+
+
+def hidden_law_of(spec: Mapping[str, Any], inputs: Sequence[str]) -> HiddenLaw:
+    """The hidden law of a built world (``simulator/world.json``), with the
+    probes the builder's integrity screen used."""
+    from lawlab.world import probe_points
+
+    law = spec["law"]
+    judge = spec["judge"]
+    groups = list(judge["groups"])
+    multi = bool(spec.get("groups"))
+    local = {n: {g: float(t[g]) for g in groups} for n, t in law.get("local", {}).items()}
+    constants = {k: float(v) for k, v in law["constants"].items() if k not in local}
+    pieces = []
+    for p in law.get("pieces", []):
+        neutral = {k: float(v) for k, v in p.get("neutral", {}).items()}
+        if p.get("per_group"):  # removing it: one shared value for every group
+            neutral = {p["per_group"]: float(np.median(list(law["local"][p["per_group"]]
+                                                               .values())))}
+        pieces.append(Piece(p["description"], p["kind"], neutral, float(p.get("importance", 1.0))))
+    probes = {("" if not multi else g): probe_points(judge["support"][g], spec["log_inputs"],
+                                                      int(judge["points"]), int(judge["salt"]))
+              for g in groups}
+    return HiddenLaw(Expression(law["expr"]), constants, local, pieces, list(inputs),
+                     spec["space"], probes)
+
+
+def _perturbed(form: Form, values: Sequence[np.ndarray], rng: np.random.Generator,
+               scale: float = PERTURBATION) -> list[np.ndarray]:
+    """Each group's local values moved independently, shared ones moved once."""
+    shared = np.exp(rng.normal(0, scale / 2, len(form.params)))
+    out = []
+    for v in values:
+        factor = np.where(form.local, np.exp(rng.normal(0, scale, len(v))), shared)
+        moved = np.asarray(v, float) * factor
+        tiny = np.abs(moved) < 1e-12
+        moved[tiny] = rng.normal(0, scale * 1e-3, int(tiny.sum()))
+        out.append(moved)
+    return out
+
+
+def _finite(curves: Sequence[np.ndarray]) -> bool:
+    return all(np.all(np.isfinite(c)) for c in curves) and \
+        float(np.std(np.concatenate(curves))) > 0
+
+
+def important_subsets(pieces: Sequence[Piece]) -> list[tuple[int, ...]]:
+    """Proper subsets of the pieces that hold 'the most important added terms':
+    the most important piece and at least half of the total importance."""
+    if len(pieces) < 2:
+        return []
+    weights = np.array([max(p.importance, 0.0) for p in pieces])
+    total = weights.sum() or 1.0
+    top = int(np.argmax(weights))
+    out = []
+    for k in range(1, len(pieces)):
+        for subset in itertools.combinations(range(len(pieces)), k):
+            if top in subset and weights[list(subset)].sum() >= 0.5 * total:
+                out.append(subset)
+    return out
+
+
+@dataclass
+class StructureOutcome:
+    level: float
+    matched: list[str] = field(default_factory=list)
+    missed: list[str] = field(default_factory=list)
+    confidence: str = "high"
+    explanation: str = ""
+
+
+def judge_structure(source: str, hidden: HiddenLaw, seed: int = 0) -> StructureOutcome:
+    """The level of hidden structure a submission recovers (module docstring)."""
+    pieces = [p.description for p in hidden.pieces]
+    try:
+        sub = translate(source)
+    except (TranslationError, SyntaxError, TypeError, ValueError) as err:
+        return StructureOutcome(0.0, [], ["base form", *pieces], "low",
+                                f"predict could not be translated ({err}); no structural credit")
+    data = [hidden.probes[g] for g in hidden.groups]
+    try:
+        sub_curves = [sub.evaluate(d, sub.init) for d in data]
+    except Exception as err:  # noqa: BLE001  (a broken expression is an invalid submission)
+        return StructureOutcome(0.0, [], ["base form", *pieces], "high",
+                                f"the translated law cannot be evaluated: {err}")
+    rng = np.random.default_rng(seed)
+    hform = hidden.form()
+    truth = hidden.values()
+    multi = len(data) > 1
+    h_curves = hidden.evaluate(truth)
+    targets = h_curves
+    if multi:  # move the hidden law's per-group values: the sharing pattern is exercised
+        for _ in range(3):
+            moved = hidden.evaluate(_perturbed(hform, truth, rng))
+            if _finite(moved):
+                targets = moved
+                break
+    forward, fitted = grouped_misfit(sub, data, targets, hidden.space)
+    if forward < MATCH_TOL:
+        # a larger family (an extra term, extra per-group freedom) has a higher local
+        # dimension, even where its extra parameters were fitted to zero
+        back_ok = family_rank(sub, data, fitted, hidden.space) <= \
+            family_rank(hform, data, _perturbed(hform, truth, rng) if multi else truth,
+                        hidden.space)
+        for _ in range(2 if multi else 1):  # the reverse: members of the submission's family
+            if not back_ok:
+                break
+            members = [sub.evaluate(d, v) for d, v in
+                       zip(data, _perturbed(sub, fitted, rng) if multi else fitted)]
+            if not _finite(members):
+                members = [sub.evaluate(d, v) for d, v in zip(data, fitted)]
+            reverse, _ = grouped_misfit(hform, data, members, hidden.space, init=truth)
+            back_ok = back_ok and reverse < MATCH_TOL
+        if back_ok:
+            return StructureOutcome(1.0, ["base form", *pieces, *(["sharing"] if multi else [])],
+                                    [], "high", "equivalent to the hidden law up to "
+                                    "reparameterisation" + (", with the same shared and per-group "
+                                                            "parameters" if multi else ""))
+        extra = "extra terms" if not multi else "extra terms or extra per-group freedom"
+        return StructureOutcome(0.75, ["base form", *pieces], [f"({extra})"], "high",
+                                f"contains the hidden structure plus {extra}")
+    if multi and sub.params:
+        free, _ = grouped_misfit(sub.with_local([True] * len(sub.params)), data, targets,
+                                 hidden.space)
+        if free < MATCH_TOL:
+            return StructureOutcome(0.75, ["base form", *pieces], ["sharing"], "high",
+                                    "the hidden structure with the wrong shared/per-group "
+                                    "parameters (a level lost)")
+    for subset in important_subsets(hidden.pieces):
+        neutral = {k: v for i, p in enumerate(hidden.pieces) if i not in subset
+                   for k, v in p.neutral.items()}
+        partial = hidden.evaluate(hidden.values(neutral))
+        if _finite(partial) and grouped_misfit(sub, data, partial, hidden.space)[0] < MATCH_TOL:
+            got = [pieces[i] for i in subset]
+            return StructureOutcome(0.75, ["base form", *got],
+                                    [p for p in pieces if p not in got], "high",
+                                    f"the published base form plus the most important added "
+                                    f"terms ({', '.join(got)})")
+    neutral = {k: v for p in hidden.pieces for k, v in p.neutral.items()}
+    if hidden.base is not None:
+        base = [hidden.base.evaluate(d, hidden.base.init) for d in data]
+    else:
+        base = hidden.evaluate(hidden.values(neutral))
+    if _finite(base) and grouped_misfit(sub, data, base, hidden.space)[0] < MATCH_TOL:
+        return StructureOutcome(0.5, ["base form"], pieces, "high",
+                                "recovers the published base form, not the added structure")
+    sub_all, h_all = np.concatenate(sub_curves), np.concatenate(h_curves)
+    trend = float("nan")
+    if np.all(np.isfinite(sub_all)) and np.std(sub_all) > 0:
+        trend = float(spearmanr(sub_all, h_all).statistic)
+    sub_inputs = {str(s) for s in sub.expr.free_symbols} & set(sub.inputs)
+    if sub_inputs & set(hidden.inputs) and np.isfinite(trend) and trend > 0.5:
+        return StructureOutcome(0.25, ["relevant variables"], ["base form", *pieces], "high",
+                                f"relevant variables and trend (Spearman {trend:.2f}) only")
+    return StructureOutcome(0.0, [], ["base form", *pieces], "high",
+                            "unrelated to the hidden law")
+
+
+def equivalent(a: Form, b: Form, data: Sequence[Mapping[str, np.ndarray]], space: str,
+               a_values: Sequence[np.ndarray] | None = None) -> bool:
+    """Whether two forms describe the same family on these probes: b reproduces a
+    (at ``a_values``, default its init) and a reproduces b's fitted curves back."""
+    values = list(a_values) if a_values is not None else [np.array(a.init)] * len(data)
+    curves = [a.evaluate(d, v) for d, v in zip(data, values)]
+    if not _finite(curves):
+        return False
+    forward, fitted = grouped_misfit(b, data, curves, space)
+    if forward >= MATCH_TOL:
+        return False
+    back = [b.evaluate(d, v) for d, v in zip(data, fitted)]
+    return grouped_misfit(a, data, back, space, init=values)[0] < MATCH_TOL
+
+
+def symbolic_match(source: str, truth: Form, probes: Mapping[str, np.ndarray],
+                   seed: int = 0) -> StructureOutcome:
+    """LLM-SRBench symbolic accuracy: 1 when the submission and the ground truth
+    are the same form once every literal constant of either is a free parameter
+    (placeholders), else 0. ``truth`` should come from ``translate(module,
+    free_literals=True)``; its values are used only as a starting point."""
+    target = truth.evaluate(probes, truth.init)
+    try:
+        sub = translate(source, free_literals=True)
+        sub.evaluate(probes, sub.init)
+    except Exception as err:  # noqa: BLE001  (untranslatable or broken: no symbolic credit)
+        return StructureOutcome(0.0, [], ["ground truth"], "low",
+                                f"predict could not be translated or evaluated ({err})")
+    forward, fitted = grouped_misfit(sub, [probes], [target], "linear")
+    if forward < MATCH_TOL and family_rank(sub, [probes], fitted, "linear") > \
+            family_rank(truth, [probes], [truth.init], "linear"):
+        return StructureOutcome(0.0, ["ground truth"], ["(a larger family)"], "high",
+                                "reproduces the ground truth only as a special case (more "
+                                "free parameters than it has)")
+    if forward < MATCH_TOL:
+        rng = np.random.default_rng(seed)
+        # the submission's family must not be larger: a moved member is reproduced too
+        for _ in range(3):
+            member = sub.evaluate(probes, _perturbed(sub, fitted, rng)[0])
+            if _finite([member]):
+                break
+        else:
+            member = sub.evaluate(probes, fitted[0])
+        if misfit(truth, probes, member, "linear") < MATCH_TOL:
+            return StructureOutcome(1.0, ["ground truth"], [], "high",
+                                    "symbolically equivalent to the ground truth up to constants")
+        return StructureOutcome(0.0, ["ground truth"], ["(a larger family)"], "high",
+                                "reproduces the ground truth only as a special case")
+    return StructureOutcome(0.0, [], ["ground truth"], "high",
+                            "not equivalent to the ground truth")
