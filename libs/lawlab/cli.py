@@ -287,6 +287,20 @@ def cmd_run(args: argparse.Namespace) -> int:
     """The main job on the embedded default: all services, one Real and one Parallel trial."""
     from lawlab.launcher import Cluster
 
+    from lawlab.tasks import TaskLibrary
+
+    library = TaskLibrary(Path(args.tasks_dir))
+    parallel_task = args.parallel_task
+    if parallel_task in library and not library.get(parallel_task).has_world():
+        # worlds depend on the operator's world key: this library's key drew none here
+        fallback = next((t.task_id for t in library if t.has_world()
+                         and not t.meta.multi_group), None)
+        if fallback is None:
+            print("lawlab run: no task of this library has a Parallel world", file=sys.stderr)
+            return 1
+        print(f"[{parallel_task} has no Parallel world under this library's world key; "
+              f"using {fallback}]", flush=True)
+        parallel_task = fallback
     # each run keeps its own state and trajectories: nothing from an earlier run is lost
     data_dir = Path(args.data_dir).resolve() / time.strftime("run-%Y%m%d-%H%M%S")
     cluster = Cluster(Path(args.tasks_dir).resolve(), data_dir, log_dir=data_dir / "logs")
@@ -297,7 +311,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         for name, r in cluster.services.items():
             print(f"  {name:<10} grpc {r.address}  metrics 127.0.0.1:{r.metrics_port}")
         print(f"  status page: http://127.0.0.1:{cluster.services['agent'].metrics_port}/")
-        plan = [(args.real_task, "real"), (args.parallel_task, "parallel")]
+        plan = [(args.real_task, "real"), (parallel_task, "parallel")]
         for i, (task, setting) in enumerate(plan, 1):
             print(f"[{i}/{len(plan)}] {setting} trial on {task} with the {args.agent} agent ...",
                   flush=True)

@@ -75,23 +75,26 @@ def scripted(script_for):
         sum(1 for m in body["messages"] if m["role"] == "assistant"), body))
 
 
-def test_grid_runs_every_cell_once_and_is_idempotent(cluster, tmp_path):
+def test_grid_runs_every_cell_once_and_is_idempotent(cluster, library, tmp_path):
     with own_agent(cluster, tmp_path) as c:
         stub = stub_of(c)
         tasks = ["brain_body_allometry", "puromycin_enzyme_kinetics", "lsrt_i_6_2"]
+        # worlds depend on the library's world key: count the tasks that have one
+        n_parallel = 2 * sum(library.get(t).has_world() for t in tasks)
         s = spec("grid", [("data-blind", "")], tasks, settings=(REAL, PARALLEL), repeats=2,
                  concurrency=3)
         first = stub.StartCampaign(agent_pb2.StartCampaignRequest(spec=s))
-        # the LSR problem has no Parallel world: 3 tasks x 2 repeats real + 2 x 2 parallel
-        assert first.totals.total == 10
+        # the LSR problem has no Parallel world: 3 tasks x 2 repeats real + the worlds x 2
+        assert first.totals.total == 6 + n_parallel
         done = wait_done(stub, "grid")
         assert done.state == agent_pb2.CAMPAIGN_STATE_FINISHED, done.error
         t = done.totals
-        assert (t.completed, t.failed, t.pending, t.running) == (10, 0, 0, 0)
+        assert (t.completed, t.failed, t.pending, t.running) == (6 + n_parallel, 0, 0, 0)
         assert {(s.agent, s.setting, s.total) for s in done.slices} == {
-            ("data-blind", REAL, 6), ("data-blind", PARALLEL, 4)}
+            ("data-blind", REAL, 6), *({("data-blind", PARALLEL, n_parallel)} if n_parallel
+                                       else set())}
         trials = stub.ListTrials(agent_pb2.ListTrialsRequest(campaign_id="grid")).trials
-        assert len({tr.trial_id for tr in trials}) == 10
+        assert len({tr.trial_id for tr in trials}) == 6 + n_parallel
         assert all(tr.status in FINAL and tr.attempts == 1 for tr in trials)
         real = [tr for tr in trials if tr.setting == REAL]
         assert done.totals.mean_s_n == pytest.approx(
@@ -427,7 +430,8 @@ def test_worker_processes_lease_trials_and_a_killed_worker_is_written_off(cluste
         assert not _worker_pids("workers")  # every worker exited
 
 
-def test_scores_are_identical_across_two_runs_of_the_same_submissions(cluster, tmp_path):
+def test_scores_are_identical_across_two_runs_of_the_same_submissions(cluster, library,
+                                                                     tmp_path):
     """Scoring is deterministic: two campaigns whose agents submit the same laws
     (different seeds, so different trials) get exactly the same scores."""
     with own_agent(cluster, tmp_path) as c:
@@ -442,7 +446,8 @@ def test_scores_are_identical_across_two_runs_of_the_same_submissions(cluster, t
             assert wait_done(stub, name).state == agent_pb2.CAMPAIGN_STATE_FINISHED
             trials = stub.ListTrials(agent_pb2.ListTrialsRequest(campaign_id=name)).trials
             runs[name] = {(t.task_id, t.setting): t for t in trials}
-    assert runs["det-a"].keys() == runs["det-b"].keys() and len(runs["det-a"]) == 5
+    expected = 3 + sum(library.get(t).has_world() for t in tasks)
+    assert runs["det-a"].keys() == runs["det-b"].keys() and len(runs["det-a"]) == expected
     for key, a in runs["det-a"].items():
         b = runs["det-b"][key]
         assert a.trial_id != b.trial_id and a.submission.source == b.submission.source

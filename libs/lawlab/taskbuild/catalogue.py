@@ -70,6 +70,16 @@ def catalogue(root: Path) -> str:
         "pieces the drawn world has; a task without a world says why (the Parallel setting is "
         "then not offered for it). Which pieces, and the law, stay in the answer key.",
         "",
+        "Three worlds of the previous library were wrong, and how each is now built: "
+        "`earthquake_attenuation`'s edit constant was named `h`, the Joyner-Boore pseudo-depth, "
+        "so the hidden law tied depth and exponent (added constants are now named `eta1`, "
+        "`eta2`, ... and never collide with the base's names or the inputs); "
+        "`mercury_vapour_pressure` got Antoine plus a negative linear term in mm Hg (in a "
+        "logarithmic residual space the grammar now offers only multiplicative pieces, and the "
+        "rubric and the plausibility screens apply); `rat_body_weight` started from a degenerate "
+        "von Bertalanffy fit (k = 3.7e-6, a straight line in disguise), which is now refused "
+        "as a base (a reference that reduces to a simpler one is degenerate).",
+        "",
         "| task | admissible single pieces | combinations (1 / 2 / 3 pieces) | world | "
         "pieces | draws | calibration s (min) |",
         "|---|---|---|---|---|---|---|",

@@ -64,7 +64,7 @@ PLAUSIBILITY: dict[str, tuple[float, str]] = {
 }
 TIME_UNITS = {"s", "min", "h", "hr", "day", "d", "week", "month", "year", "yr", "km", "m", "cm",
               "mm", "years", "days", "hours", "minutes"}
-PIECES_WEIGHTS = {1: 0.3, 2: 0.45, 3: 0.25}  # how many pieces the key gives a world
+PIECES_WEIGHTS = {1: 0.2, 2: 0.45, 3: 0.35}  # how many pieces the key gives a world
 DRAWS_PER_SIZE = 4
 
 
@@ -162,12 +162,33 @@ class InputInfo:
     def positive(self) -> bool:
         return self.lo > 0
 
+    @property
+    def offset(self) -> bool:
+        """Far from zero relative to its span (calendar years, absolute levels): an
+        added piece then runs from the start of the support, not from zero."""
+        return self.lo > 0 and not self.multi_decade and (self.hi - self.lo) < 0.5 * self.lo
+
+    @property
+    def start(self) -> float:
+        """A round number at or below the support's lower end (1950 for years from
+        1958.2): where an offset input's pieces start."""
+        step = 10.0 ** math.floor(math.log10(self.hi - self.lo))
+        return math.floor(self.lo / step) * step
+
+    @property
+    def origin(self) -> str:
+        """The input measured from where pieces start: itself, or from a round
+        number at or below its support."""
+        return f"({self.name} - {self.start:.10g})" if self.offset else self.name
+
     def term(self) -> str:
-        return f"log({self.name})" if self.multi_decade and self.positive else self.name
+        return f"log({self.name})" if self.multi_decade and self.positive else self.origin
 
     def scale(self) -> float:
         if self.multi_decade and self.positive:
             return max(abs(math.log(self.hi)), abs(math.log(self.lo)), 1.0)
+        if self.offset:
+            return max(self.hi - self.start, 1e-12)
         return max(abs(self.hi), abs(self.lo), 1e-12)
 
 
@@ -192,17 +213,26 @@ def grammar(base: str, inputs: Sequence[InputInfo], base_globals: Sequence[str],
         x, term = info.name, info.term()
         timelike = info.unit.strip().lower() in TIME_UNITS
         span = max(info.hi - info.lo, 1e-12)
+        # the key also chooses a piece's order (a first- or second-order term):
+        # another structure for the same kind of edit
+        def order(kind: str, t: str) -> tuple[str, int]:
+            q = int(choose(f"order:{kind}:{x}", (1, 2)))
+            return (t if q == 1 else f"{t} ** 2"), q
+
         if not log_space:
             a = names.new()
-            add("added_term", x, f"{a} * {term}", {a: 0.0}, {a: 0.0},
-                lambda e, a=a, t=term: f"({e}) + {a} * {t}", PLAUSIBILITY["added_term"][0],
-                0.05 * y_scale / info.scale())
+            t, q = order("added_term", term)
+            add("added_term", x, f"{a} * {t}", {a: 0.0}, {a: 0.0},
+                lambda e, a=a, t=t: f"({e}) + {a} * {t}", PLAUSIBILITY["added_term"][0],
+                0.05 * y_scale / info.scale() ** q)
             if info.positive:
                 p = choose(f"power:{x}", (0.5, 2.0) if not info.multi_decade else (0.5, 1.5))
                 a = names.new()
-                add("power_term", x, f"{a} * {x} ** {p}", {a: 0.0}, {a: 0.0},
-                    lambda e, a=a, p=p, x=x: f"({e}) + {a} * {x} ** {p}",
-                    PLAUSIBILITY["power_term"][0], 0.05 * y_scale / max(info.hi ** p, 1e-12))
+                o = info.origin
+                top = (info.hi - info.start) if info.offset else info.hi
+                add("power_term", x, f"{a} * {o} ** {p}", {a: 0.0}, {a: 0.0},
+                    lambda e, a=a, p=p, o=o: f"({e}) + {a} * {o} ** {p}",
+                    PLAUSIBILITY["power_term"][0], 0.05 * y_scale / max(top ** p, 1e-12))
             q = choose(f"threshold:{x}", (0.35, 0.5, 0.65))
             onset = info.lo + q * span
             a, x0 = names.new(), names.new()
@@ -210,33 +240,40 @@ def grammar(base: str, inputs: Sequence[InputInfo], base_globals: Sequence[str],
                 lambda e, a=a, x0=x0, x=x: f"({e}) + {a} * ({x} - {x0} + abs({x} - {x0})) / 2",
                 PLAUSIBILITY["threshold"][0], 0.1 * y_scale / span, fixed=(x0,))
         a = names.new()
-        add("multiplicative_correction", x, f"(1 + {a} * {term})", {a: 0.0}, {a: 0.0},
-            lambda e, a=a, t=term: f"({e}) * (1 + {a} * {t})",
-            PLAUSIBILITY["multiplicative_correction"][0], 0.05 / info.scale())
+        t, q = order("multiplicative_correction", term)
+        add("multiplicative_correction", x, f"(1 + {a} * {t})", {a: 0.0}, {a: 0.0},
+            lambda e, a=a, t=t: f"({e}) * (1 + {a} * {t})",
+            PLAUSIBILITY["multiplicative_correction"][0], 0.05 / info.scale() ** q)
         if info.lo >= 0:
             a = names.new()
-            add("attenuation", x, f"exp(-{a} * {x})", {a: 0.0}, {a: 0.0},
-                lambda e, a=a, x=x: f"({e}) * exp(-{a} * {x})",
-                PLAUSIBILITY["attenuation"][0] if timelike else 0.5, 0.05 / max(info.hi, 1e-12))
-        if x in in_base and info.positive:
+            o, q = order("attenuation", info.origin)
+            add("attenuation", x, f"exp(-{a} * {o})", {a: 0.0}, {a: 0.0},
+                lambda e, a=a, o=o: f"({e}) * exp(-{a} * {o})",
+                PLAUSIBILITY["attenuation"][0] if timelike else 0.5,
+                0.05 / max(info.hi - (info.start if info.offset else 0.0), 1e-12) ** q)
+        # exponents and saturation need a meaningful zero: not for offset inputs
+        if x in in_base and info.positive and not info.offset:
             a = names.new()
             add("freed_exponent", x, f"{x} ** {a}", {a: 1.0}, {a: 1.0},
                 lambda e, a=a, x=x: substitute(e, x, f"{x} ** {a}"),
                 PLAUSIBILITY["freed_exponent"][0], 0.05)
-        if x in in_base and info.lo >= 0:
+        if x in in_base and info.lo >= 0 and not info.offset:
             a = names.new()
-            add("saturation", x, f"{x} -> {x} / (1 + {a} * {x})", {a: 0.0}, {a: 0.0},
-                lambda e, a=a, x=x: substitute(e, x, f"({x} / (1 + {a} * {x}))"),
-                PLAUSIBILITY["saturation"][0], 0.05 / max(info.hi, 1e-12))
+            t, q = order("saturation", x)
+            add("saturation", x, f"{x} -> {x} / (1 + {a} * {t})", {a: 0.0}, {a: 0.0},
+                lambda e, a=a, x=x, t=t: substitute(e, x, f"({x} / (1 + {a} * {t}))"),
+                PLAUSIBILITY["saturation"][0], 0.05 / max(info.hi, 1e-12) ** q)
         if x in in_base and not info.multi_decade:
             a = names.new()
             add("input_shift", x, f"{x} -> {x} + {a}", {a: 0.0}, {a: 0.0},
                 lambda e, a=a, x=x: substitute(e, x, f"({x} + {a})"),
                 PLAUSIBILITY["input_shift"][0], 0.02 * span)
     a = names.new()
-    add("output_saturation", "", f"F -> F / (1 + {a} * F)", {a: 0.0}, {a: 0.0},
-        lambda e, a=a: f"({e}) / (1 + {a} * ({e}))", PLAUSIBILITY["output_saturation"][0],
-        0.05 / max(y_scale, 1e-12))
+    q = int(choose("order:output_saturation", (1, 2)))
+    power = "" if q == 1 else " ** 2"
+    add("output_saturation", "", f"F -> F / (1 + {a} * F{power})", {a: 0.0}, {a: 0.0},
+        lambda e, a=a, power=power: f"({e}) / (1 + {a} * ({e}){power})",
+        PLAUSIBILITY["output_saturation"][0], 0.05 / max(y_scale, 1e-12) ** q)
     if log_space:  # a positive, multi-decade response
         a = names.new()
         add("output_power", "", f"F -> F ** {a}", {a: 1.0}, {a: 1.0},

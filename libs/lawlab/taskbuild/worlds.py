@@ -52,8 +52,9 @@ DEGENERATE_CORR = 0.999   # two constants this correlated are identified only to
 DRIFT = 5.0               # a published constant stays within this factor of its base fit
 DEGENERATE_GAP = 0.05     # a reference this close to a simpler one (residual SDs) reduces to it
 # "fits the real data at least about as well" (an eligibility test only): a
-# residual SD at most 10% above the base's
+# residual SD at most 10% above the base's, 5% more for each further piece
 ADEQUACY_RATIO = 1.10
+ADEQUACY_PER_PIECE = 0.05
 IDENTIFY_REPS = 3
 IDENTIFY_BIC = 6.0        # strong evidence for every piece, in 2 of 3 simulated budgets
 
@@ -472,8 +473,10 @@ class WorldBuilder:
         targets = [math.exp(self.key.uniform("magnitude", self.task_id, p.description)
                             * math.log(TARGET_MAX / TARGET_MIN)) * TARGET_MIN
                    for p in cand.pieces]
+        limit = ADEQUACY_RATIO + ADEQUACY_PER_PIECE * (len(cand.pieces) - 1)
+
         def adequate() -> bool:
-            return math.sqrt(cand.rss / max(base_fit.rss, 1e-300)) <= ADEQUACY_RATIO
+            return math.sqrt(cand.rss / max(base_fit.rss, 1e-300)) <= limit
 
         final: Fitted = free
         for _ in range(4):  # smaller magnitudes until the variant fits and obeys the rubric
@@ -489,8 +492,8 @@ class WorldBuilder:
         ratio = math.sqrt(cand.rss / max(base_fit.rss, 1e-300))
         cand.screen["adequacy"] = (
             "pass" if adequate() else
-            f"fail: R^2 {cand.r2:.4f} vs the base's {base_fit.r2:.4f}, residual SD {ratio:.3f} x "
-            "the base's")
+            f"fail: residual SD {ratio:.3f} x the base's (at most {limit:.2f}); R^2 "
+            f"{cand.r2:.4f} vs {base_fit.r2:.4f}")
         weak = [f"{p.description} ({e:.2f} SD)" for p, e in zip(cand.pieces, cand.effects)
                 if e < EFFECT_MIN and not p.shared]
         cand.screen["effect"] = "pass" if not weak else f"fail: absorbed by the rest: {weak}"
