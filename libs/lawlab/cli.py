@@ -286,7 +286,6 @@ def cmd_trial_run(args: argparse.Namespace) -> int:
 def cmd_run(args: argparse.Namespace) -> int:
     """The main job on the embedded default: all services, one Real and one Parallel trial."""
     from lawlab.launcher import Cluster
-
     from lawlab.tasks import TaskLibrary
 
     library = TaskLibrary(Path(args.tasks_dir))

@@ -99,8 +99,17 @@ def test_symbolic_accuracy_is_equivalence_up_to_constants(cluster):
         .replace("return np.sqrt(q1 * q2 / (4 * np.pi * eps * F))",
                  "return c * (q1 * q2) ** 0.5 / np.sqrt(eps * F)")
     assert verdict(reparam).s_s == 1.0
-    # right form, constant 8% off: not the ground truth (its Acc_0.1 is still 1, above)
-    assert verdict(NEAR).s_s == 0.0
+    # right form, constant 8% off: still the ground truth's form. LLM-SRBench replaces
+    # literal constants with placeholders before deciding equivalence (issue #17)
+    assert verdict(NEAR).s_s == 1.0
+    free = TRUTH.replace('LAW_CONSTANTS = {}', 'LAW_CONSTANTS = {"c": 0.3}') \
+        .replace("def predict(X):", "def predict(X, c=0.3):") \
+        .replace("return np.sqrt(q1 * q2 / (4 * np.pi * eps * F))",
+                 "return c * np.sqrt(q1 * q2 / (F * eps))")
+    assert verdict(free).s_s == 1.0  # c*sqrt(q1*q2/(F*eps)): 1/(2 sqrt(pi)) is a placeholder
+    extra = free.replace("return c * np.sqrt(q1 * q2 / (F * eps))",
+                         "return c * np.sqrt(q1 * q2 / (F * eps)) + 1e-3 * q1")
+    assert verdict(extra).s_s == 0.0  # an extra term: a larger family, not the ground truth
     wrong = verdict(WRONG)
     assert wrong.s_s == 0.0 and "not equivalent" in wrong.explanation
     assert verdict("def predict(X):\n    return sorted(X)\n").s_s == 0.0

@@ -82,6 +82,11 @@ def wait_done(cluster: Cluster, name: str, total: int, timeout: float = 900) -> 
         time.sleep(0.5)
 
 
+def parallel_trials(done: list) -> int:
+    """How many of a campaign's trials ran in the Parallel setting (one budget each)."""
+    return sum(t.setting == common_pb2.SETTING_PARALLEL for t in done)
+
+
 def ledger_balances(data_dir: Path) -> int:
     """Every budget's calls_used equals its charges (call indices 0..n-1) and its
     'query' audit rows, numbered 1..n without gaps: nothing refunded, nothing
