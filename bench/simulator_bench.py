@@ -183,6 +183,19 @@ async def run(args: argparse.Namespace) -> None:
                                             64, rate, secs, 100)
     finally:
         cluster.stop()
+    # the public port served by two processes sharing the ledger (SO_REUSEPORT)
+    multi: dict[int, tuple[float, float]] = {}
+    tmp2 = Path(tempfile.mkdtemp(prefix="lawlab-simbench-mp-"))
+    cluster = Cluster(ROOT / "var" / "tasks", tmp2, log_dir=tmp2 / "logs")
+    cluster.start(names=("simulator",), extra_env={"LAWLAB_LOG_LEVEL": "WARNING",
+                                                    "LAWLAB_SIMULATOR_PROCESSES": "2"})
+    try:
+        await throughput(cluster.address("simulator"), cluster.internal_token, 16, 2.0, 100)
+        for k in (16, 64):
+            multi[k] = await throughput(cluster.address("simulator"), cluster.internal_token, k,
+                                        secs, 100)
+    finally:
+        cluster.stop()
     print(f"### Simulator ({time.strftime('%Y-%m-%d')}, {platform.node()}, {os.cpu_count()} cores, "
           f"Python {platform.python_version()})\n")
     print(f"Command: `.venv/bin/python bench/simulator_bench.py`. Task `{TASK}`; every call is "
@@ -199,6 +212,11 @@ async def run(args: argparse.Namespace) -> None:
     print("|---|---|---|---|")
     for k, (qps, p99) in tput.items():
         print(f"| {k} | {qps:.0f} | {p99 * 1000:.1f} ms | {cores[k]:.2f} |")
+    print()
+    print("| two processes (LAWLAB_SIMULATOR_PROCESSES=2), closed loop | queries/s | p99 |")
+    print("|---|---|---|")
+    for k, (qps, p99) in multi.items():
+        print(f"| {k} | {qps:.0f} | {p99 * 1000:.1f} ms |")
     print()
     print("| 64 sessions, offered load (100-point queries, Poisson) | achieved q/s | p50 | p99 | "
           "errors |")

@@ -137,16 +137,13 @@ def noise_k(n: int) -> int:
 def smoothed_draw(pool: np.ndarray, near: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     """One draw per row of ``near`` (indices into ``pool``): a uniformly chosen
     neighbour's residual plus Gaussian jitter with Silverman's bandwidth for the
-    neighbourhood, shrunk towards the neighbourhood's mean so that the draws'
-    mean and variance equal the neighbourhood's."""
+    neighbourhood (0.9 SD k^-1/5), shrunk towards the neighbourhood's mean so that
+    the draws' mean and variance equal the neighbourhood's."""
     values = pool[near]                                    # (rows, k)
     k = values.shape[1]
     m = values.mean(axis=1)
     sd = values.std(axis=1)
-    q75, q25 = np.percentile(values, [75, 25], axis=1)
-    spread = np.minimum(sd, (q75 - q25) / 1.349)
-    spread = np.where(spread > 0, spread, sd)
-    h = 0.9 * spread * k ** -0.2
+    h = 0.9 * sd * k ** -0.2  # Silverman's rule with the neighbourhood's SD
     pick = values[np.arange(len(values)), rng.integers(0, k, size=len(values))]
     jitter = h * rng.standard_normal(len(values))
     ratio = np.divide(h, sd, out=np.zeros_like(h), where=sd > 0)
@@ -220,9 +217,9 @@ class World:
         f = to_residual_space(self.mean(inputs, groups), self.space)
         q = self.coords.transform(inputs)
         noise = np.empty(len(f))
-        keys = list(groups) if groups is not None else [GLOBAL_GROUP] * len(f)
-        for key in sorted(set(keys)):
-            rows = np.flatnonzero(np.asarray(keys) == key)
+        keys = np.asarray(groups) if groups is not None else None
+        for key in (sorted(set(groups)) if groups is not None else [GLOBAL_GROUP]):
+            rows = np.flatnonzero(keys == key) if keys is not None else np.arange(len(f))
             pool, tree = self._pool(key)
             k = min(noise_k(len(pool)), len(pool))
             _, near = tree.query(q[rows], k=k)

@@ -21,6 +21,9 @@ log = logging.getLogger("lawlab.simulator")
 
 # The public port's receive limit: a Query is at most a few thousand numbers.
 DEFAULT_MAX_RECEIVE_BYTES = 1024 * 1024
+# LAWLAB_SIMULATOR_PROCESSES=N serves the port from N processes sharing the ledger
+# (SQLite serialises their writes; PostgreSQL too, across machines)
+MULTI_PROCESS = True
 DEFAULT_IDLE_SECONDS = 3600.0
 
 
@@ -88,6 +91,7 @@ async def build(args: argparse.Namespace):
             sweeper.append(asyncio.create_task(sweep()))
 
     async def close() -> None:
+        servicer.batcher.close()
         for task in sweeper:
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):

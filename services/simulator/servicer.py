@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import dataclasses
 import hashlib
 import logging
 import math
@@ -43,6 +44,8 @@ from lawlab_simulator.auth import Authenticator, Identity, RateLimiter
 from lawlab_simulator.ledger import (
     BudgetExhausted,
     BudgetMismatch,
+    ChargeBatcher,
+    ChargeRequest,
     Ledger,
     NoOpenEpoch,
     QuotaExceeded,
@@ -77,6 +80,17 @@ CALLER: contextvars.ContextVar[Identity | None] = contextvars.ContextVar("lawlab
 _STATES = {"open": simulator_pb2.SESSION_STATE_OPEN, "closed": simulator_pb2.SESSION_STATE_CLOSED,
            "expired": simulator_pb2.SESSION_STATE_EXPIRED}
 TOUCH_EVERY_SECONDS = 60.0
+SESSION_CACHE = 100_000
+
+
+@dataclasses.dataclass(frozen=True)
+class SessionFacts:
+    task_id: str
+    setting: str
+    owner: str
+    budget_key: str
+    epoch: str
+    calls_max: int
 
 
 def request_sha256(data: dict[str, np.ndarray], groups: list[str] | None, n_samples: int) -> str:
@@ -151,6 +165,9 @@ class SimulatorServicer(simulator_pb2_grpc.SimulatorServiceServicer):
         self.auth = auth or Authenticator(ledger, None, mode="none")
         self.rates = RateLimiter()
         self._worlds: dict[str, World] = {}
+        self._session_facts: dict[str, SessionFacts] = {}
+        self._calls_hint: dict[str, int] = {}  # budget -> calls used at this process's last charge
+        self.batcher = ChargeBatcher(ledger)
 
     # ---- helpers -----------------------------------------------------------
     async def _who(self, context: Any, rate_limited: bool = False) -> Identity:
@@ -186,6 +203,24 @@ class SimulatorServicer(simulator_pb2_grpc.SimulatorServiceServicer):
             world = World(task.world_spec(), task.world_arrays())
             self._worlds[task.task_id] = world
         return world
+
+    async def _facts(self, session_id: str, who: Identity) -> SessionFacts:
+        """What never changes about a session (task, setting, owner, budget),
+        cached after the first look: the query path skips a ledger read. Its
+        state is checked where it matters, inside the charge transaction."""
+        if not session_id:
+            raise InvalidArgument("session_id", "is required")
+        facts = self._session_facts.get(session_id)
+        if facts is None:
+            row = await self._session(session_id, who)
+            facts = SessionFacts(row.task_id, row.setting, row.owner, row.budget_key, row.epoch,
+                                 row.calls_max)
+            if len(self._session_facts) >= SESSION_CACHE:
+                self._session_facts.pop(next(iter(self._session_facts)))
+            self._session_facts[session_id] = facts
+        if not (who.sees_all_sessions or facts.owner == who.team):
+            raise NotFound(f"session {session_id!r} not found; ListSessions shows yours")
+        return facts
 
     async def _session(self, session_id: str, who: Identity) -> SessionRow:
         """The session, if it exists and the caller may see it: another team's
@@ -385,7 +420,7 @@ class SimulatorServicer(simulator_pb2_grpc.SimulatorServiceServicer):
 
     async def Query(self, request, context):
         who = await self._who(context, rate_limited=True)
-        row = await self._session(request.session_id, who)
+        row = await self._facts(request.session_id, who)
         if row.setting != "parallel":
             QUERIES.labels("refused").inc()
             raise FailedPrecondition("Query is for Parallel sessions; this session is Real")
@@ -406,14 +441,28 @@ class SimulatorServicer(simulator_pb2_grpc.SimulatorServiceServicer):
         def observe(call_index: int, budget: str) -> bytes:
             return self._observe(task, world, data, groups, n_samples, call_index, budget)
 
+        def prepare() -> tuple[int, bytes] | None:
+            # the world is sampled before the write lock is taken, for the call
+            # index the budget is probably at (this process's last charge of it, or
+            # the ledger's); the charge keeps it unless another call won
+            used = self._calls_hint.get(row.budget_key)
+            if used is None:
+                used = self.ledger.calls_used(row.budget_key)
+            return (used, observe(used, row.budget_key)) if used < row.calls_max else None
+
         try:
-            charge = await asyncio.to_thread(self.ledger.charge, row.session_id, request_id,
-                                             digest, n_points, observe, who.team)
+            prepared = await asyncio.to_thread(prepare)
+            charge = await asyncio.wrap_future(self.batcher.submit(ChargeRequest(
+                request.session_id, request_id, digest, n_points, observe, who.team, prepared)))
         except BudgetExhausted as err:
             REFUSALS.labels("exhausted", who.team).inc()
             QUERIES.labels("exhausted").inc()
-            await asyncio.to_thread(self.ledger.record, who.team, "query_refused", row, str(err))
+            full = await asyncio.to_thread(self.ledger.get, request.session_id)
+            await asyncio.to_thread(self.ledger.record, who.team, "query_refused", full, str(err))
             raise ResourceExhausted(str(err)) from None
+        except KeyError:
+            self._session_facts.pop(request.session_id, None)
+            raise NotFound(f"session {request.session_id!r} not found") from None
         except SessionNotOpen as err:
             REFUSALS.labels("closed", who.team).inc()
             QUERIES.labels("refused").inc()
@@ -422,13 +471,21 @@ class SimulatorServicer(simulator_pb2_grpc.SimulatorServiceServicer):
             REFUSALS.labels("invalid", who.team).inc()
             QUERIES.labels("invalid").inc()
             raise InvalidArgument("request_id", str(err)) from None
+        if len(self._calls_hint) >= SESSION_CACHE:
+            self._calls_hint.clear()
+        self._calls_hint[row.budget_key] = charge.calls_used
         response = simulator_pb2.QueryResponse.FromString(charge.response)
         response.replayed = charge.replayed
-        response.budget.CopyFrom(self._budget(task, row, charge.calls_used))
+        caps = task.meta.caps
+        response.budget.CopyFrom(simulator_pb2.Budget(
+            calls_used=charge.calls_used, calls_max=row.calls_max,
+            max_points_per_call=caps.max_points_per_call,
+            min_samples_per_point=caps.min_samples_per_point,
+            max_samples_per_point=caps.max_samples_per_point))
         QUERIES.labels("replayed" if charge.replayed else "ok").inc()
         if not charge.replayed:
             POINTS.inc(n_points * n_samples)
-        log.debug("query", extra={"session_id": row.session_id, "request_id": request_id,
+        log.debug("query", extra={"session_id": request.session_id, "request_id": request_id,
                                  "points": n_points, "replayed": charge.replayed})
         if not math.isfinite(sum(response.observations.columns[0].values)):
             log.warning("non-finite observations", extra={"task_id": task.task_id})

@@ -420,3 +420,63 @@ def test_revoking_a_token_closes_its_sessions(short_lived):
         assert code in (grpc.StatusCode.FAILED_PRECONDITION, grpc.StatusCode.UNAUTHENTICATED)
     finally:
         teams.close()
+
+
+# ---- the public port served by two processes sharing the ledger ---------------------
+
+def test_two_simulator_processes_share_one_budget(tasks_dir, tmp_path):
+    """LAWLAB_SIMULATOR_PROCESSES=2: the kernel spreads connections over two
+    processes on one port; racing clients on separate connections still get
+    exactly one budget."""
+    c = Cluster(tasks_dir, tmp_path, log_dir=tmp_path / "logs")
+    c.start(names=("simulator",), extra_env={"LAWLAB_SIMULATOR_PROCESSES": "2"})
+    teams = Teams(c)
+    try:
+        _, row = teams.new()
+        ledger = teams.ledger()
+        token, _ = ledger.create_token(row.team + "-2", "team", 8, 100_000.0)
+        ledger.close()
+        stubs = []
+        for _ in range(8):  # separate connections: both processes get some
+            channel = sync_channel(c.address("simulator"), token=token, retry=False,
+                                   options=[("grpc.use_local_subchannel_pool", 1)])
+            teams.channels.append(channel)
+            stubs.append(simulator_pb2_grpc.SimulatorServiceStub(channel))
+        sessions = [_open(stub) for stub in stubs]
+        charged, barrier = [], threading.Barrier(len(stubs))
+
+        def drain(k: int) -> None:
+            barrier.wait()
+            for j in range(4):
+                try:
+                    _query(stubs[k], sessions[k].session_id, f"p{k}-{j}")
+                    charged.append(k)
+                except grpc.RpcError as err:
+                    assert err.code() == grpc.StatusCode.RESOURCE_EXHAUSTED, err.details()
+
+        threads = [threading.Thread(target=drain, args=(k,)) for k in range(len(stubs))]
+        for th in threads:
+            th.start()
+        for th in threads:
+            th.join()
+        assert len(charged) == sessions[0].budget.calls_max
+        # two processes served the port: the first one and its sibling
+        assert len(_children(c.services["simulator"].process.pid)) == 1
+    finally:
+        teams.close()
+        assert c.stop() == {"simulator": 0}
+    assert ledger_balances(tmp_path) >= 1
+
+
+def _children(pid: int) -> list[int]:
+    """Child processes of ``pid`` (from /proc)."""
+    out = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+                out.append(int(entry.name))
+    return out

@@ -144,9 +144,13 @@ def aio_channel(target: str, retry: bool = True, token: str | None = None,
 
 
 def sync_channel(target: str, retry: bool = True, token: str | None = None,
-                 ca_file: str | None = None) -> grpc.Channel:
+                 ca_file: str | None = None,
+                 options: list[tuple[str, object]] | None = None) -> grpc.Channel:
+    """A blocking channel (``options`` add to lawlab's own, e.g.
+    ("grpc.use_local_subchannel_pool", 1) for a connection of its own)."""
     credentials = _tls(ca_file)
-    channel = (grpc.secure_channel(target, credentials, options=_options(retry))
-               if credentials is not None else grpc.insecure_channel(target, options=_options(retry)))
+    opts = [*_options(retry), *(options or [])]
+    channel = (grpc.secure_channel(target, credentials, options=opts)
+               if credentials is not None else grpc.insecure_channel(target, options=opts))
     header = _bearer(token)
     return grpc.intercept_channel(channel, _SyncAuth(header)) if header else channel

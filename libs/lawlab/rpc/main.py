@@ -61,11 +61,46 @@ def internal_token(name: str, host: str) -> str | None:
     return token
 
 
+def _free_port(host: str) -> int:
+    import socket
+
+    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as sock:
+        sock.bind((host, 0))
+        return int(sock.getsockname()[1])
+
+
+def _spawn_siblings(name: str, args: argparse.Namespace, count: int) -> list:
+    """``count`` more processes of this service on the same port (SO_REUSEPORT:
+    the kernel spreads connections over them), each with its own metrics port."""
+    import subprocess
+    import sys
+
+    env = dict(os.environ)
+    env[f"LAWLAB_{name.upper()}_PROCESSES"] = "1"
+    argv = [sys.executable, "-m", f"lawlab_{name}", "--host", args.host, "--port", str(args.port),
+            "--metrics-port", "0", "--tasks-dir", args.tasks_dir, "--data-dir", args.data_dir,
+            "--log-level", args.log_level]
+    for flag, value in (("--tls-cert", args.tls_cert), ("--tls-key", args.tls_key),
+                        ("--tls-client-ca", args.tls_client_ca)):
+        if value:
+            argv += [flag, value]
+    return [subprocess.Popen(argv, env=env) for _ in range(count)]
+
+
 def service_main(name: str, argv: Sequence[str] | None = None) -> None:
     args = service_parser(name).parse_args(argv)
     log.setup(name, args.log_level)
     token = internal_token(name, args.host)
     module = importlib.import_module(f"lawlab_{name}.server")
+    processes = int(os.environ.get(f"LAWLAB_{name.upper()}_PROCESSES", "1") or "1")
+    siblings: list = []
+    if processes > 1 and getattr(module, "MULTI_PROCESS", False):
+        if args.port == 0:
+            args.port = _free_port(args.host)
+        siblings = _spawn_siblings(name, args, processes - 1)
+        logging.getLogger(f"lawlab.{name}").info(
+            "serving from several processes on one port",
+            extra={"processes": processes, "port": args.port})
 
     async def main() -> None:
         specs, on_start, on_stop = await module.build(args)
@@ -77,4 +112,13 @@ def service_main(name: str, argv: Sequence[str] | None = None) -> None:
             tls_client_ca=args.tls_client_ca)
         await run_server(options, specs)
 
-    asyncio.run(main())
+    try:
+        asyncio.run(main())
+    finally:
+        for child in siblings:  # they drain like this process did
+            child.terminate()
+        for child in siblings:
+            try:
+                child.wait(timeout=30)
+            except Exception:  # noqa: BLE001  (a child that hangs is killed)
+                child.kill()

@@ -311,6 +311,7 @@ async def run_server(options: ServerOptions, specs: list[ServiceSpec]) -> None:
         options=[
             ("grpc.max_receive_message_length", min([MAX_MESSAGE_BYTES, *limits])),
             ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
+            ("grpc.so_reuseport", 1),  # several processes of one service may share the port
         ],
     )
     health = HealthServicer()
