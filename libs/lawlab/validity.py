@@ -1,0 +1,170 @@
+"""S_V: a task's rubric of executable checks behind the anti-hacking gate
+(PROTOCOL.md section 4, paper C.2-C.3; docs/judges.md).
+
+    S_V = M / N  when the gate passes, where N is the number of rubric items and M
+                 the number of items that hold on every probed group;
+    S_V = 0      when the gate fails (hidden degrees of freedom: nothing else is
+                 judged) or the submission cannot run.
+
+The gate is a gate, not an item: counting it in M and N (the paper's wording
+allows both readings) would give every honest submission a free item and a
+constant predictor a floor of 1 / (N + 1).
+
+One plan serves every caller. :func:`plan` lays out, per group (every group of
+a Type II task, not a sample), the probe points of every item concatenated, so
+a law is fitted once per group and predicts once; :func:`judge` turns the
+predictions into verdicts. The judge service gets predictions from the sandbox
+(untrusted code); the task builder, ``lawlab tasks validate`` and the controls
+evaluate expressions they trust with :func:`expression_predictor`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from lawlab import rubric as rubric_mod
+from lawlab.expr import Expression
+from lawlab.tasks import GROUP_COL
+
+EVIDENCE_GROUPS = 3  # failing groups quoted per item
+
+
+@dataclass
+class GroupPlan:
+    group: str  # "" for a Type I task
+    rows: pd.DataFrame  # the group's records: where local parameters are fitted
+    probes: pd.DataFrame  # every item's probe points, concatenated
+    slices: dict[str, slice] = field(default_factory=dict)
+
+
+@dataclass
+class ItemVerdict:
+    item_id: str
+    description: str
+    passed: bool
+    evidence: str
+    groups_failed: int = 0
+    groups: int = 1
+
+
+def plan(items: Sequence[Mapping[str, Any]], frame: pd.DataFrame, inputs: Sequence[str],
+         multi_group: bool) -> list[GroupPlan]:
+    """Probe points per group; the probed ranges are those of the whole frame."""
+    ranges = rubric_mod.input_ranges(frame, inputs)
+    groups = ([(str(g), rows) for g, rows in frame.groupby(GROUP_COL, sort=True)]
+              if multi_group else [("", frame)])
+    out = []
+    for g, rows in groups:
+        parts, slices, start = [], {}, 0
+        for item in items:
+            probes = rubric_mod.probe_inputs(item, rows, inputs, ranges)
+            slices[str(item["id"])] = slice(start, start + len(probes))
+            start += len(probes)
+            parts.append(probes)
+        out.append(GroupPlan(g, rows, pd.concat(parts, ignore_index=True)[list(inputs)], slices))
+    return out
+
+
+def judge(items: Sequence[Mapping[str, Any]], plans: Sequence[GroupPlan],
+          predictions: Mapping[str, np.ndarray | None],
+          errors: Mapping[str, str] | None = None) -> list[ItemVerdict]:
+    """Verdicts per item: an item holds when it holds on every group."""
+    errors = errors or {}
+    out = []
+    for item in items:
+        key = str(item["id"])
+        bad: list[str] = []
+        first_ok = ""
+        for p in plans:
+            pred = predictions.get(p.group)
+            if pred is None:
+                ok, why = False, errors.get(p.group) or "no predictions"
+            else:
+                pred = np.asarray(pred, dtype=float)
+                if pred.shape != (len(p.probes),):
+                    ok, why = False, f"{pred.shape} predictions for {len(p.probes)} probe points"
+                else:
+                    sl = p.slices[key]
+                    ok, why = rubric_mod.verdict(item, p.probes.iloc[sl].reset_index(drop=True),
+                                                 pred[sl])
+            if not ok:
+                bad.append(f"{'group ' + p.group + ': ' if p.group else ''}{why}")
+            elif not first_ok:
+                first_ok = why
+        if bad:
+            shown = "; ".join(bad[:EVIDENCE_GROUPS])
+            more = f" (and {len(bad) - EVIDENCE_GROUPS} more groups)" if len(bad) > EVIDENCE_GROUPS else ""
+            evidence = (f"fails on {len(bad)} of {len(plans)} groups: {shown}{more}"
+                        if len(plans) > 1 else shown)
+        else:
+            evidence = (f"holds on all {len(plans)} groups (e.g. {first_ok})" if len(plans) > 1
+                        else first_ok)
+        out.append(ItemVerdict(key, str(item.get("description", "")), not bad, evidence,
+                               len(bad), len(plans)))
+    return out
+
+
+def s_v(verdicts: Sequence[ItemVerdict], gate_passed: bool, ran: bool = True) -> float:
+    if not gate_passed or not ran or not verdicts:
+        return 0.0
+    return sum(v.passed for v in verdicts) / len(verdicts)
+
+
+# ---- in-process evaluation of laws the caller trusts ------------------------------
+
+Predictor = Callable[[GroupPlan], np.ndarray | None]
+
+
+def expression_predictor(expr: str, constants: Mapping[str, float], inputs: Sequence[str],
+                         local: Mapping[str, Mapping[str, float]] | None = None) -> Predictor:
+    """Predictions of a restricted expression with fixed constants; ``local`` gives a
+    Type II law's per-group values (a group without a value gets none)."""
+    e = Expression(expr)
+
+    def predict(p: GroupPlan) -> np.ndarray | None:
+        consts = dict(constants)
+        for name, table in (local or {}).items():
+            if p.group not in table:
+                return None
+            consts[name] = table[p.group]
+        env: dict[str, Any] = {n: p.probes[n].to_numpy(float) for n in inputs}
+        env.update(consts)
+        with np.errstate(all="ignore"):
+            return np.broadcast_to(np.asarray(e.evaluate(env), float), (len(p.probes),)).copy()
+
+    return predict
+
+
+def evaluate(items: Sequence[Mapping[str, Any]], frame: pd.DataFrame, inputs: Sequence[str],
+             multi_group: bool, predictor: Predictor) -> list[ItemVerdict]:
+    plans = plan(items, frame, inputs, multi_group)
+    predictions = {p.group: predictor(p) for p in plans}
+    return judge(items, plans, predictions)
+
+
+def failures(verdicts: Sequence[ItemVerdict]) -> list[str]:
+    return [f"{v.item_id}: {v.evidence}" for v in verdicts if not v.passed]
+
+
+def target_aggregates(task: Any) -> list[float]:
+    """Aggregates of the task's targets that a copied-statistic hack would paste in
+    (the anti-hacking gate compares every number of a submission with them): mean,
+    median, standard deviation, minimum and maximum of the training and of every
+    held-out split, and each training group's mean for a Type II task."""
+    target = task.meta.target.name
+    frames = [task.train, *task.heldout().values()]
+    out: list[float] = []
+    for frame in frames:
+        y = frame[target].to_numpy(float)
+        y = y[np.isfinite(y)]
+        if len(y):
+            out += [float(np.mean(y)), float(np.median(y)), float(np.std(y)),
+                    float(np.std(y, ddof=1)) if len(y) > 1 else 0.0, float(y.min()), float(y.max())]
+    if task.meta.multi_group:
+        out += [float(v) for v in task.train.groupby(GROUP_COL)[target].mean()]
+    return out
