@@ -61,11 +61,42 @@ def s_n(metric: str, m_sub: float, m_ref: float) -> float:
     return float(np.clip(1 - 0.5 * m_sub / m_ref, 0, 1))
 
 
-def reference_is_perfect(metric: str, m_ref: float, tol: float = 1e-4) -> bool:
-    """A group on which the reference is within ``tol`` of perfect is excluded."""
+SCALE_FREE = {"r2", "nmse", "smape", "mape", "log_mae"}
+PERFECT_TOL = 1e-4
+
+
+def reference_is_perfect(metric: str, m_ref: float, y: np.ndarray | None = None,
+                         tol: float = PERFECT_TOL) -> bool:
+    """A group on which the reference is within ``tol`` of perfect is excluded.
+
+    The tolerance is scale-free: for a metric in the target's units (rmse, mae,
+    mdae) it is ``tol`` times the spread (standard deviation) of the group's
+    targets ``y``, for mse ``tol`` squared times their variance; the other
+    metrics are already free of units."""
     if metric == "r2":
         return bool(m_ref >= 1 - tol)
-    return bool(m_ref <= tol)
+    if metric in SCALE_FREE or y is None:
+        return bool(m_ref <= tol)
+    y = np.asarray(y, dtype=float)
+    spread = float(np.std(y)) if len(y) > 1 else 0.0
+    if spread == 0.0:
+        spread = float(np.mean(np.abs(y))) or 1.0
+    return bool(m_ref <= (tol * spread) ** 2 if metric == "mse" else m_ref <= tol * spread)
+
+
+def best_reference(metric: str, per_group: dict[str, dict[str, float]]) -> str:
+    """The anchor of S_N: among the references that score every group, the best
+    mean metric; if none scores every group, the one that scores the most groups
+    (its failed groups are then excluded from S_N, see the scorer). Never NaN."""
+    def rank(item: tuple[str, dict[str, float]]) -> tuple[int, float]:
+        values = np.array(list(item[1].values()), dtype=float)
+        finite = values[np.isfinite(values)]
+        mean = float(np.mean(finite)) if len(finite) else float("inf")
+        return (-len(finite), -mean if metric == "r2" else mean)
+
+    if not per_group:
+        raise ValueError("no reference to anchor S_N")
+    return min(sorted(per_group.items()), key=rank)[0]
 
 
 def nmse(y: np.ndarray, pred: np.ndarray) -> float:

@@ -4,8 +4,9 @@ It fails a submission that hides degrees of freedom outside the declared law.
 Everything the law can reach is counted, wherever it sits:
 
 - every numeric literal of the module (module level, inside functions, default
-  arguments, declared LAW_CONSTANTS and OTHER_CONSTANTS, numbers written as
-  strings such as ``float("3.2")``), counted once per distinct value, against
+  arguments, declared LAW_CONSTANTS and OTHER_CONSTANTS, numbers written in
+  strings such as ``float("3.2")``; a string that is an identifier, like a
+  parameter name, holds none), counted once per distinct value, against
   the task's caps (max_law_constants + max_local_params) + 3. Not counted: the
   structure of the law (array indices, integer exponents, 0, +-1, +-2, 1/2, 3,
   10, e, pi), unit conversions and physical constants, epsilon guards below
@@ -18,7 +19,10 @@ Everything the law can reach is counted, wherever it sits:
   than 15 digits, reading a docstring back (``__doc__``);
 - interpolation and piecewise lookups keyed on inputs: ``np.interp``,
   ``searchsorted``, ``digitize``, ``piecewise``, ``select``, ``histogram``,
-  anything from ``scipy.interpolate`` or ``bisect``;
+  ``cut``, anything from ``scipy.interpolate`` or ``bisect``; code built from
+  text (``eval``, ``exec``, ``compile``, ``__import__``);
+- module state written at run time (``global``, a ``fit`` that stores rows in
+  a module-level container for ``predict`` to look up);
 - copied aggregates: any number in the module equal (to 1e-9 relative) to an
   aggregate of the task's training or test targets (mean, median, standard
   deviation, minimum, maximum; per group for Type II). A declared constant is
@@ -49,7 +53,9 @@ LONG_STRING = 256  # a non-docstring string this long can encode data
 LONG_INT_DIGITS = 15
 SLACK = 3  # numbers allowed beyond the caps (conversions we do not list, rounding)
 LOOKUP_CALLS = {"interp", "searchsorted", "digitize", "piecewise", "select", "histogram",
-                "bisect", "bisect_left", "bisect_right", "insort", "lookup"}
+                "bisect", "bisect_left", "bisect_right", "insort", "lookup", "cut", "qcut",
+                "interp1d", "CubicSpline", "UnivariateSpline", "griddata"}
+CODE_FROM_TEXT = {"eval", "exec", "compile", "__import__"}
 LOOKUP_MODULES = {"scipy.interpolate", "bisect"}
 EXEMPT_DECLARATIONS = {"LOCAL_FITTABLE", "USED_INPUTS"}
 _NUMBER = re.compile(r"[-+]?\d*\.?\d+(?:[eE][-+]?\d+)?")
@@ -210,6 +216,9 @@ def _lookups(tree: ast.Module) -> str:
         if isinstance(node, ast.Call):
             fn = node.func
             name = fn.attr if isinstance(fn, ast.Attribute) else fn.id if isinstance(fn, ast.Name) else ""
+            if name in CODE_FROM_TEXT:
+                return (f"calls {name} (line {node.lineno}): code built from text can hide "
+                        "a table")
             if name in LOOKUP_CALLS:
                 return (f"calls {name} (line {node.lineno}): a lookup or piecewise table keyed "
                         "on the inputs, not a closed-form law")
@@ -227,11 +236,13 @@ def _numbers(tree: ast.Module, skip: set[int], docstrings: set[int]) -> dict[flo
                 and not isinstance(node.value, bool):
             value = float(node.value)
         elif isinstance(node, ast.Constant) and isinstance(node.value, str) \
-                and id(node) not in docstrings:
-            try:
-                value = float(node.value.strip())
-            except ValueError:
-                value = None
+                and id(node) not in docstrings and not node.value.isidentifier():
+            # numbers written as text ("3.2", "1.5 2.5") count like literals
+            for text in _NUMBER.findall(node.value):
+                v = float(text)
+                if math.isfinite(v) and _is_fitted(v):
+                    found.setdefault(abs(v), getattr(node, "lineno", 0))
+            continue
         if value is not None and math.isfinite(value) and _is_fitted(value):
             found.setdefault(abs(value), getattr(node, "lineno", 0))
     return found
@@ -283,8 +294,13 @@ def _state(tree: ast.Module) -> str:
             if isinstance(sub, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
                 targets = sub.targets if isinstance(sub, ast.Assign) else [sub.target]
                 for t in targets:
-                    if isinstance(t, (ast.Subscript, ast.Attribute)):
-                        root = _root(t)
+                    for part in ast.walk(t):  # unpacking: MEM['x'], MEM['y'] = ...
+                        if isinstance(part, (ast.Subscript, ast.Attribute)) \
+                                and isinstance(part.ctx, ast.Store):
+                            root = _root(part)
+                            if root in module_names and root not in local:
+                                return (f"writes module state {root!r} at run time (line "
+                                        f"{sub.lineno}): state kept between calls can hold data")
             elif isinstance(sub, ast.Call) and isinstance(sub.func, ast.Attribute) \
                     and sub.func.attr in STORE_METHODS:
                 root = _root(sub.func.value)

@@ -4,16 +4,14 @@ from __future__ import annotations
 
 import asyncio
 
-import numpy as np
 from prometheus_client import Counter, Histogram
 
-from lawlab import rubric as rubric_mod
-from lawlab import structure
+from lawlab import structure, validity
 from lawlab.errors import FailedPrecondition, InvalidArgument, NotFound, Unavailable
 from lawlab.judge.v1 import judge_pb2, judge_pb2_grpc
 from lawlab.sandbox.v1 import sandbox_pb2_grpc
 from lawlab.submission_runs import Job, run_jobs
-from lawlab.tasks import GROUP_COL, Task, TaskLibrary
+from lawlab.tasks import Task, TaskLibrary
 from lawlab_judge import antihack, llm_judge
 
 VERDICTS = Counter("lawlab_judge_verdicts_total", "Verdicts given, by kind and status.",
@@ -22,7 +20,6 @@ S_V = Histogram("lawlab_judge_s_v", "S_V of judged submissions.",
                 buckets=(0, 0.25, 0.5, 0.75, 1.0))
 S_S = Histogram("lawlab_judge_s_s", "S_S of judged submissions.",
                 buckets=(0, 0.25, 0.5, 0.75, 1.0))
-PROBE_GROUPS = 3
 
 
 class JudgeServicer(judge_pb2_grpc.JudgeServiceServicer):
@@ -70,10 +67,10 @@ class JudgeServicer(judge_pb2_grpc.JudgeServiceServicer):
             item_id=v["item_id"], passed=v["passed"], evidence=v["evidence"],
             description=next(it.get("description", "") for it in items
                              if it["id"] == v["item_id"])) for v in parsed]
-        verdicts.append(judge_pb2.RubricVerdict(
-            item_id="anti_hacking", description="no hidden degrees of freedom",
-            passed=gate.passed, evidence=gate.reason))
-        s_v = sum(v.passed for v in verdicts) / len(verdicts) if gate.passed else 0.0
+        # the same formula as the deterministic backend (lawlab.validity.s_v): the rubric
+        # items only, and 0 when the gate fails; the gate is never the model's call
+        s_v = (sum(v.passed for v in verdicts) / len(verdicts)
+               if gate.passed and verdicts else 0.0)
         VERDICTS.labels("validity", "ok").inc()
         S_V.observe(s_v)
         return judge_pb2.ValidityVerdict(s_v=s_v, items=verdicts, anti_hacking_passed=gate.passed,
@@ -112,51 +109,35 @@ class JudgeServicer(judge_pb2_grpc.JudgeServiceServicer):
         task, source = self._request(request)
         backend = self._backend(request)
         meta = task.meta
-        train = task.train
         inputs = meta.input_names
-        y = train[meta.target.name].to_numpy(float)
         cap = meta.caps.max_law_constants + meta.caps.max_local_params
-        gate = antihack.check(source, cap, [float(np.mean(y)), float(np.median(y)), float(np.std(y))])
+        gate = antihack.check(source, cap, validity.target_aggregates(task))
         if backend == "llm":
             return await self._llm_validity(task, source, gate)
         items = task.rubric()
-        ranges = rubric_mod.input_ranges(train, inputs)
-        frames = ([(str(g), f) for g, f in train.groupby(GROUP_COL)][:PROBE_GROUPS]
-                  if meta.multi_group else [("", train)])
-        jobs, probes = [], {}
-        for item in items:
-            for g, frame in frames:
-                key = f"{item['id']}|{g}"
-                probes[key] = rubric_mod.probe_inputs(item, frame, inputs, ranges)
-                jobs.append(Job(key, probes[key],
-                                frame[inputs] if meta.multi_group else None,
-                                frame[meta.target.name].to_numpy(float) if meta.multi_group else None))
+        # every group of a Type II task, each fitted once on its own training rows
+        plans = validity.plan(items, task.train, inputs, meta.multi_group)
+        jobs = [Job(p.group or "all", p.probes,
+                    p.rows[inputs] if meta.multi_group else None,
+                    p.rows[meta.target.name].to_numpy(float) if meta.multi_group else None)
+                for p in plans]
         run = await run_jobs(self.sandbox, meta, source, jobs)
-        verdicts = []
-        for item in items:
-            passed, evidence = True, []
-            for g, _ in frames:
-                key = f"{item['id']}|{g}"
-                pred = run.predictions.get(key)
-                if run.status != "ok" or pred is None:
-                    ok, why = False, run.errors.get(key) or run.message or "no predictions"
-                else:
-                    ok, why = rubric_mod.verdict(item, probes[key], pred)
-                passed &= ok
-                evidence.append(f"{'group ' + g + ': ' if g else ''}{why}")
-            verdicts.append(judge_pb2.RubricVerdict(
-                item_id=item["id"], description=item.get("description", ""), passed=passed,
-                evidence="; ".join(evidence)))
-        verdicts.append(judge_pb2.RubricVerdict(
-            item_id="anti_hacking", description="no hidden degrees of freedom",
-            passed=gate.passed, evidence=gate.reason))
-        m = sum(v.passed for v in verdicts)
-        s_v = (m / len(verdicts)) if gate.passed and run.status == "ok" else 0.0
+        ok = run.status == "ok"
+        predictions = {p.group: run.predictions.get(p.group or "all") if ok else None
+                       for p in plans}
+        errors = {p.group: run.errors.get(p.group or "all") or run.message or "no predictions"
+                  for p in plans}
+        verdicts = validity.judge(items, plans, predictions, errors)
+        s_v = validity.s_v(verdicts, gate.passed, ok)
         VERDICTS.labels("validity", run.status).inc()
         S_V.observe(s_v)
         return judge_pb2.ValidityVerdict(
-            s_v=s_v, items=verdicts, anti_hacking_passed=gate.passed, backend="deterministic",
-            anti_hacking_reason=gate.reason, status=run.status, message=run.message)
+            s_v=s_v, backend="deterministic",
+            items=[judge_pb2.RubricVerdict(item_id=v.item_id, description=v.description,
+                                           passed=v.passed, evidence=v.evidence)
+                   for v in verdicts],
+            anti_hacking_passed=gate.passed, anti_hacking_reason=gate.reason,
+            status=run.status, message=run.message)
 
     async def JudgeStructure(self, request, context):
         task, source = self._request(request)

@@ -4,7 +4,8 @@ m_ref is never typed in: every published reference of the task is run through
 the same sandbox path and split as the submission, and the best one anchors
 0.5. Type II tasks fit local parameters per held-out group on its test_fit
 rows and score its test_test rows; groups count equally, a failed group scores
-0, a group on which the reference is within 1e-4 of perfect is excluded; the
+0, a group on which the anchor fails or is within 1e-4 of perfect (relative to
+the group's spread for metrics with units) is excluded; the
 score is the mean over three fixed seeds (20260514 + k).
 """
 
@@ -111,21 +112,19 @@ def group_metrics(task: Task, run: RunResult) -> dict[str, float]:
     return out
 
 
-def _better(metric: str, a: float, b: float) -> bool:
-    if not np.isfinite(b):
-        return bool(np.isfinite(a))
-    return bool(a > b) if metric == "r2" else bool(a < b)
-
-
 def best_reference(task: Task, ref_metrics: dict[str, dict[str, float]]) -> str:
-    metric = task.meta.metric
-    best = None
-    for name, per_job in ref_metrics.items():
-        value = float(np.nanmean(list(per_job.values())))
-        if best is None or _better(metric, value, best[1]):
-            best = (name, value)
-    assert best is not None
-    return best[0]
+    """Among the references that score every group, the best (metrics.best_reference)."""
+    return metrics.best_reference(task.meta.metric, ref_metrics)
+
+
+def group_targets(task: Task) -> dict[str, np.ndarray]:
+    """The held-out targets per job id (for the scale-free perfect-reference test)."""
+    meta = task.meta
+    parts = task.heldout()
+    if not meta.multi_group:
+        return {"test": parts["test"][meta.target.name].to_numpy(float)}
+    return {f"{seed}/{g}": rows[meta.target.name].to_numpy(float)
+            for seed in SEEDS for g, rows in parts["test_test"].groupby(GROUP_COL)}
 
 
 def score(task: Task, run: RunResult, ref_metrics: dict[str, dict[str, float]]) -> NumericOutcome:
@@ -137,9 +136,14 @@ def score(task: Task, run: RunResult, ref_metrics: dict[str, dict[str, float]]) 
         return NumericOutcome(run.status, run.message, 0.0, best_reference=ref_name,
                               srbench=srbench(task, run))
     sub = group_metrics(task, run)
+    targets = group_targets(task)
     if not meta.multi_group:
         m_sub, m_ref = sub["test"], ref["test"]
-        if metrics.reference_is_perfect(metric, m_ref):
+        if not np.isfinite(m_ref):
+            return NumericOutcome("ok", "no published reference scores the held-out split; S_N "
+                                  "is 0 by convention", 0.0, m_sub, m_ref, ref_name,
+                                  srbench=srbench(task, run))
+        if metrics.reference_is_perfect(metric, m_ref, targets["test"]):
             note = ("a problem with a known ground truth: scored by Acc_tau and NMSE, S_N is 0 "
                     "by convention" if meta.suite != "real" else
                     "the reference is already perfect on this task; S_N is 0 by convention")
@@ -155,7 +159,10 @@ def score(task: Task, run: RunResult, ref_metrics: dict[str, dict[str, float]]) 
         scores, subs, refs = [], [], []
         failed = excluded = 0
         for k in keys:
-            if metrics.reference_is_perfect(metric, ref[k]):
+            # a group the anchor cannot score (it failed there) or already scores
+            # perfectly has no reference-relative scale: excluded, never NaN
+            if not np.isfinite(ref[k]) or metrics.reference_is_perfect(metric, ref[k],
+                                                                       targets[k]):
                 excluded += 1
                 continue
             if not np.isfinite(sub[k]):
@@ -174,4 +181,9 @@ def score(task: Task, run: RunResult, ref_metrics: dict[str, dict[str, float]]) 
     return NumericOutcome(
         "ok", notes, float(np.mean([s.s_n for s in seeds])),
         float(np.mean(finite_subs)) if finite_subs else float("nan"),
-        float(np.nanmean([s.m_ref for s in seeds])), ref_name, seeds)
+        _finite_mean([s.m_ref for s in seeds]), ref_name, seeds)
+
+
+def _finite_mean(values: list[float]) -> float:
+    finite = [v for v in values if np.isfinite(v)]
+    return float(np.mean(finite)) if finite else float("nan")

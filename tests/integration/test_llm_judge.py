@@ -66,9 +66,11 @@ def test_llm_validity_verdict_then_malformed_retry_then_null(cluster, library, t
             own_judge(cluster, tmp_path, llm) as judge:
         v = judge.JudgeValidity(req(), timeout=120)
         assert v.status == "ok" and v.backend == "llm"
-        n = len(ids) + 1  # + the anti-hacking item
-        assert v.s_v == pytest.approx((n - 1) / n)
-        assert [i.item_id for i in v.items] == [*ids, "anti_hacking"]
+        # S_V = M / N over the rubric items, as the deterministic backend computes it;
+        # the anti-hacking gate is a gate (anti_hacking_passed), not an item
+        n = len(ids)
+        assert v.s_v == pytest.approx((n - 1) / n) and v.anti_hacking_passed
+        assert [i.item_id for i in v.items] == ids
         assert v.items[0].evidence == f"checked {ids[0]}" and not v.items[0].passed
         v = judge.JudgeValidity(req(), timeout=120)
         assert v.status == "ok" and v.s_v == 1.0

@@ -39,3 +39,37 @@ def test_perfect_reference_groups_are_detected():
     assert metrics.reference_is_perfect("rmse", 5e-5)
     assert not metrics.reference_is_perfect("rmse", 1e-3)
     assert metrics.reference_is_perfect("r2", 0.99995)
+
+
+def test_perfect_reference_tolerance_is_free_of_units():
+    """Issue #17: an absolute 1e-4 called an RMSE of 5e-5 'perfect' whatever the
+    units. The tolerance is now relative to the group's spread: the same data in
+    grams and in tonnes get the same verdict."""
+    rng = np.random.default_rng(3)
+    grams = rng.normal(500.0, 50.0, 40)
+    rmse_g = 0.004  # 1e-4 of a 50 g spread is 0.005: perfect
+    assert metrics.reference_is_perfect("rmse", rmse_g, grams)
+    assert metrics.reference_is_perfect("rmse", rmse_g * 1e-6, grams * 1e-6)  # tonnes
+    # a tiny absolute error on a tiny scale is not perfect when it is large relative
+    # to the spread (the old rule said perfect)
+    tonnes = grams * 1e-6
+    assert not metrics.reference_is_perfect("rmse", 5e-5, tonnes)
+    assert not metrics.reference_is_perfect("mse", 1e-5, tonnes)
+    # scale-free metrics keep the plain tolerance
+    assert metrics.reference_is_perfect("smape", 5e-5, grams)
+    assert not metrics.reference_is_perfect("log_mae", 2e-4, grams)
+
+
+def test_best_reference_never_anchors_on_a_failed_group():
+    """Issue #17: the anchor was chosen by the nanmean of its group metrics, so a
+    reference that failed on one group (NaN) but was excellent elsewhere became
+    the anchor and every S_N on that group was NaN."""
+    per_group = {
+        "flaky": {"g1": 0.1, "g2": float("nan"), "g3": 0.1},  # best mean, fails g2
+        "solid": {"g1": 0.5, "g2": 0.6, "g3": 0.4},
+    }
+    assert metrics.best_reference("rmse", per_group) == "solid"
+    assert metrics.best_reference("r2", {"a": {"g": 0.9}, "b": {"g": 0.95}}) == "b"
+    # if none scores every group: the one that scores the most
+    assert metrics.best_reference("rmse", {"a": {"g1": float("nan"), "g2": 0.1},
+                                            "b": {"g1": float("nan"), "g2": float("nan")}}) == "a"

@@ -26,13 +26,12 @@ import yaml
 from threadpoolctl import threadpool_limits
 
 from lawlab import metrics, worldkey
-from lawlab import rubric as rubric_mod
 from lawlab import world as world_mod
 from lawlab.contract import law_module
 from lawlab.expr import Expression
 from lawlab.fitting import FitResult, fit_expression, fit_grouped, to_residual_space
 from lawlab.taskbuild import llm_variants, report, synthesis, worlds
-from lawlab.taskbuild.specs import SPECS, RefSpec, TaskSpec
+from lawlab.taskbuild.specs import SPECS, TaskSpec
 from lawlab.tasks import GROUP_COL
 
 log = logging.getLogger("lawlab.taskbuild")
@@ -66,26 +65,42 @@ def _predict(expr: str, frame: pd.DataFrame, inputs: list[str], constants: Mappi
     return np.broadcast_to(np.asarray(Expression(expr).evaluate(env), float), (len(frame),)).copy()
 
 
-def _heldout_metric(spec: TaskSpec, ref: RefSpec, fit: FitResult, parts: dict[str, pd.DataFrame],
-                    space: str) -> float:
-    """The reference's held-out metric, computed in-process (for the builder's checks)."""
-    inputs = [v["name"] for v in spec.inputs]
+def _heldout_metrics(spec: TaskSpec, module: str, parts: dict[str, pd.DataFrame]) -> dict[str, float]:
+    """The reference's held-out metric per group, by the scorer's protocol: its
+    contract module predicts, and for Type II the module's own ``fit`` calibrates
+    the local parameters on each held-out group's test_fit rows. The module is
+    the builder's own (generated from the task specification), so it runs
+    in-process; a submission never does."""
     target = spec.target["name"]
+    namespace: dict[str, Any] = {}
+    exec(compile(module, "<reference module>", "exec"), namespace)  # noqa: S102 - our own code
+    used = list(namespace["USED_INPUTS"])
+    consts = dict(namespace["LAW_CONSTANTS"])
+
+    def predict(rows: pd.DataFrame, local: Mapping[str, float]) -> np.ndarray:
+        return np.asarray(namespace["predict"](rows[used].to_numpy(float), **consts, **local),
+                          dtype=float)
+
     if not spec.multi_group:
-        pred = _predict(ref.expr, parts["test"], inputs, fit.constants)
-        return metrics.compute(spec.metric, parts["test"][target].to_numpy(float), pred)
-    values = []
+        test = parts["test"]
+        return {"test": metrics.compute(spec.metric, test[target].to_numpy(float),
+                                        predict(test, {}))}
+    out = {}
     for g, fit_rows in parts["test_fit"].groupby(GROUP_COL):
-        e = Expression(ref.expr)
-        env = _columns(fit_rows, inputs)
-        env.update(fit.constants)
-        init = {n: float(np.median(list(fit.local[n].values()))) for n in ref.local_names}
-        local_fit = fit_expression(e, env, fit_rows[target].to_numpy(float), ref.local_names, init,
-                                   space=space, n_starts=8)
         rows = parts["test_test"][parts["test_test"][GROUP_COL] == g]
-        pred = _predict(ref.expr, rows, inputs, {**fit.constants, **local_fit.constants})
-        values.append(metrics.compute(spec.metric, rows[target].to_numpy(float), pred))
-    return float(np.mean(values))
+        try:
+            local = namespace["fit"](fit_rows[used].to_numpy(float),
+                                     fit_rows[target].to_numpy(float), **consts)
+            value = metrics.compute(spec.metric, rows[target].to_numpy(float), predict(rows, local))
+        except (ValueError, FloatingPointError, np.linalg.LinAlgError):
+            value = float("nan")
+        out[str(g)] = value
+    return out
+
+
+def _mean_finite(values: Mapping[str, float]) -> float:
+    finite = [v for v in values.values() if np.isfinite(v)]
+    return float(np.mean(finite)) if finite else float("nan")
 
 
 def _coords_and_groups(
@@ -104,25 +119,6 @@ def _structure(x: np.ndarray, residuals: np.ndarray, groups: np.ndarray) -> floa
     labels = sorted(set(groups))[:40]
     values = [world_mod.structure_ratio(x[groups == g], residuals[groups == g]) for g in labels]
     return float(np.median(values))
-
-
-def _rubric_check(spec: TaskSpec, rubric: list[dict], expr: str, fit: FitResult,
-                  train: pd.DataFrame) -> tuple[bool, str]:
-    inputs = [v["name"] for v in spec.inputs]
-    frames = ([(g, f) for g, f in train.groupby(GROUP_COL)] if spec.multi_group
-              else [(None, train)])
-    ranges = rubric_mod.input_ranges(train, inputs)
-    for g, frame in frames:
-        consts = dict(fit.constants)
-        for name, table in fit.local.items():
-            consts[name] = table[str(g)]
-        for item in rubric:
-            probes = rubric_mod.probe_inputs(item, frame, inputs, ranges)
-            pred = _predict(expr, probes, inputs, consts)
-            ok, why = rubric_mod.verdict(item, probes, pred)
-            if not ok:
-                return False, f"{item['id']} ({'group ' + str(g) if g else 'global'}): {why}"
-    return True, "all rubric items hold"
 
 
 def _write_npz(path: Path, arrays: Mapping[str, np.ndarray]) -> None:
@@ -158,6 +154,7 @@ def build_task(spec: TaskSpec, out: Path, proposer: llm_variants.Proposer | None
 
     # -- references: fitted on the training split only ------------------------
     refs_out, ref_fits, ref_scores = [], {}, {}
+    per_group: dict[str, dict[str, float]] = {}
     for ref in spec.references:
         fit = _fit(spec, ref.expr, ref.global_names, ref.local_names, ref.init, train, space)
         ref_fits[ref.name] = fit
@@ -165,20 +162,22 @@ def build_task(spec: TaskSpec, out: Path, proposer: llm_variants.Proposer | None
         module = law_module(title=f"{ref.name}: {ref.citation}", expr=ref.expr,
                             used_inputs=[i for i in inputs if i in Expression(ref.expr).names],
                             constants=fit.constants, local_init=local_init or None, space=space)
+        per_group[ref.name] = _heldout_metrics(spec, module, parts)
         pred = _predict(ref.expr, train, inputs, fit.constants, fit.local)
         resid = to_residual_space(y, space) - to_residual_space(pred, space)
         ref_scores[ref.name] = {
             "train_r2_residual_space": fit.r2,
-            "heldout_metric": _heldout_metric(spec, ref, fit, parts, space),
+            "heldout_metric": _mean_finite(per_group[ref.name]),
+            "heldout_groups_failed": sum(not np.isfinite(v) for v in per_group[ref.name].values()),
             "structure_B_b": _structure(x, resid, groups),
         }
         refs_out.append({"name": ref.name, "citation": ref.citation, "expr": ref.expr,
                          "global": ref.global_names, "local": ref.local_names,
                          "init": {**ref.init, **local_init}, "constants": fit.constants,
                          "module": module})
-    best = min(spec.references, key=lambda r: (ref_scores[r.name]["heldout_metric"]
-                                                if spec.metric != "r2"
-                                                else -ref_scores[r.name]["heldout_metric"]))
+    # the scorer's rule (metrics.best_reference): the best of those that score every group
+    best_name = metrics.best_reference(spec.metric, per_group)
+    best = next(r for r in spec.references if r.name == best_name)
     naive = _naive_metric(spec, parts)
     if not ref_scores[best.name]["heldout_metric"] < naive:
         raise ValueError(f"{spec.task_id}: best reference {best.name} does not beat the naive "

@@ -36,13 +36,15 @@ def catalogue(root: Path) -> str:
         "## Real-data tasks",
         "",
         "`best reference` anchors S_N = 0.5 (its held-out metric shown); `naive` is a constant "
-        "predictor, which the best reference must beat for the task to be built. Per-task "
+        "predictor, which the best reference must beat for the task to be built; `rubric items` "
+        "counts the task's validity rubric (S_V = items held / items, docs/judges.md). Per-task "
         "figures (records, the best reference's fit, world samples) and world reports are "
         "written beside the answer key, `var/tasks/<task>/simulator/`.",
         "",
         "| task | discipline | type | metric | rows (train/held out) | groups | split | "
-        "best reference (held-out) | naive | other references | data source | licence |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "best reference (held-out) | naive | other references | rubric items | data source | "
+        "licence |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for t in real:
         m = t.meta
@@ -55,7 +57,7 @@ def catalogue(root: Path) -> str:
             f"| `{m.task_id}` | {m.discipline} | {m.type_label} | {m.metric} | "
             f"{len(t.train)}/{held} | {groups} | {m.split_kind} | "
             f"{best} ({rm['references'][best]['heldout_metric']:.4g}) | "
-            f"{rm['naive_baseline']:.4g} | {', '.join(others) or '-'} | "
+            f"{rm['naive_baseline']:.4g} | {', '.join(others) or '-'} | {len(t.rubric())} | "
             f"{_cell(m.source.split(';')[0])} | {_cell(m.license)} |")
     fingerprint = library.world_fingerprint or "(none)"
     lines += [

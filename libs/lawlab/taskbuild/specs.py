@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 import yaml
 
+from lawlab import rubric
 from lawlab.tasks import GROUP_COL
 
 TASKS_DIR = Path(__file__).with_name("tasks")
@@ -250,7 +251,7 @@ def spec_from_yaml(path: Path) -> TaskSpec:
         refs = [RefSpec(r["name"], r["citation"], r["expr"], list(r["global"]),
                         list(r.get("local", [])), {k: float(v) for k, v in r.get("init", {}).items()})
                 for r in doc["references"]]
-        return TaskSpec(
+        spec = TaskSpec(
             task_id=doc["task_id"], title=doc["title"], discipline=doc["discipline"],
             context=" ".join(doc["context"].split()), target=dict(doc["target"]),
             inputs=[dict(v) for v in doc["inputs"]], metric=doc["metric"], load=load,
@@ -260,6 +261,31 @@ def spec_from_yaml(path: Path) -> TaskSpec:
             license=doc["license"], group_description=doc.get("group_description", ""))
     except KeyError as err:
         raise ValueError(f"{where}: missing field {err}") from None
+    check_rubric(spec, where)
+    return spec
+
+
+MIN_ITEMS = 4
+
+
+def check_rubric(spec: TaskSpec, where: str) -> None:
+    """Every item probe-able, described and cited; no duplicate ids; enough items."""
+    inputs = [v["name"] for v in spec.inputs]
+    seen = set()
+    for item in spec.rubric:
+        try:
+            rubric.validate_item(item, inputs)
+        except ValueError as err:
+            raise ValueError(f"{where}: {err}") from None
+        for key in ("description", "citation"):
+            if not str(item.get(key, "")).strip():
+                raise ValueError(f"{where}: rubric item {item.get('id')!r} has no {key}")
+        if item["id"] in seen:
+            raise ValueError(f"{where}: rubric item id {item['id']!r} appears twice")
+        seen.add(item["id"])
+    if len(spec.rubric) < MIN_ITEMS:
+        raise ValueError(f"{where}: {len(spec.rubric)} rubric items; at least {MIN_ITEMS} "
+                         "(docs/judges.md)")
 
 
 def load_specs(directory: Path = TASKS_DIR) -> list[TaskSpec]:

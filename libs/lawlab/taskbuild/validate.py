@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from lawlab import metrics, structure
+from lawlab import metrics, structure, validity
 from lawlab import rubric as rubric_mod
 from lawlab import world as world_mod
 from lawlab.expr import Expression
@@ -50,27 +50,16 @@ class Report:
 def rubric_failures(task: Task, expr: str, constants: Mapping[str, float],
                     local: Mapping[str, Mapping[str, float]], items: Sequence[dict[str, Any]],
                     frame: pd.DataFrame | None = None) -> list[str]:
-    """Rubric items a restricted-expression law fails, per training group."""
+    """Rubric items a restricted-expression law fails, probed on every group (for
+    a Type II law, every group it has local values for)."""
     inputs = task.meta.input_names
     train = task.train if frame is None else frame
-    ranges = rubric_mod.input_ranges(train, inputs)
-    groups = ([(g, f) for g, f in train.groupby(GROUP_COL)
-               if g in next(iter(local.values()), {})] if local else [(None, train)])
-    e = Expression(expr)
-    out = []
-    for g, rows in groups:
-        consts = dict(constants)
-        consts.update({k: v[g] for k, v in local.items()})
-        for item in items:
-            probes = rubric_mod.probe_inputs(item, rows, inputs, ranges)
-            env = {n: probes[n].to_numpy(float) for n in inputs}
-            env.update(consts)
-            with np.errstate(all="ignore"):
-                pred = np.broadcast_to(np.asarray(e.evaluate(env), float), (len(probes),))
-            ok, why = rubric_mod.verdict(item, probes, pred)
-            if not ok:
-                out.append(f"{item['id']} ({'global' if g is None else g}): {why}")
-    return out
+    if local:
+        known = set(next(iter(local.values())))
+        train = train[train[GROUP_COL].astype(str).isin(known)]
+    predictor = validity.expression_predictor(expr, constants, inputs, local)
+    return validity.failures(validity.evaluate(items, train, inputs, task.meta.multi_group,
+                                               predictor))
 
 
 def _required_files(task: Task) -> list[str]:

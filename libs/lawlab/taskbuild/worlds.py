@@ -24,8 +24,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from lawlab import rubric as rubric_mod
-from lawlab import structure
+from lawlab import structure, validity
 from lawlab import world as world_mod
 from lawlab.expr import Expression
 from lawlab.fitting import FitError, FitResult, fit_expression, fit_grouped, to_residual_space
@@ -305,23 +304,14 @@ class WorldBuilder:
     # ---- screens ------------------------------------------------------------------------
     def rubric_failure(self, expr: str, constants: Mapping[str, float],
                        local: Mapping[str, Mapping[str, float]]) -> str:
-        frames = ([(g, f) for g, f in self.frame.groupby(GROUP_COL)] if self.multi
-                  else [(None, self.frame)])
-        ranges = rubric_mod.input_ranges(self.frame, self.inputs)
-        e = Expression(expr)
-        for g, rows in frames:
-            consts = dict(constants)
-            consts.update({n: t[str(g)] for n, t in local.items()})
-            for item in self.rubric:
-                probes = rubric_mod.probe_inputs(item, rows, self.inputs, ranges)
-                env = {n: probes[n].to_numpy(float) for n in self.inputs}
-                env.update(consts)
-                with np.errstate(all="ignore"):
-                    pred = np.broadcast_to(np.asarray(e.evaluate(env), float), (len(probes),))
-                ok, why = rubric_mod.verdict(item, probes, pred)
-                if not ok:
-                    return f"{item['id']} ({'group ' + str(g) if g is not None else 'global'}): {why}"
-        return ""
+        """The first rubric item the law fails on some group (every group probed,
+        the same plan as the judge's), or ''."""
+        predictor = validity.expression_predictor(
+            expr, constants, self.inputs, {n: {str(g): v for g, v in t.items()}
+                                           for n, t in local.items()})
+        verdicts = validity.evaluate(self.rubric, self.frame, self.inputs, self.multi, predictor)
+        bad = validity.failures(verdicts)
+        return bad[0] if bad else ""
 
     def reduced_form(self, cand: synthesis.Candidate, piece: synthesis.Piece,
                      anchor: Fitted | None = None) -> tuple[structure.Form, list[np.ndarray]]:

@@ -1,0 +1,125 @@
+"""S_V discriminates (issue #17): score controls on every real-data task.
+
+In-process over the whole built library (the controls and the references are
+our own expressions, so they run here; a submission only ever runs in the
+sandbox): the constant control fails most of every rubric (mean S_V <= 0.25),
+every best published reference scores S_V = 1.0 on every group, every hidden
+law satisfies its rubric on every group, the gate lets every reference, hidden
+law and the constant through and stops the lookup-table and copied-aggregate
+hacks on every task. Then through the real judge and scorer services on a few
+tasks: the service computes the same S_V as the in-process plan.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from lawlab import validity
+from lawlab.common.v1 import common_pb2
+from lawlab.contract import law_module
+from lawlab.judge.v1 import judge_pb2, judge_pb2_grpc
+from lawlab.scorer.v1 import scorer_pb2, scorer_pb2_grpc
+from lawlab.taskbuild import controls
+from lawlab_judge import antihack
+
+
+def real_tasks(library):
+    return [t for t in library if t.meta.suite == "real"]
+
+
+def cap(task) -> int:
+    return task.meta.caps.max_law_constants + task.meta.caps.max_local_params
+
+
+def test_the_library_has_41_real_tasks_with_rich_rubrics(library):
+    tasks = real_tasks(library)
+    assert len(tasks) == 41
+    counts = [len(t.rubric()) for t in tasks]
+    assert min(counts) >= 4 and np.mean(counts) >= 5
+    for t in tasks:
+        assert all(item.get("citation") for item in t.rubric()), t.task_id
+
+
+def test_constant_control_fails_most_rubric_items(library):
+    scores = {}
+    for task in real_tasks(library):
+        gate = antihack.check(controls.constant_source(task), cap(task),
+                              validity.target_aggregates(task))
+        assert gate.passed, f"{task.task_id}: the constant control should reach the rubric"
+        audits = {a.law: a for a in controls.rubric_audit(task)}
+        constant = audits["constant"]
+        scores[task.task_id] = validity.s_v(constant.verdicts, gate.passed)
+    mean = float(np.mean(list(scores.values())))
+    assert mean <= 0.25, f"constant control mean S_V {mean:.3f}: {scores}"
+
+
+def test_every_best_reference_and_hidden_law_satisfies_its_rubric(library):
+    problems = []
+    for task in real_tasks(library):
+        for audit in controls.rubric_audit(task):
+            if ("(best)" in audit.law or audit.law == "hidden law") \
+                    and audit.passed < len(audit.verdicts):
+                problems.append(f"{task.task_id} {audit.law}: {validity.failures(audit.verdicts)[:2]}")
+    assert not problems, "\n".join(problems)
+
+
+def test_the_gate_passes_every_reference_and_hidden_law(library):
+    wrong = []
+    for task in real_tasks(library):
+        aggregates = validity.target_aggregates(task)
+        sources = {f"reference {r.name}": r.module for r in task.references()}
+        if task.has_world():
+            law = task.hidden_law()
+            local_init = ({n: float(np.median(list(t.values()))) for n, t in law.local.items()}
+                          or None)
+            sources["hidden law"] = law_module(title="hidden", expr=law.expr,
+                                               used_inputs=task.meta.input_names,
+                                               constants=law.constants, local_init=local_init)
+        for name, source in sources.items():
+            verdict = antihack.check(source, cap(task), aggregates)
+            if not verdict.passed:
+                wrong.append(f"{task.task_id} {name}: {verdict.reason}")
+    assert not wrong, "\n".join(wrong)
+
+
+@pytest.mark.parametrize("control", ["lookup_table", "aggregate_constant"])
+def test_the_gate_stops_the_hacks_on_every_task(library, control):
+    passed = [t.task_id for t in real_tasks(library)
+              if antihack.check(controls.CONTROLS[control](t), cap(t),
+                                validity.target_aggregates(t)).passed]
+    assert not passed, f"{control} passed the gate on {passed}"
+
+
+@pytest.fixture(scope="module")
+def services(cluster):
+    return (judge_pb2_grpc.JudgeServiceStub(cluster.channel("judge")),
+            scorer_pb2_grpc.ScorerServiceStub(cluster.channel("scorer")))
+
+
+@pytest.mark.parametrize("task_id", ["puromycin_enzyme_kinetics", "dnase_elisa"])
+def test_the_judge_service_agrees_with_the_in_process_plan(library, services, task_id):
+    judge, scorer = services
+    task = library.get(task_id)
+    audits = {a.law: a for a in controls.rubric_audit(task)}
+
+    def judged(source: str) -> judge_pb2.ValidityVerdict:
+        return judge.JudgeValidity(judge_pb2.JudgeRequest(
+            task_id=task_id, submission=common_pb2.Submission(source=source)), timeout=300)
+
+    v = judged(controls.constant_source(task))
+    assert v.status == "ok" and v.anti_hacking_passed
+    assert [i.passed for i in v.items] == [i.passed for i in audits["constant"].verdicts]
+    assert v.s_v == pytest.approx(validity.s_v(audits["constant"].verdicts, True)) and v.s_v <= 0.25
+    best = json.loads((task.root / "eval" / "reference_metrics.json").read_text())["best_reference"]
+    ref = next(r for r in task.references() if r.name == best)
+    v = judged(ref.module)
+    assert v.s_v == 1.0, [(i.item_id, i.evidence) for i in v.items if not i.passed]
+    score = scorer.ScoreSubmission(scorer_pb2.ScoreRequest(
+        task_id=task_id, submission=common_pb2.Submission(source=ref.module)), timeout=300)
+    assert score.s_n == pytest.approx(0.5)
+    for control in ("lookup_table", "aggregate_constant"):
+        v = judged(controls.CONTROLS[control](task))
+        assert not v.anti_hacking_passed and v.s_v == 0.0, control
