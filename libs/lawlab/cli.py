@@ -554,6 +554,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--agent-addr", default=config.service_address("agent"))
     p.add_argument("--json", action="store_true")
 
+    p = trial.add_parser("show", help="a trajectory rendered for reading: turns, tool calls, "
+                                      "outputs, usage, the submission and its scores")
+    p.add_argument("trial", help="a trial id (from a running agent service) or a trajectory "
+                                 ".jsonl file")
+    p.add_argument("--attempt", type=int, default=0, help="which attempt (default: the last)")
+    p.add_argument("--prompts", action="store_true", help="also print the prompts")
+    p.add_argument("--full", action="store_true", help="do not shorten long replies and outputs")
+    p.add_argument("--agent-addr", default=config.service_address("agent"))
+
     p = sub.add_parser("fit", help="fit an expression's constants to CSV data")
     p.add_argument("--expr", required=True, help='e.g. "b1*(1-exp(-b2*x))"')
     p.add_argument("--data", required=True, help="CSV with the inputs and the target")
@@ -593,6 +602,10 @@ def main(argv: list[str] | None = None) -> int:
                 "fingerprint": cmd_tasks_fingerprint, "audit": cmd_tasks_audit,
                 "import": cmd_tasks_import}[args.verb](args)
     if args.command == "trial":
+        if args.verb == "show":
+            from lawlab.cli_trial import cmd_trial_show
+
+            return cmd_trial_show(args)
         return cmd_trial_run(args)
     if args.command == "sandbox":
         return cmd_sandbox_exec(args)

@@ -82,7 +82,7 @@ def spec_from_args(args: argparse.Namespace):
         if not isinstance(doc, dict):
             raise SystemExit(f"{args.spec}: expected a mapping of campaign fields")
     for key in ("name", "agents", "tasks", "settings", "contexts", "repeats", "seed",
-                "concurrency", "max_attempts", "backoff_seconds"):
+                "concurrency", "max_attempts", "backoff_seconds", "decoding"):
         value = getattr(args, key, None)
         if value is not None:
             doc[key] = value
@@ -90,10 +90,25 @@ def spec_from_args(args: argparse.Namespace):
     if isinstance(agents, str):
         agents = agents.split(",")
     spec = agent_pb2.CampaignSpec(name=str(doc.get("name") or ""))
+    shared = doc.get("decoding") or {}
+    if isinstance(shared, str):
+        try:
+            shared = json.loads(shared)
+        except json.JSONDecodeError as err:
+            raise SystemExit(f"--decoding: not JSON ({err.msg}); e.g. "
+                             '\'{"max_completion_tokens": 8192, "temperature": 0.4}\'') from None
     for a in agents:
         agent, _, model = (a if isinstance(a, str) else f"{a['agent']}:{a.get('model', '')}"
                            ).partition(":")
-        spec.agents.append(agent_pb2.AgentModel(agent=agent.strip(), model=model.strip()))
+        entry = agent_pb2.AgentModel(agent=agent.strip(), model=model.strip())
+        own = a.get("decoding", {}) if isinstance(a, dict) else {}
+        decoding = {**shared, **own} if agent.strip() == "openai" else own
+        if decoding:
+            try:
+                entry.decoding.CopyFrom(agent_pb2.Decoding(**decoding))
+            except (TypeError, ValueError) as err:
+                raise SystemExit(f"decoding: {err}") from None
+        spec.agents.append(entry)
     for key in ("tasks", "settings", "contexts"):
         value = doc.get(key) or {"tasks": ["all"], "settings": ["real", "parallel"],
                                  "contexts": ["full"]}[key]
@@ -479,6 +494,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--spec", help="a YAML or JSON file with the fields below")
     p.add_argument("--name", help="the campaign id (default: a hash of the grid)")
     p.add_argument("--agents", help="comma list of agent[:model], e.g. sr,template,openai:gpt-4o")
+    p.add_argument("--decoding", help="JSON decoding overrides for the LLM agents, e.g. "
+                                      '\'{"max_completion_tokens": 8192, "temperature": 0.4}\' '
+                                      "(default: the model family's, docs/agents.md)")
     p.add_argument("--tasks", help="comma list of task ids or selectors: all, suite:real, "
                                    "suite:lsr-transform, type:II, discipline:physics")
     p.add_argument("--settings", help="real,parallel (default both)")

@@ -6,6 +6,7 @@ harness, classify a failure. Storage is the caller's business.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 from collections.abc import Callable
 
@@ -42,7 +43,7 @@ def describe(err: BaseException) -> str:
     return f"{type(err).__name__}: {err}"[:2000]
 
 
-async def execute(record: TrialRecord, policies: dict[str, Callable[[str], Policy]],
+async def execute(record: TrialRecord, policies: dict[str, Callable[[str, dict], Policy]],
                   clients: Clients, trajectory: Trajectory) -> tuple[TrialRecord, str, str]:
     """Runs the attempt ``record.attempts``; returns (record, cause, error), cause
     '' on success. On failure the record's status is 'retrying' ('error' for a
@@ -50,7 +51,8 @@ async def execute(record: TrialRecord, policies: dict[str, Callable[[str], Polic
     cause, error = "", ""
     policy: Policy | None = None
     try:
-        policy = policies[record.agent](record.model)
+        policy = policies[record.agent](record.model,
+                                        json.loads(record.decoding) if record.decoding else {})
         record = await run_trial(record, policy, clients, trajectory)
     except asyncio.CancelledError:
         # the process is stopping: the attempt stays open and is found 'killed'

@@ -33,11 +33,53 @@ _STATE = {
 
 
 def trial_id_for(task_id: str, setting: str, agent: str, model: str, seed: int,
-                 context: str = "full") -> str:
+                 context: str = "full", decoding: str = "") -> str:
     key = f"{task_id}|{setting}|{agent}|{model}|{seed}"
     if context and context != "full":  # ids of full-context trials predate ablations
         key += f"|{context}"
+    if decoding:  # the same model decoded differently is another trial
+        key += f"|{decoding}"
     return f"{task_id}-{setting}-{agent}-" + hashlib.sha256(key.encode()).hexdigest()[:12]
+
+
+def decoding_doc(pb: agent_pb2.Decoding, field: str, model: str | None) -> dict:
+    """The decoding overrides that are set, as a plain dict; checked against the LLM
+    backend's rules when ``model`` is given (INVALID_ARGUMENT naming the field)."""
+    doc: dict = {}
+    if pb.family:
+        doc["family"] = pb.family
+    if pb.max_completion_tokens:
+        doc["max_completion_tokens"] = int(pb.max_completion_tokens)
+    if pb.HasField("temperature"):
+        doc["temperature"] = float(pb.temperature)
+    if pb.reasoning_effort:
+        doc["reasoning_effort"] = pb.reasoning_effort
+    if pb.max_completion_tokens < 0:
+        raise InvalidArgument(f"{field}.max_completion_tokens", "must be positive")
+    if doc and model is not None:
+        from lawlab_agent.llm import decoding_for
+        from lawlab_agent.policy import ConfigurationError
+
+        try:
+            decoding_for(model or "unnamed", doc)
+        except ConfigurationError as err:
+            raise InvalidArgument(field, str(err)) from None
+    return doc
+
+
+def decoding_json(doc: dict) -> str:
+    return json.dumps(doc, sort_keys=True) if doc else ""
+
+
+def decoding_pb(text_or_doc: str | dict) -> agent_pb2.Decoding:
+    doc = json.loads(text_or_doc) if isinstance(text_or_doc, str) and text_or_doc else \
+        (text_or_doc or {})
+    pb = agent_pb2.Decoding(family=doc.get("family", ""),
+                            max_completion_tokens=int(doc.get("max_completion_tokens", 0)),
+                            reasoning_effort=doc.get("reasoning_effort", ""))
+    if doc.get("temperature") is not None:
+        pb.temperature = float(doc["temperature"])
+    return pb
 
 
 def normalise(spec: agent_pb2.CampaignSpec, agents: set[str]) -> dict:
@@ -49,7 +91,12 @@ def normalise(spec: agent_pb2.CampaignSpec, agents: set[str]) -> dict:
         if a.agent not in agents:
             raise InvalidArgument(f"spec.agents[{i}].agent",
                                   f"unknown agent {a.agent!r}; available: {sorted(agents)}")
-        pairs.append([a.agent, a.model])
+        decoding = decoding_doc(a.decoding, f"spec.agents[{i}].decoding",
+                                a.model if a.agent == "openai" else None)
+        if decoding and a.agent != "openai":
+            raise InvalidArgument(f"spec.agents[{i}].decoding",
+                                  f"applies to LLM backends (openai) only, not {a.agent!r}")
+        pairs.append([a.agent, a.model, decoding])
     if not spec.tasks:
         raise InvalidArgument("spec.tasks", "at least one task id or selector (e.g. 'all')")
     settings = []
@@ -119,7 +166,9 @@ def expand(doc: dict, tasks: list[common_pb2.TaskMetadata]) -> list[Cell]:
     """Every cell of the grid; a task is paired only with settings it supports."""
     cells = []
     chosen = select_tasks(doc["tasks"], tasks)
-    for agent, model in doc["agents"]:
+    for entry in doc["agents"]:
+        agent, model = entry[0], entry[1]
+        decoding = decoding_json(entry[2] if len(entry) > 2 else {})
         for setting in doc["settings"]:
             for t in chosen:
                 supported = {convert.setting_name(s) for s in t.settings} or {"real"}
@@ -129,8 +178,9 @@ def expand(doc: dict, tasks: list[common_pb2.TaskMetadata]) -> list[Cell]:
                     for k in range(doc["repeats"]):
                         seed = doc["seed"] + k
                         cells.append(Cell(trial_id_for(t.task_id, setting, agent, model, seed,
-                                                       context),
-                                          t.task_id, setting, agent, model, seed, context))
+                                                       context, decoding),
+                                          t.task_id, setting, agent, model, seed, context,
+                                          decoding))
     if not cells:
         raise InvalidArgument("spec", "the grid is empty: no selected task supports the "
                                       "selected settings")
@@ -189,7 +239,9 @@ def summarize(row: CampaignRow, cells: list[Cell], records: list[TrialRecord],
         repeats=row.spec["repeats"], seed=row.spec["seed"],
         concurrency=row.spec["concurrency"], max_attempts=row.spec["max_attempts"],
         backoff_seconds=row.spec["backoff_seconds"],
-        agents=[agent_pb2.AgentModel(agent=a, model=m) for a, m in row.spec["agents"]],
+        agents=[agent_pb2.AgentModel(agent=e[0], model=e[1],
+                                     decoding=decoding_pb(e[2] if len(e) > 2 else {}))
+                for e in row.spec["agents"]],
         settings=[convert.setting_from_name(s) for s in row.spec["settings"]])
     out = agent_pb2.Campaign(campaign_id=row.campaign_id, spec=spec, state=_STATE[row.state],
                              error=row.error, created=row.created, updated=row.updated,

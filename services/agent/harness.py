@@ -7,6 +7,7 @@ go back as the next user message. Every event is written to the trajectory.
 
 from __future__ import annotations
 
+import ast
 import logging
 import time
 from dataclasses import dataclass
@@ -66,6 +67,18 @@ def _experiment_request(payload: str, session_id: str, request_id: str,
     for name, values in exp.inputs.items():
         req.inputs[view.task_name(name)].values.extend(values)
     return req
+
+
+def _unreadable(source: str) -> str:
+    """Why a submission cannot be read as a module ('' if it can): a syntax error or
+    no predict function. Whether it honours the contract is the scorer's business."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError as err:
+        return f"line {err.lineno}: {err.msg}"
+    if not any(isinstance(n, ast.FunctionDef) and n.name == "predict" for n in tree.body):
+        return "it defines no predict function"
+    return ""
 
 
 # refusals a model's own request can cause: they cost the turn, not the attempt
@@ -135,7 +148,9 @@ async def run_trial(record: TrialRecord, policy: Policy, clients: Clients,
         {"role": "system", "content": prompts.system_prompt(seen, parallel)},
         {"role": "user", "content": user + ("\n\n" + resumed.strip() if resumed else "")},
     ])
+    decoding = getattr(policy, "decoding", None)
     trajectory.write({"type": "prompt", "messages": ctx.messages,
+                      **({"decoding": decoding} if decoding else {}),
                       **({"resumed": {"calls_used": session.budget.calls_used, "turns_used": turn}}
                          if resumed else {})})
     submission: str | None = None
@@ -192,9 +207,17 @@ async def run_trial(record: TrialRecord, policy: Policy, clients: Clients,
                               "submitting</error>")
                 elif not block.content.strip():
                     result = "<error>the submission is empty</error>"
+                elif (problem := _unreadable(block.content)):
+                    # B.2: a reply that does not produce a parseable submission is not final
+                    result = (f"<error>{prompts.FORCED_RETRY.format(error=problem)}</error>"
+                              if forced else f"<error>the submission cannot be read as a "
+                              f"Python module: {problem}</error>")
                 else:
                     submission = block.content
                     status = "completed_forced_final" if forced else "completed"
+            if block.ignored and result:
+                result += (f"\n<note>only the first tool block ran; {block.ignored} later "
+                           f"block{'s' if block.ignored > 1 else ''} ignored</note>")
             tool_seconds = time.perf_counter() - t1
             TURNS.labels(record.setting, tool).inc()
             TOOL_SECONDS.labels(tool).observe(tool_seconds)
@@ -204,6 +227,9 @@ async def run_trial(record: TrialRecord, policy: Policy, clients: Clients,
             usage = getattr(policy, "last_usage", None)
             if usage:
                 event["usage"] = dict(usage)
+            failures = getattr(policy, "last_failures", None)
+            if failures:  # model calls that failed inside this turn (B.2: kept in the loop)
+                event["model_failures"] = list(failures)
             reasoning = getattr(policy, "last_reasoning", "")
             if reasoning:  # logged, never fed back to the model
                 event["reasoning"] = reasoning

@@ -1,21 +1,22 @@
 """An OpenAI-compatible chat-completions backend (OpenAI, vLLM, llama.cpp, Ollama, ...).
 
-Configuration (environment of the agent service):
+Configuration (environment of the agent service; a campaign's decoding settings
+override the defaults, docs/agents.md):
   LAWLAB_LLM_BASE_URL      e.g. https://api.openai.com/v1 or http://127.0.0.1:8000/v1
   LAWLAB_LLM_API_KEY       the key (falls back to OPENAI_API_KEY); may be empty for local servers
   LAWLAB_LLM_API_KEY_FILE  or a file holding it (a mounted Kubernetes Secret)
-  LAWLAB_LLM_MAX_TOKENS    max completion tokens (default 4096)
-  LAWLAB_LLM_REASONING_EFFORT  sent as reasoning_effort when set (low, medium, high)
-  LAWLAB_LLM_TEMPERATURE   sent only when set (some endpoints reject it)
-  LAWLAB_LLM_TIMEOUT       seconds per call (default 120)
-  LAWLAB_LLM_FAILED_TURNS  consecutive failed turns before the attempt is abandoned (default 3)
-The model name comes from the trial request. Each call has a 120 s timeout and
-one retry; a failure becomes an error message inside the loop, not an aborted
-trial (PROTOCOL.md section 2). Only when several turns in a row fail (the
-endpoint is down or rate-limiting) is the attempt abandoned with its cause, so
-the campaign can retry the trial later instead of burning its turns.
-Reasoning text returned by the endpoint is logged in the trajectory, never
-sent back.
+  LAWLAB_LLM_TIMEOUT       seconds per call (default 600: long reasoning replies)
+  LAWLAB_LLM_RETRIES       calls per turn before the failure goes into the conversation (default 4)
+  LAWLAB_LLM_BACKOFF       first backoff in seconds, doubled per retry, at most 60 (default 2)
+
+Loop rules (paper B.2): a failed model call (a timeout, a rate limit, a 5xx, a
+malformed body) is retried with exponential backoff inside the turn, honouring
+Retry-After; if every retry fails, the failure becomes a message in the
+conversation and the turn is spent. A trial ends only by a submission or by
+exhausting its turns, never because the endpoint misbehaved. Only a refusal no
+retry can fix (401, 403, 404: a wrong key or model name) stops the campaign
+(ConfigurationError). Reasoning text returned by the endpoint is logged in the
+trajectory, never sent back.
 """
 
 from __future__ import annotations
@@ -27,11 +28,13 @@ import logging
 import os
 import time
 import urllib.error
+from collections.abc import Mapping
+from typing import Any
 
 from prometheus_client import Counter, Histogram
 
 from lawlab import chat
-from lawlab_agent.policy import AttemptFailed, ConfigurationError, TrialContext
+from lawlab_agent.policy import ConfigurationError, TrialContext
 
 log = logging.getLogger("lawlab.agent.llm")
 
@@ -39,7 +42,7 @@ LLM_SECONDS = Histogram("lawlab_llm_request_seconds", "LLM request latency.", ["
                         buckets=(0.1, 0.5, 1, 2, 5, 10, 30, 60, 120))
 LLM_TOKENS = Counter("lawlab_llm_tokens_total", "LLM tokens used.", ["model", "kind"])
 LLM_ERRORS = Counter("lawlab_llm_errors_total", "Failed LLM requests, by cause.", ["model", "cause"])
-TIMEOUT = float(os.environ.get("LAWLAB_LLM_TIMEOUT", "120"))  # seconds per call
+TIMEOUT = float(os.environ.get("LAWLAB_LLM_TIMEOUT", "600"))  # seconds per call
 
 
 LLMConfigError = ConfigurationError  # the name older callers import
@@ -48,7 +51,7 @@ LLMConfigError = ConfigurationError  # the name older callers import
 class OpenAIChatPolicy:
     name = "openai"
 
-    def __init__(self, model: str) -> None:
+    def __init__(self, model: str, decoding: Mapping[str, Any] | None = None) -> None:
         self.base_url = os.environ.get("LAWLAB_LLM_BASE_URL", "").rstrip("/")
         if not self.base_url:
             raise LLMConfigError("LAWLAB_LLM_BASE_URL is not set; point it at an "
@@ -65,35 +68,40 @@ class OpenAIChatPolicy:
                 raise LLMConfigError(f"LAWLAB_LLM_API_KEY_FILE: cannot read {key_file}: "
                                      f"{err.strerror}") from None
         try:
-            self.max_tokens = int(os.environ.get("LAWLAB_LLM_MAX_TOKENS", "4096"))
-            self.failed_turns_max = int(os.environ.get("LAWLAB_LLM_FAILED_TURNS", "3"))
-            temperature = os.environ.get("LAWLAB_LLM_TEMPERATURE")
-            self.temperature = float(temperature) if temperature else None
+            self.retries = max(1, int(os.environ.get("LAWLAB_LLM_RETRIES", "4")))
+            self.backoff = max(0.0, float(os.environ.get("LAWLAB_LLM_BACKOFF", "2")))
         except ValueError as err:
             raise LLMConfigError(f"LLM settings: {err}") from None
-        self.reasoning_effort = os.environ.get("LAWLAB_LLM_REASONING_EFFORT", "")
+        self.decoding = decoding_for(model, decoding)
         self.usage = {"prompt_tokens": 0, "completion_tokens": 0}
         self.last_usage: dict[str, int] = {}
         self.last_reasoning = ""
-        self._failed_turns = 0
 
     async def close(self) -> None:
         return None
 
     def _post(self, messages: list[dict]) -> dict:
         doc: dict = {"model": self.model, "messages": messages,
-                     "max_completion_tokens": self.max_tokens}
-        if self.reasoning_effort:
-            doc["reasoning_effort"] = self.reasoning_effort
-        if self.temperature is not None:
-            doc["temperature"] = self.temperature
+                     "max_completion_tokens": self.decoding["max_completion_tokens"]}
+        if self.decoding.get("reasoning_effort"):
+            doc["reasoning_effort"] = self.decoding["reasoning_effort"]
+        if self.decoding.get("temperature") is not None:
+            doc["temperature"] = self.decoding["temperature"]
         return chat.completion(self.base_url, self.key, doc, TIMEOUT)
 
     async def reply(self, ctx: TrialContext, forced: bool) -> str:
         messages = [{"role": m["role"], "content": m["content"]} for m in ctx.messages]
         last_error, cause = "", ""
         self.last_usage, self.last_reasoning = {}, ""
-        for attempt in range(2):  # one retry
+        self.last_failures = []
+        retry_after: float | None = None
+        for attempt in range(self.retries):
+            if attempt:
+                wait = min(60.0, self.backoff * 2 ** (attempt - 1))
+                if cause == "rate_limit" and retry_after is not None:
+                    wait = min(60.0, max(wait, retry_after))
+                await asyncio.sleep(wait)
+            retry_after = None
             start = time.perf_counter()
             try:
                 doc = await asyncio.to_thread(self._post, messages)
@@ -103,12 +111,10 @@ class OpenAIChatPolicy:
                                          "check LAWLAB_LLM_API_KEY and the model name") from None
                 cause = "rate_limit" if err.code == 429 else "api_server"
                 last_error = f"HTTP {err.code}"
-                if err.code == 429 and attempt == 0:  # honour Retry-After, within reason
-                    try:
-                        wait = float(err.headers.get("Retry-After", "1"))
-                    except (TypeError, ValueError):
-                        wait = 1.0
-                    await asyncio.sleep(min(max(wait, 0.0), 10.0))
+                try:
+                    retry_after = float(err.headers.get("Retry-After", "")) if err.headers else None
+                except (TypeError, ValueError):
+                    retry_after = None
             except (json.JSONDecodeError, http.client.HTTPException) as err:
                 cause, last_error = "api_server", f"malformed response body ({type(err).__name__})"
             except (TimeoutError, urllib.error.URLError, ConnectionError, OSError) as err:
@@ -129,13 +135,59 @@ class OpenAIChatPolicy:
                 else:
                     self.last_reasoning = str(message.get("reasoning_content")
                                               or message.get("reasoning") or "")
-                    self._failed_turns = 0
                     return content
             LLM_ERRORS.labels(self.model, cause).inc()
+            self.last_failures.append({"attempt": attempt, "cause": cause, "error": last_error})
             log.warning("llm call failed", extra={"attempt": attempt, "error": last_error})
-        self._failed_turns += 1
-        if self._failed_turns >= self.failed_turns_max:
-            raise AttemptFailed(cause, f"{self._failed_turns} turns in a row failed; last: "
-                                       f"{last_error}")
-        # the failure is a turn without a tool block, not an aborted trial
-        return f"[LLM call failed after one retry: {last_error}]"
+        # B.2: the failure stays inside the loop; the turn is spent, the trial goes on
+        return (f"[the model call failed {self.retries} times ({cause}: {last_error}); this "
+                "turn produced no reply]")
+
+
+# ---- decoding per model family (paper B.1) ------------------------------------------
+
+REASONING_PREFIXES = ("o1", "o3", "o4", "gpt-5", "deepseek-r1", "deepseek-reasoner", "qwq",
+                      "qwen3", "gemini-2.5", "claude-3-7", "claude-sonnet-4", "claude-opus-4",
+                      "grok-3-mini", "grok-4", "magistral", "phi-4-reasoning")
+DEFAULTS = {
+    # B.1: reasoning models at medium effort with a 65,536-token budget; others at
+    # temperature 0.4 with 8,192 tokens (small caps truncate <python> bodies)
+    "reasoning": {"max_completion_tokens": 65_536, "reasoning_effort": "medium",
+                  "temperature": None},
+    "standard": {"max_completion_tokens": 8_192, "reasoning_effort": "", "temperature": 0.4},
+}
+DECODING_KEYS = ("family", "max_completion_tokens", "reasoning_effort", "temperature")
+
+
+def family_of(model: str) -> str:
+    name = model.lower().rsplit("/", 1)[-1]
+    return "reasoning" if name.startswith(REASONING_PREFIXES) else "standard"
+
+
+def decoding_for(model: str, overrides: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The decoding settings of a trial: the family's defaults (by model name, or the
+    ``family`` given), then the campaign's overrides. Refuses unknown keys and bad values
+    (ConfigurationError naming the field)."""
+    overrides = dict(overrides or {})
+    unknown = set(overrides) - set(DECODING_KEYS)
+    if unknown:
+        raise LLMConfigError(f"decoding: unknown setting(s) {sorted(unknown)}; known: "
+                             f"{', '.join(DECODING_KEYS)}")
+    family = overrides.pop("family", "") or family_of(model)
+    if family not in DEFAULTS:
+        raise LLMConfigError(f"decoding.family: {family!r} is not one of {sorted(DEFAULTS)}")
+    out: dict[str, Any] = {"family": family, **DEFAULTS[family]}
+    for key, value in overrides.items():
+        if value is None or value == "":
+            continue
+        if key == "max_completion_tokens":
+            if not isinstance(value, int) or value < 1:
+                raise LLMConfigError("decoding.max_completion_tokens: a positive integer")
+        if key == "temperature":
+            if not isinstance(value, (int, float)) or not 0 <= value <= 2:
+                raise LLMConfigError("decoding.temperature: a number from 0 to 2")
+            value = float(value)
+        if key == "reasoning_effort" and value not in ("minimal", "low", "medium", "high"):
+            raise LLMConfigError("decoding.reasoning_effort: minimal, low, medium or high")
+        out[key] = value
+    return out

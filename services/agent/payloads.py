@@ -31,9 +31,9 @@ class Experiment:
 
 
 def _strip_comments_and_commas(text: str) -> str:
-    """Remove // and /* */ comments and trailing commas outside strings."""
+    """Remove //, # and /* */ comments and trailing commas outside strings."""
     out, i = [], 0
-    pattern = re.compile(rf"{_STRING}|//[^\n]*|/\*.*?\*/|,(?=\s*[\]}}])", re.S)
+    pattern = re.compile(rf"{_STRING}|//[^\n]*|#[^\n]*|/\*.*?\*/|,(?=\s*[\]}}])", re.S)
     for m in pattern.finditer(text):
         out.append(text[i:m.start()])
         token = m.group(0)

@@ -1,74 +1,245 @@
-"""Prompt templates (our own words) for the Real and Parallel settings."""
+"""Prompts (our own words) for the Real and Parallel settings (paper B.1).
+
+Everything a model needs is generated from the task's metadata and caps: the
+reply format, what each tool does and returns, what the sandbox preloads (with
+shapes), the submission contract with a worked example for the task's type,
+how a multi-group law is scored on unseen groups, every cap by name and value,
+and in Parallel the experiment format, limits, clipping and where results go.
+``tests/unit/test_prompts.py`` holds the checklist of these facts.
+"""
 
 from __future__ import annotations
 
 from lawlab.common.v1 import common_pb2
 
+OUTPUT_CHARS = 16_000  # printed output returned per <python> call (the sandbox's cap)
+PYTHON_SECONDS = 100  # wall time per <python> call
+ALLOWED_IMPORTS = ("numpy", "scipy", "sklearn", "pandas", "math", "statistics", "itertools",
+                   "functools", "collections", "warnings")
 
-def _variables(task: common_pb2.TaskMetadata, with_ranges: bool) -> str:
+
+def _variables(task: common_pb2.TaskMetadata, with_ranges: bool, label: str = "training") -> str:
     lines = []
     for v in task.inputs:
-        rng = f", training range [{v.min:.6g}, {v.max:.6g}]" if with_ranges else ""
+        rng = f", {label} range [{v.min:.6g}, {v.max:.6g}]" if with_ranges else ""
         lines.append(f"- {v.name} ({v.unit or 'dimensionless'}): {v.description}{rng}")
     return "\n".join(lines)
 
 
-CONTRACT = """Submit a Python module inside <final_formula>...</final_formula> with:
-USED_INPUTS = [...]        # the input columns your law uses, in the column order of X
-LAW_CONSTANTS = {{...}}    # fitted global constants (at most {max_law} entries)
+def _multi(task: common_pb2.TaskMetadata) -> bool:
+    return task.type == common_pb2.TASK_TYPE_MULTI_GROUP
+
+
+def caps_text(task: common_pb2.TaskMetadata, parallel: bool) -> str:
+    c = task.caps
+    lines = [
+        f"- max_turns = {c.max_turns}: replies you may send; the last accepts only <final_formula>",
+        f"- max_law_constants = {c.max_law_constants}: entries of LAW_CONSTANTS",
+    ]
+    if _multi(task):
+        lines += [f"- max_local_params = {c.max_local_params}: entries of LOCAL_FITTABLE "
+                  "(parameters refitted for each group)",
+                  f"- fit_timeout_seconds = {c.fit_timeout_seconds:g}: wall time of one fit() call"]
+    else:
+        lines.append("- max_local_params = 0: this task has one global law (LOCAL_FITTABLE "
+                     "stays empty, no fit())")
+    if parallel:
+        lines += [f"- max_experiment_calls = {c.max_experiment_calls}: successful <experiment> "
+                  "calls (a refused or malformed one is not counted)",
+                  f"- max_points_per_call = {c.max_points_per_call}: points per call",
+                  f"- samples per point: from min_samples_per_point = {c.min_samples_per_point} "
+                  f"to max_samples_per_point = {c.max_samples_per_point} (n_samples)"]
+    return "\n".join(lines)
+
+
+def _python_tool(task: common_pb2.TaskMetadata, parallel: bool) -> str:
+    names = ", ".join(v.name for v in task.inputs)
+    k = len(task.inputs)
+    rows = "the observations you have bought so far (none at the start)" if parallel else \
+        "the training observations"
+    group = ("\n  group_ids_train  numpy array of shape (n,): the group of each row (strings)"
+             if _multi(task) else "")
+    return (
+        "<python>code</python> runs Python in a sandbox and returns what the code prints.\n"
+        "Every call starts a fresh process: variables, functions and imports do NOT persist "
+        "between calls, so each call must define everything it uses. Preloaded in every call:\n"
+        "  np, pd, scipy   numpy, pandas, scipy\n"
+        f"  train_df        pandas DataFrame of {rows}: columns {task.target.name}, {names}"
+        + (", group_id" if _multi(task) else "") + " (n rows)\n"
+        f"  X_train         numpy array of shape (n, {k}): the inputs in the order of input_cols\n"
+        f"  y_train         numpy array of shape (n,): the target {task.target.name}\n"
+        f"  input_cols      {[v.name for v in task.inputs]!r}\n"
+        f"  target_col      {task.target.name!r}" + group + "\n"
+        f"Only printed output comes back (print what you need), cut after {OUTPUT_CHARS:,} "
+        f"characters; each call may run for {PYTHON_SECONDS} s. Allowed imports: "
+        + ", ".join(ALLOWED_IMPORTS) + ". There is no network and no file to read.\n"
+        "Fit constants with vectorised least squares (scipy.optimize.least_squares or "
+        "curve_fit, or numpy.linalg.lstsq for linear parameters) rather than brute-force grid "
+        "searches, which are slow and run out of time.")
+
+
+def _experiment_tool(task: common_pb2.TaskMetadata) -> str:
+    c = task.caps
+    names = [v.name for v in task.inputs]
+    example = {n: [round(v.min, 4), round((v.min + v.max) / 2, 4)] for n, v in
+               zip(names, task.inputs)}
+    body = ", ".join(f'"{n}": {vals}' for n, vals in example.items())
+    group = ""
+    if _multi(task):
+        first = task.group_ids[0] if task.group_ids else "G1"
+        body += f', "group_id": ["{first}", "{first}"]'
+        group = ("A \"group_id\" list (one group per point) says which group to measure; "
+                 "groups are the ones listed in the problem. ")
+    return (
+        f"<experiment>{{{body}, \"n_samples\": {c.max_samples_per_point}}}</experiment> "
+        "measures the system at the points you choose: one list per input, all of the same "
+        f"length (at most {c.max_points_per_call} points per call), and n_samples repeated "
+        f"noisy measurements per point ({c.min_samples_per_point} to "
+        f"{c.max_samples_per_point}). {group}The body is strict JSON. You may make at most "
+        f"{c.max_experiment_calls} successful calls; a refused call is not counted. Points "
+        "outside the supported range of an input are clipped to it, and the reply says which "
+        "were clipped. The measurements are appended to train_df, X_train and y_train for all "
+        "later <python> calls; the reply shows the first rows and a summary of the batch.")
+
+
+def _contract(task: common_pb2.TaskMetadata) -> str:
+    c = task.caps
+    multi = _multi(task)
+    rules = [
+        "USED_INPUTS: the input columns your law uses; predict receives X with exactly these "
+        "columns, in this order.",
+        f"LAW_CONSTANTS: your fitted global constants (at most {c.max_law_constants}), "
+        "with their fitted values.",
+        "OTHER_CONSTANTS: physical constants or fixed numbers your law uses ({} if none).",
+    ]
+    if multi:
+        rules += [
+            f"LOCAL_FITTABLE: the parameters that take a different value in each group (at "
+            f"most {c.max_local_params}), each with a starting value: {{\"name\": {{\"init\": "
+            "value}}.",
+            "fit(X, y, **LAW_CONSTANTS) receives one group's rows and returns {name: value} for "
+            f"every LOCAL_FITTABLE entry, within {c.fit_timeout_seconds:g} s.",
+            "predict(X, **LAW_CONSTANTS, **OTHER_CONSTANTS, **local_values) returns an array of "
+            "shape (n,). It never sees a group id.",
+        ]
+    else:
+        rules += [
+            "LOCAL_FITTABLE = {} and no fit(): the task has one global law.",
+            "predict(X, **LAW_CONSTANTS, **OTHER_CONSTANTS) returns an array of shape (n,).",
+        ]
+    rules += [
+        "Only numpy, scipy and math may be imported. Non-finite or wrongly shaped predictions "
+        "score 0.",
+        "Write a law, not a table: lookup tables, interpolation between stored points "
+        "(np.interp, scipy.interpolate, searchsorted, digitize), copied data statistics, data "
+        "kept between fit() and predict(), or more numbers than the caps allow (plus 3 for unit "
+        "conversions) fail the validity gate and score S_V = 0.",
+    ]
+    return "Submission contract (a Python module inside <final_formula>):\n" + "\n".join(
+        f"- {r}" for r in rules)
+
+
+def _example(task: common_pb2.TaskMetadata) -> str:
+    x = task.inputs[0].name
+    if _multi(task):
+        return f'''Example of a complete multi-group submission (a saturating curve whose level
+differs between groups):
+<final_formula>
+import numpy as np
+from scipy.optimize import least_squares
+
+USED_INPUTS = ["{x}"]
+LAW_CONSTANTS = {{"k": 0.42}}
 OTHER_CONSTANTS = {{}}
-LOCAL_FITTABLE = {{...}}   # {type_clause}
-def predict(X, **constants): ...   # X holds the USED_INPUTS columns; return shape (n,)
-{fit_clause}
-predict is called as predict(X, **LAW_CONSTANTS, **OTHER_CONSTANTS{local_call}). It never sees a
-group id. Only numpy, scipy and math may be used. Non-finite or wrongly shaped predictions score 0."""
+LOCAL_FITTABLE = {{"a": {{"init": 10.0}}}}
+
+
+def predict(X, k, a):
+    x = X[:, 0]
+    return a * (1.0 - np.exp(-k * x))
+
+
+def fit(X, y, k):
+    def residuals(theta):
+        return predict(X, k, theta[0]) - y
+    sol = least_squares(residuals, [LOCAL_FITTABLE["a"]["init"]])
+    return {{"a": float(sol.x[0])}}
+</final_formula>'''
+    return f'''Example of a complete submission (a power law with two fitted constants):
+<final_formula>
+import numpy as np
+
+USED_INPUTS = ["{x}"]
+LAW_CONSTANTS = {{"a": 2.31, "b": 0.74}}
+OTHER_CONSTANTS = {{}}
+LOCAL_FITTABLE = {{}}
+
+
+def predict(X, a, b):
+    x = X[:, 0]
+    return a * x ** b
+</final_formula>'''
+
+
+def _scoring(task: common_pb2.TaskMetadata, parallel: bool) -> str:
+    if parallel:
+        text = ("Scoring: your law is compared with the system's hidden law: how much of its "
+                "structure you recovered (its variables and trend, the published form it "
+                "builds on, the added terms and, with groups, which parameters vary per group).")
+    else:
+        text = (f"Scoring: {task.metric} of your predictions on held-out observations, relative "
+                "to the best published formula for this problem (matching it scores 0.5, a "
+                "perfect law 1.0), and a validity rubric of scientific checks (signs, trends, "
+                "limits, scaling) probed across the input ranges.")
+    if _multi(task) and not parallel:
+        text += (" The law is scored on groups it has never seen: for each new group, fit() is "
+                 "called on part of that group's rows (its fit window) and predict() on the "
+                 "rest of them. So the shape of the law must be shared by all groups, and only "
+                 "the few LOCAL_FITTABLE parameters may change from group to group.")
+    elif _multi(task):
+        text += (" The shape of the law must be shared by all groups: the judge refits only "
+                 "the few LOCAL_FITTABLE parameters for each group (your fit() is called on "
+                 "each group's measurements), so which parameters vary per group is part of "
+                 "the structure.")
+    return text
 
 
 def system_prompt(task: common_pb2.TaskMetadata, parallel: bool) -> str:
-    multi = task.type == common_pb2.TASK_TYPE_MULTI_GROUP
-    caps = task.caps
-    tools = [
-        "<python>code</python>: runs Python in a sandbox with np, pd, scipy, train_df, X_train, "
-        "y_train, input_cols, target_col" + (", group_ids_train" if multi else "")
-        + " preloaded. Allowed imports: numpy, scipy, sklearn, pandas, math, statistics, "
-        "itertools, functools, collections, warnings. 100 s per call; output is capped.",
-    ]
+    c = task.caps
+    setting = ("You start with no data: you design experiments on a system, measure it, and "
+               "find the law that governs it." if parallel else
+               "You analyse a fixed set of real observations and find the law behind them.")
+    tools = [_python_tool(task, parallel)]
     if parallel:
-        tools.append(
-            "<experiment>{\"input\": [values...], ..., \"n_samples\": k"
-            + (", \"group_id\": [one per point]" if multi else "")
-            + "}</experiment>: measures the system at the points you choose. At most "
-            f"{caps.max_experiment_calls} successful calls, {caps.max_points_per_call} points per "
-            f"call, {caps.min_samples_per_point} to {caps.max_samples_per_point} samples per "
-            "point. Results are appended to train_df. Points outside the supported range are "
-            "clipped and reported.")
-    tools.append("<final_formula>module</final_formula>: your submission; ends the trial.")
-    contract = CONTRACT.format(
-        max_law=caps.max_law_constants,
-        type_clause=(f"per-group parameters, at most {caps.max_local_params}: "
-                     "{\"name\": {\"init\": value}}" if multi else "leave empty: one global law"),
-        fit_clause=("def fit(X, y, **LAW_CONSTANTS): ... # returns {name: value} for "
-                    f"LOCAL_FITTABLE, fitted on one group's rows within {caps.fit_timeout_seconds:g} s"
-                    if multi else "Do not define fit()."),
-        local_call=", **fitted_local_parameters" if multi else "")
-    setting = ("You start with no data: design experiments on the system, then find its law."
-               if parallel else "You analyse fixed real observations and find the law behind them.")
-    return (
-        "You are a scientist discovering a closed-form law. " + setting + "\n\n"
-        "Each reply must contain exactly one tool block; only the first block is run.\n"
-        + "\n".join(f"- {t}" for t in tools)
-        + f"\n\nYou have at most {caps.max_turns} turns; the last one accepts only "
-        "<final_formula>.\n\n" + contract)
+        tools.append(_experiment_tool(task))
+    tools.append("<final_formula>module</final_formula> submits your law and ends the trial"
+                 + (" (only after at least one successful <experiment>)." if parallel else "."))
+    return "\n\n".join([
+        "You are a scientist discovering a closed-form law. " + setting,
+        "How to reply: each reply is exactly one tool block and nothing else: no prose before "
+        "or after it, no Markdown code fences around it. If a reply holds several blocks, only "
+        "the first one runs. A reply without a block costs the turn.",
+        "Tools:\n" + "\n\n".join(tools),
+        f"Turns: you have {c.max_turns} replies. The last one accepts only <final_formula>; if "
+        "that submission cannot be read as a Python module you get one more reply to fix it. "
+        "A failed tool call (an error, a timeout, a refused experiment) returns its error and "
+        "the trial goes on.",
+        "Caps:\n" + caps_text(task, parallel),
+        _contract(task),
+        _example(task),
+        _scoring(task, parallel),
+    ])
 
 
 def user_prompt(task: common_pb2.TaskMetadata, parallel: bool,
                 heldout: list[common_pb2.Variable] | None = None) -> str:
-    multi = task.type == common_pb2.TASK_TYPE_MULTI_GROUP
+    multi = _multi(task)
     parts = [
         f"Problem: {task.title}\n\n{task.context}",
         f"Target: {task.target.name} ({task.target.unit or 'dimensionless'}): "
         f"{task.target.description}",
-        "Inputs:\n" + _variables(task, with_ranges=True),
+        "Inputs:\n" + _variables(task, with_ranges=True,
+                                  label="supported" if parallel else "training"),
     ]
     if multi:
         parts.append(f"Groups ({task.group_description}): {', '.join(task.group_ids)}. Groups "
@@ -76,11 +247,11 @@ def user_prompt(task: common_pb2.TaskMetadata, parallel: bool,
     if heldout and not parallel:
         parts.append("Your law will be scored on held-out inputs in these ranges:\n" + "\n".join(
             f"- {v.name}: [{v.min:.6g}, {v.max:.6g}]" for v in heldout))
-    parts.append(f"Scoring metric: {task.metric} on held-out data, relative to the best "
-                 "published formula." if not parallel else
-                 "Scoring: how much of the system's true structure your law recovers.")
+    parts.append("Reply with one tool block.")
     return "\n\n".join(parts)
 
 
 FORCED = ("This is your final turn: only <final_formula> will be accepted. Submit your best law "
           "now.")
+FORCED_RETRY = ("Your final submission could not be read as a Python module ({error}). This is "
+                "your one retry: reply with a corrected <final_formula> only.")

@@ -14,6 +14,7 @@ endpoint, bad key, unknown model) stops the campaign at once.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import os
 import random
@@ -91,7 +92,8 @@ def record_to_proto(r: TrialRecord) -> agent_pb2.Trial:
         error=r.error or "", score_notes=r.notes or "",
         submission=common_pb2.Submission(source=r.submission or ""), context=r.context,
         attempts=r.attempts, cause=r.cause, prompt_tokens=r.prompt_tokens,
-        completion_tokens=r.completion_tokens, world_fingerprint=r.world_fingerprint)
+        completion_tokens=r.completion_tokens, world_fingerprint=r.world_fingerprint,
+        decoding=camp.decoding_pb(r.decoding))
 
 
 @dataclass
@@ -118,12 +120,13 @@ class _External:
 def _cell_proto(c: Cell) -> agent_pb2.TrialCell:
     return agent_pb2.TrialCell(trial_id=c.trial_id, task_id=c.task_id,
                                setting=convert.setting_from_name(c.setting), agent=c.agent,
-                               model=c.model, seed=c.seed, context=c.context)
+                               model=c.model, seed=c.seed, context=c.context,
+                               decoding=camp.decoding_pb(c.decoding))
 
 
 class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
     def __init__(self, store: TrialStore, clients: Clients, data_dir: Path,
-                 policies: dict[str, Callable[[str], Policy]] | None = None,
+                 policies: dict[str, Callable[[str, dict], Policy]] | None = None,
                  workers: int | None = None, launcher: Launcher | None = None) -> None:
         self.store = store
         self.clients = clients
@@ -149,15 +152,15 @@ class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
                         extra={"trials": recovered})
 
     # ---- one attempt -------------------------------------------------------------
-    def _policy(self, agent: str, model: str) -> Policy:
-        return self.policies[agent](model)
+    def _policy(self, agent: str, model: str, decoding: str = "") -> Policy:
+        return self.policies[agent](model, json.loads(decoding) if decoding else {})
 
     async def _attempt(self, cell: Cell,
                        on_start: Callable[[], None] = lambda: None) -> tuple[TrialRecord, str]:
         """Runs one attempt here; returns the record and the failure cause ('' if none).
         ConfigurationError propagates after the attempt is recorded."""
         record = TrialRecord(cell.trial_id, cell.task_id, cell.setting, cell.agent, cell.model,
-                             cell.seed, context=cell.context)
+                             cell.seed, context=cell.context, decoding=cell.decoding)
         record = await asyncio.to_thread(self.store.begin_attempt, record)
         on_start()
         trajectory = self._trajectory(record)
@@ -237,14 +240,20 @@ class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
         if ctx_name not in CONTEXTS:
             raise InvalidArgument("context", f"unknown context {ctx_name!r}; one of "
                                              f"{', '.join(CONTEXTS)}")
+        decoding = camp.decoding_json(camp.decoding_doc(
+            request.decoding, "decoding", request.model if request.agent == "openai" else None))
+        if decoding and request.agent != "openai":
+            raise InvalidArgument("decoding", f"applies to LLM backends (openai) only, not "
+                                              f"{request.agent!r}")
         try:
-            await self._policy(request.agent, request.model).close()
+            await self._policy(request.agent, request.model, decoding).close()
         except ConfigurationError as err:  # configuration errors stop at once, burning nothing
             raise InvalidArgument("agent", str(err)) from None
         trial_id = request.trial_id or trial_id_for(request.task_id, setting, request.agent,
-                                                    request.model, request.seed, ctx_name)
+                                                    request.model, request.seed, ctx_name,
+                                                    decoding)
         cell = Cell(trial_id, request.task_id, setting, request.agent, request.model,
-                    request.seed, ctx_name)
+                    request.seed, ctx_name, decoding)
         try:
             record = await self._run_cell(cell, max_attempts=1, backoff_base=0.0)
         except ConfigurationError as err:
@@ -461,7 +470,7 @@ class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
             return agent_pb2.LeaseTrialResponse(done=True)
         cell = state.pending.popleft()
         record = TrialRecord(cell.trial_id, cell.task_id, cell.setting, cell.agent, cell.model,
-                             cell.seed, context=cell.context)
+                             cell.seed, context=cell.context, decoding=cell.decoding)
         record = await asyncio.to_thread(self.store.begin_attempt, record)
         state.tries[cell.trial_id] = state.tries.get(cell.trial_id, 0) + 1
         state.leases[cell.trial_id] = _Lease(request.worker_id, record.attempts,
@@ -515,9 +524,9 @@ class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
 
     async def StartCampaign(self, request, context):
         doc = camp.normalise(request.spec, set(self.policies))
-        for agent, model in doc["agents"]:
+        for agent, model, decoding in doc["agents"]:
             try:
-                await self._policy(agent, model).close()
+                await self._policy(agent, model, camp.decoding_json(decoding)).close()
             except ConfigurationError as err:
                 raise InvalidArgument("spec.agents", f"{agent}/{model or '-'}: {err}") from None
         campaign_id = doc["name"]

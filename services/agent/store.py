@@ -55,7 +55,8 @@ CREATE TABLE IF NOT EXISTS trials (
     cause      TEXT NOT NULL DEFAULT '',
     prompt_tokens BIGINT NOT NULL DEFAULT 0,
     completion_tokens BIGINT NOT NULL DEFAULT 0,
-    world_fingerprint TEXT NOT NULL DEFAULT ''
+    world_fingerprint TEXT NOT NULL DEFAULT '',
+    decoding   TEXT NOT NULL DEFAULT ''
 );
 CREATE TABLE IF NOT EXISTS attempts (
     trial_id   TEXT NOT NULL,
@@ -85,6 +86,7 @@ CREATE TABLE IF NOT EXISTS campaign_trials (
     model      TEXT NOT NULL,
     seed       BIGINT NOT NULL,
     context    TEXT NOT NULL,
+    decoding   TEXT NOT NULL DEFAULT '',
     PRIMARY KEY (campaign_id, trial_id)
 );
 """
@@ -97,7 +99,9 @@ ADDED_COLUMNS = {
     "cause": "TEXT NOT NULL DEFAULT ''", "prompt_tokens": "BIGINT NOT NULL DEFAULT 0",
     "completion_tokens": "BIGINT NOT NULL DEFAULT 0",
     "world_fingerprint": "TEXT NOT NULL DEFAULT ''",
+    "decoding": "TEXT NOT NULL DEFAULT ''",
 }
+CELL_ADDED_COLUMNS = {"decoding": "TEXT NOT NULL DEFAULT ''"}
 
 
 @dataclass
@@ -130,6 +134,7 @@ class TrialRecord:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     world_fingerprint: str = ""
+    decoding: str = ""  # JSON: the campaign's decoding overrides for an LLM backend
 
 
 COLUMNS = [f.name for f in fields(TrialRecord)]
@@ -146,6 +151,7 @@ class Cell:
     model: str
     seed: int
     context: str
+    decoding: str = ""  # JSON of the decoding overrides ('' for none)
 
 
 @dataclass
@@ -178,6 +184,11 @@ class TrialStore:
                 for name, decl in ADDED_COLUMNS.items():
                     if name not in have:
                         ex(f"ALTER TABLE trials ADD COLUMN {name} {db.schema(decl)}")
+            have = db.columns(ex, "campaign_trials")
+            if have:
+                for name, decl in CELL_ADDED_COLUMNS.items():
+                    if name not in have:
+                        ex(f"ALTER TABLE campaign_trials ADD COLUMN {name} {db.schema(decl)}")
             db.create(ex, SCHEMA)
 
     def close(self) -> None:
@@ -272,9 +283,10 @@ class TrialStore:
                    (campaign_id, json.dumps(spec, sort_keys=True), now, now))
                 for i, c in enumerate(cells):
                     ex("INSERT INTO campaign_trials (campaign_id, position, trial_id, task_id, "
-                       "setting, agent, model, seed, context) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                       "setting, agent, model, seed, context, decoding) "
+                       "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                        (campaign_id, i, c.trial_id, c.task_id, c.setting, c.agent, c.model,
-                        c.seed, c.context))
+                        c.seed, c.context, c.decoding))
         row = self.campaign(campaign_id)
         assert row is not None
         return row
@@ -298,8 +310,8 @@ class TrialStore:
 
     def cells(self, campaign_id: str) -> list[Cell]:
         with self.db.read() as ex:
-            rows = ex("SELECT trial_id, task_id, setting, agent, model, seed, context FROM "
-                      "campaign_trials WHERE campaign_id = ? ORDER BY position",
+            rows = ex("SELECT trial_id, task_id, setting, agent, model, seed, context, decoding "
+                      "FROM campaign_trials WHERE campaign_id = ? ORDER BY position",
                       (campaign_id,)).fetchall()
         return [Cell(*r) for r in rows]
 

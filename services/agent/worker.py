@@ -26,6 +26,7 @@ from lawlab.agent.v1 import agent_pb2, agent_pb2_grpc
 from lawlab.log import setup as setup_logging
 from lawlab.rpc.client import FAST_CALL, aio_channel
 from lawlab_agent import attempt
+from lawlab_agent import campaign as camp
 from lawlab_agent.builtin import BUILTIN_AGENTS
 from lawlab_agent.server import make_clients
 from lawlab_agent.servicer import record_to_proto
@@ -72,7 +73,9 @@ async def work(args: argparse.Namespace) -> int:
                 setting = {1: "real", 2: "parallel"}[c.setting]
                 record = TrialRecord(c.trial_id, c.task_id, setting, c.agent, c.model, c.seed,
                                      context=c.context or "full", attempts=lease.attempt,
-                                     turns=lease.turns_used)
+                                     turns=lease.turns_used,
+                                     decoding=camp.decoding_json(camp.decoding_doc(
+                                         c.decoding, "cell.decoding", None)))
                 path = scratch / f"{c.trial_id}.attempt{lease.attempt}.jsonl"
                 trajectory = Trajectory(path, {
                     "trial_id": c.trial_id, "task_id": c.task_id, "setting": setting,

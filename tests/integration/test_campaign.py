@@ -144,9 +144,10 @@ def test_bad_specs_are_invalid_argument_naming_the_field(cluster, field, bad):
     (("truncated", "<python>print(1)</python>"), "api_server"),
     (("garbage", "<html>proxy error</html>"), "api_server"),
 ])
-def test_failing_endpoint_is_classified_and_the_trial_retried(cluster, tmp_path, mode, cause):
-    # the first attempt meets a failing endpoint (every call, both tries, 3 turns in a row);
-    # the retried attempt meets a healthy one and completes
+def test_a_failing_endpoint_stays_inside_the_loop(cluster, tmp_path, mode, cause):
+    """Paper B.2: a failed model call is retried with backoff inside the turn; when
+    every retry fails the failure is a message in the conversation and the turn is
+    spent. The trial goes on and completes in its first attempt, with no campaign retry."""
     state = {"calls": 0}
     lock = threading.Lock()
 
@@ -154,60 +155,66 @@ def test_failing_endpoint_is_classified_and_the_trial_retried(cluster, tmp_path,
         with lock:
             state["calls"] += 1
             n = state["calls"]
-        if n <= 6:  # 3 turns x (call + one retry)
+        if n <= 2:  # the first turn: both calls of LAWLAB_LLM_RETRIES=2 fail
             return mode
+        turn = sum(1 for m in body["messages"] if m["role"] == "assistant")
+        return GOOD[min(turn - 1, 1)]
+
+    with ScriptedLLM(respond=respond) as llm, own_agent(
+            cluster, tmp_path, llm, LAWLAB_LLM_RETRIES="2", LAWLAB_LLM_BACKOFF="0.05") as c:
+        stub = stub_of(c)
+        stub.StartCampaign(agent_pb2.StartCampaignRequest(spec=spec(
+            "inloop", [("openai", "m")], ["mercury_vapour_pressure"], backoff_seconds=0.1)))
+        done = wait_done(stub, "inloop")
+        assert done.state == agent_pb2.CAMPAIGN_STATE_FINISHED, done.error
+        assert dict(done.retries_by_cause) == {}
+        (trial,) = stub.ListTrials(agent_pb2.ListTrialsRequest(campaign_id="inloop")).trials
+        assert trial.status == agent_pb2.TRIAL_STATUS_COMPLETED and trial.attempts == 1
+        assert trial.scores.HasField("s_n") and trial.turns == 3
+        events = [json.loads(e) for e in stub.GetTrajectory(
+            agent_pb2.GetTrajectoryRequest(trial_id=trial.trial_id)).events]
+        turns = [e for e in events if e["type"] == "turn"]
+        assert "model call failed 2 times" in turns[0]["reply"]
+        assert [f["cause"] for f in turns[0]["model_failures"]] == [cause, cause]
+        assert "model_failures" not in turns[1]
+
+
+def test_a_model_failing_every_other_call_still_completes(cluster, tmp_path):
+    state = {"calls": 0}
+    lock = threading.Lock()
+
+    def respond(body):
+        with lock:
+            state["calls"] += 1
+            n = state["calls"]
+        if n % 2 == 1:
+            return (503, "flaky")
         turn = sum(1 for m in body["messages"] if m["role"] == "assistant")
         return GOOD[min(turn, 1)]
 
-    with ScriptedLLM(respond=respond) as llm, own_agent(cluster, tmp_path, llm) as c:
+    with ScriptedLLM(respond=respond) as llm, own_agent(
+            cluster, tmp_path, llm, LAWLAB_LLM_RETRIES="3", LAWLAB_LLM_BACKOFF="0.05") as c:
         stub = stub_of(c)
         stub.StartCampaign(agent_pb2.StartCampaignRequest(spec=spec(
-            "retry", [("openai", "m")], ["mercury_vapour_pressure"], backoff_seconds=0.1)))
-        done = wait_done(stub, "retry")
-        assert done.state == agent_pb2.CAMPAIGN_STATE_FINISHED, done.error
-        assert dict(done.retries_by_cause) == {cause: 1}
-        (trial,) = stub.ListTrials(agent_pb2.ListTrialsRequest(campaign_id="retry")).trials
-        assert trial.status == agent_pb2.TRIAL_STATUS_COMPLETED and trial.attempts == 2
-        assert trial.scores.HasField("s_n")
-        assert trial.prompt_tokens > 0 and trial.completion_tokens > 0
-        first = stub.GetTrajectory(agent_pb2.GetTrajectoryRequest(trial_id=trial.trial_id,
-                                                                  attempt=1))
-        events = [json.loads(e) for e in first.events]
-        assert events[-1] == {**events[-1], "type": "error", "cause": cause}
-        # a failed turn is an error inside the loop before the attempt is abandoned
-        turns = [e for e in events if e["type"] == "turn"]
-        assert len(turns) == 2 and all("LLM call failed" in t["reply"] for t in turns)
+            "flaky", [("openai", "m")], ["mercury_vapour_pressure"])))
+        done = wait_done(stub, "flaky")
+        (trial,) = stub.ListTrials(agent_pb2.ListTrialsRequest(campaign_id="flaky")).trials
+        assert trial.status == agent_pb2.TRIAL_STATUS_COMPLETED and trial.attempts == 1
+        assert done.totals.completed == 1 and trial.turns == 2
 
 
-def test_attempts_are_bounded_then_the_trial_is_an_error(cluster, tmp_path):
-    healthy = {"now": False}
-
-    def respond(body):
-        if not healthy["now"]:
-            return (503, "down")
-        return GOOD[min(sum(1 for m in body["messages"] if m["role"] == "assistant"), 1)]
-
-    with ScriptedLLM(respond=respond) as llm, own_agent(cluster, tmp_path, llm) as c:
+def test_an_endpoint_that_never_answers_exhausts_the_turns_not_the_attempts(cluster, tmp_path):
+    with ScriptedLLM(respond=lambda body: (503, "down")) as llm, own_agent(
+            cluster, tmp_path, llm, LAWLAB_LLM_RETRIES="1", LAWLAB_LLM_BACKOFF="0") as c:
         stub = stub_of(c)
-        bounded = spec("bounded", [("openai", "m")], ["mercury_vapour_pressure"],
-                       max_attempts=2, backoff_seconds=0.05)
-        stub.StartCampaign(agent_pb2.StartCampaignRequest(spec=bounded))
-        done = wait_done(stub, "bounded")
-        assert done.state == agent_pb2.CAMPAIGN_STATE_FINISHED
-        assert done.totals.failed == 1 and dict(done.retries_by_cause) == {"api_server": 2}
-        (trial,) = stub.ListTrials(agent_pb2.ListTrialsRequest(campaign_id="bounded")).trials
-        assert trial.status == agent_pb2.TRIAL_STATUS_ERROR and trial.attempts == 2
-        assert trial.cause == "api_server" and "503" in trial.error
-        assert len(llm.requests) == 12  # 2 attempts x 3 turns x (call + retry)
-        # the endpoint recovers; the operator asks for the failed trials again
-        healthy["now"] = True
-        stub.StartCampaign(agent_pb2.StartCampaignRequest(spec=bounded))
-        assert wait_done(stub, "bounded").totals.failed == 1  # not without retry_failed
-        stub.StartCampaign(agent_pb2.StartCampaignRequest(spec=bounded, retry_failed=True))
-        again = wait_done(stub, "bounded")
-        assert again.state == agent_pb2.CAMPAIGN_STATE_FINISHED and again.totals.completed == 1
-        (trial,) = stub.ListTrials(agent_pb2.ListTrialsRequest(campaign_id="bounded")).trials
-        assert trial.status == agent_pb2.TRIAL_STATUS_COMPLETED and trial.attempts == 3
+        stub.StartCampaign(agent_pb2.StartCampaignRequest(spec=spec(
+            "down", [("openai", "m")], ["mercury_vapour_pressure"], max_attempts=3)))
+        done = wait_done(stub, "down")
+        (trial,) = stub.ListTrials(agent_pb2.ListTrialsRequest(campaign_id="down")).trials
+        # unsubmitted after every turn (the last one retried once): scores 0, one attempt
+        assert trial.status == agent_pb2.TRIAL_STATUS_MAX_TURNS_REACHED, trial.error
+        assert trial.attempts == 1 and dict(done.retries_by_cause) == {}
+        assert trial.scores.s_n == 0 and trial.turns == 31
 
 
 def test_configuration_error_stops_the_campaign_without_burning_attempts(cluster, tmp_path):
@@ -452,3 +459,27 @@ def test_scores_are_identical_across_two_runs_of_the_same_submissions(cluster, l
         b = runs["det-b"][key]
         assert a.trial_id != b.trial_id and a.submission.source == b.submission.source
         assert a.scores == b.scores, key  # every field, bit for bit
+
+
+def test_campaign_decoding_reaches_the_endpoint_and_the_trajectory(cluster, tmp_path):
+    def respond(body):
+        return GOOD[min(sum(1 for m in body["messages"] if m["role"] == "assistant"), 1)]
+
+    with ScriptedLLM(respond=respond) as llm, own_agent(cluster, tmp_path, llm) as c:
+        stub = stub_of(c)
+        agents = [agent_pb2.AgentModel(agent="openai", model="m"),
+                  agent_pb2.AgentModel(agent="openai", model="m", decoding=agent_pb2.Decoding(
+                      temperature=0.1, max_completion_tokens=1234))]
+        stub.StartCampaign(agent_pb2.StartCampaignRequest(spec=agent_pb2.CampaignSpec(
+            name="dec", agents=agents, tasks=["mercury_vapour_pressure"], settings=[REAL])))
+        done = wait_done(stub, "dec")
+        assert done.totals.completed == 2
+        sent = {(r.get("temperature"), r["max_completion_tokens"]) for r in llm.requests}
+        assert sent == {(0.4, 8192), (0.1, 1234)}  # the standard family's defaults, and ours
+        trials = stub.ListTrials(agent_pb2.ListTrialsRequest(campaign_id="dec")).trials
+        tuned = next(t for t in trials if t.decoding.HasField("temperature"))
+        events = [json.loads(e) for e in stub.GetTrajectory(
+            agent_pb2.GetTrajectoryRequest(trial_id=tuned.trial_id)).events]
+        prompt = next(e for e in events if e["type"] == "prompt")
+        assert prompt["decoding"] == {"family": "standard", "max_completion_tokens": 1234,
+                                      "reasoning_effort": "", "temperature": 0.1}

@@ -43,6 +43,26 @@ def test_real_trial_is_scored_by_scorer_and_judge(agent):
     assert again.trajectory_path == trial.trajectory_path and again.scores == trial.scores
 
 
+def test_trial_show_renders_a_trajectory(cluster, agent, capsys):
+    from lawlab.cli import main
+
+    trial = agent.RunTrial(agent_pb2.RunTrialRequest(
+        task_id="mercury_vapour_pressure", setting=common_pb2.SETTING_REAL, agent="template",
+        seed=3), timeout=TRIAL_CALL)
+    capsys.readouterr()
+    assert main(["trial", "show", trial.trial_id, "--agent-addr", cluster.address("agent")]) == 0
+    out = capsys.readouterr().out
+    assert f"trial_id {trial.trial_id}" in out and "turn 1" in out and "reply:" in out
+    assert "S_N " in out and "S_V " in out and "submission:" in out and "def predict" in out
+    # offline, from the file, with the prompts
+    assert main(["trial", "show", trial.trajectory_path, "--prompts"]) == 0
+    out = capsys.readouterr().out
+    assert "[system prompt]" in out and "end: completed" in out
+    assert main(["trial", "show", "no-such-trial", "--agent-addr",
+                 cluster.address("agent")]) == 2
+    assert "NOT_FOUND" in capsys.readouterr().err
+
+
 def test_parallel_trial_runs_experiments_then_gets_a_structure_score(agent):
     trial = agent.RunTrial(agent_pb2.RunTrialRequest(
         task_id="dnase_elisa", setting=common_pb2.SETTING_PARALLEL, agent="template", seed=4),
@@ -135,6 +155,39 @@ def test_protocol_rules_in_one_parallel_trial(cluster, tmp_path):
     # Parallel prompts never show held-out ranges; the system prompt states the budget
     first = llm.requests[0]["messages"]
     assert "held-out" not in first[1]["content"] and "successful calls" in first[0]["content"]
+
+
+@pytest.mark.parametrize("fixed", [True, False])
+def test_an_unparseable_forced_submission_gets_exactly_one_retry(cluster, tmp_path, fixed):
+    """B.2: a final reply that does not produce a parseable module is retried once."""
+    from tests.integration.test_campaign import own_agent
+    from tests.support.scripted_llm import SUBMISSION, ScriptedLLM
+
+    broken = "<final_formula>\nimport numpy as np\ndef predict(X:\n    return X\n</final_formula>"
+
+    def respond(body):
+        turn = sum(1 for m in body["messages"] if m["role"] == "assistant")
+        if turn < 29:
+            return "Thinking about the data."  # no block: costs the turn
+        if turn == 29 or not fixed:
+            return broken
+        return "<final_formula>\n" + SUBMISSION + "</final_formula>"
+
+    with ScriptedLLM(respond=respond) as llm, own_agent(cluster, tmp_path, llm) as c:
+        stub = agent_pb2_grpc.AgentServiceStub(c.channel("agent"))
+        trial = stub.RunTrial(agent_pb2.RunTrialRequest(
+            task_id="mercury_vapour_pressure", setting=common_pb2.SETTING_REAL,
+            agent="openai", model="m", seed=6), timeout=TRIAL_CALL)
+        requests = len(llm.requests)
+    turns = [e for e in _events(trial.trajectory_path) if e["type"] == "turn"]
+    assert requests == 31 and trial.turns == 31  # 30 turns + exactly one retry
+    assert "one retry" in turns[29]["result"] and "line 2" in turns[29]["result"]
+    if fixed:
+        assert trial.status == agent_pb2.TRIAL_STATUS_COMPLETED_FORCED_FINAL
+        assert trial.scores.s_n > 0
+    else:
+        assert trial.status == agent_pb2.TRIAL_STATUS_MAX_TURNS_REACHED
+        assert trial.scores.s_n == 0 and not trial.submission.source
 
 
 def test_hostile_experiment_payloads_cost_turns_not_attempts(cluster, tmp_path):

@@ -112,7 +112,8 @@ HONEST = {
     "nan_guarded": _src("def predict(X, a, b):\n    with np.errstate(all='ignore'):\n"
                         "        p = a * np.log(X[:, 0]) + b\n    return np.nan_to_num(p, nan=0.0)\n"),
     "intercept_near_but_not_the_mean": _src(
-        f"def predict(X, m, k):\n    return m + k * X[:, 0]\n", f"{{'m': {TRAIN_MEAN * 1.0003!r}, 'k': 0.5}}"),
+        "def predict(X, m, k):\n    return m + k * X[:, 0]\n",
+        f"{{'m': {TRAIN_MEAN * 1.0003!r}, 'k': 0.5}}"),
     "working_leser": _law("x * (a + b * log(x))", {"a": 1.18, "b": -0.078}),
     "von_bertalanffy_local": _law("Winf - (Winf - W0) * exp(-k * x)", {"k": 0.0099},
                                   local={"Winf": 6.05, "W0": -2.47}),
@@ -176,7 +177,8 @@ HACKS = {
                                   "def predict(X, k):\n    return _base() + k * X[:, 0]\n", "{'k': 0.1}"),
     "searchsorted_bins": _src("def predict(X, a, b):\n    i = np.searchsorted([1.0, 4.0], X[:, 0])\n"
                               "    return np.array([a, b, a + b])[i]\n"),
-    "digitize_bins": _src("def predict(X, a, b):\n    return np.array([a, b, a])[np.digitize(X[:, 0], [2.5, 5.5])]\n"),
+    "digitize_bins": _src("def predict(X, a, b):\n"
+                          "    return np.array([a, b, a])[np.digitize(X[:, 0], [2.5, 5.5])]\n"),
     "piecewise": _src("def predict(X, a, b):\n    x = X[:, 0]\n"
                       "    return np.piecewise(x, [x < 3.3, x >= 3.3], [a, b])\n"),
     "select": _src("def predict(X, a, b):\n    x = X[:, 0]\n    return np.select([x < 3.3], [a], b)\n"),
@@ -189,7 +191,8 @@ HACKS = {
     "def predict(X):\n    return CubicSpline([0.0, 5.0, 9.0], [1.1, 2.7, 3.2])(X[:, 0])\n",
     "bisect_module": "import bisect\nimport numpy as np\nUSED_INPUTS = ['x']\nLAW_CONSTANTS = {}\n"
     "OTHER_CONSTANTS = {}\nLOCAL_FITTABLE = {}\n"
-    "def predict(X):\n    return np.array([[1.1, 2.7, 3.2][bisect.bisect([2.0, 6.0], v)] for v in X[:, 0]])\n",
+    "def predict(X):\n"
+    "    return np.array([[1.1, 2.7, 3.2][bisect.bisect([2.0, 6.0], v)] for v in X[:, 0]])\n",
     "fit_keeps_rows_global": HEAD.replace("LOCAL_FITTABLE = {}", "LOCAL_FITTABLE = {'s': {'init': 1.0}}")
     + "LAW_CONSTANTS = {}\nMEM = None\n"
     "def fit(X, y):\n    global MEM\n    MEM = (X[:, 0].copy(), y.copy())\n    return {'s': 1.0}\n"
@@ -221,7 +224,8 @@ HACKS = {
     + repr({f"bin{i}": 0.7 * i + 0.13 for i in range(12)}) + "\n"
     "def predict(X):\n    return np.full(len(X), T['bin3'])\n",
     "literals_spread_over_helpers": HEAD + "LAW_CONSTANTS = {}\n"
-    + "".join(f"def _h{i}(x):\n    return {1.1 + 0.37 * i:.3f} * x + {0.21 + 0.13 * i:.3f}\n" for i in range(6))
+    + "".join(f"def _h{i}(x):\n    return {1.1 + 0.37 * i:.3f} * x + {0.21 + 0.13 * i:.3f}\n"
+              for i in range(6))
     + "def predict(X):\n    x = X[:, 0]\n    return " + " + ".join(f"_h{i}(x)" for i in range(6)) + "\n",
     "small_number_strings": HEAD + "LAW_CONSTANTS = {}\n"
     "A = '1.15 2.25 3.35 4.45'\nB = '5.55 6.65 7.75 8.85'\nC = '9.95 10.5 11.5 12.5'\n"
@@ -238,7 +242,8 @@ HACKS = {
     + "LAW_CONSTANTS = {}\ndef predict(X, **g):\n    return X[:, 0] * sum(g.values())\n"
     "def fit(X, y):\n    return {f'g{i}': 1.0 for i in range(12)}\n",
     "fractional_exponents_as_storage": HEAD + "LAW_CONSTANTS = {}\n"
-    "def predict(X):\n    x = X[:, 0]\n    return " + " + ".join(f"x ** {0.15 + 0.1 * i:.2f}" for i in range(10)) + "\n",
+    "def predict(X):\n    x = X[:, 0]\n    return "
+    + " + ".join(f"x ** {0.15 + 0.1 * i:.2f}" for i in range(10)) + "\n",
     "pandas_cut": HEAD + "import pandas as pd\nLAW_CONSTANTS = {'a': 1.0, 'b': 2.0}\n"
     "def predict(X, a, b):\n    return pd.cut(X[:, 0], [0.0, 5.0, 9.0], labels=False) * a + b\n",
     "histogram_lookup": _src("def predict(X, a, b):\n    h, e = np.histogram(X[:, 0], bins=3)\n"

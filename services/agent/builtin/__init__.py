@@ -16,9 +16,10 @@ from lawlab_agent.builtin.template import TemplateAgent
 from lawlab_agent.llm import OpenAIChatPolicy
 from lawlab_agent.policy import Policy
 
-BUILTIN_AGENTS: dict[str, Callable[[str], Policy]] = {
-    "template": lambda model: TemplateAgent(),
-    "sr": lambda model: SRAgent(),
-    "data-blind": lambda model: DataBlindAgent(),
+# a factory per agent: (model name, decoding overrides) -> a policy for one attempt
+BUILTIN_AGENTS: dict[str, Callable[[str, dict], Policy]] = {
+    "template": lambda model, decoding: TemplateAgent(),
+    "sr": lambda model, decoding: SRAgent(),
+    "data-blind": lambda model, decoding: DataBlindAgent(),
     "openai": OpenAIChatPolicy,
 }
