@@ -52,8 +52,11 @@ def test_score_and_judge_through_a_running_cluster(tmp_path, cluster):
                                "--submission", str(sub), "--judge-addr",
                                cluster.address("judge"), *env_addr],
                               capture_output=True, text=True, timeout=120, env=env)
-    assert validity.returncode == 0 and "S_V 1.000" in validity.stdout
+    # the right shape with constants a thousandfold off: the shape items hold, the
+    # quantitative ones (the pressure at 0 degC, the boiling point) do not
+    assert validity.returncode == 0 and "S_V 0.667" in validity.stdout, validity.stdout
     assert "[x] increasing_in_temperature" in validity.stdout
+    assert "[ ] boils_at_356_7_degC" in validity.stdout
 
 
 def test_structure_offline_from_expressions(tmp_path):

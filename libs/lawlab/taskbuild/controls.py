@@ -41,7 +41,19 @@ def _round(value: float, digits: int = 3) -> float:
 
 
 def constant_value(task: Task) -> float:
-    return _round(float(task.train[task.meta.target.name].mean()))
+    """The training mean to three significant figures, nudged by one unit of the last
+    figure if that equals an aggregate of the data (the gate would call it a copy)."""
+    from lawlab import validity
+
+    value = _round(float(task.train[task.meta.target.name].mean()))
+    aggregates = validity.target_aggregates(task)
+    while any(abs(value - a) <= 1e-9 * abs(a) for a in aggregates if a):
+        exponent = int(np.floor(np.log10(abs(value)))) if value else 0
+        value = _round(value + 10.0 ** (exponent - 2))
+    return value
+
+
+FIT_STUB = "\n\ndef fit(X, y, **law_constants):\n    return {}\n"
 
 
 def constant_source(task: Task) -> str:
@@ -52,7 +64,8 @@ def constant_source(task: Task) -> str:
             f"LAW_CONSTANTS = {{'c': {constant_value(task)!r}}}\n"
             "OTHER_CONSTANTS = {}\nLOCAL_FITTABLE = {}\n\n\n"
             "def predict(X, c):\n"
-            "    return np.full(np.asarray(X).shape[0], c, dtype=float)\n")
+            "    return np.full(np.asarray(X).shape[0], c, dtype=float)\n") + (
+                FIT_STUB if task.meta.multi_group else "")
 
 
 def lookup_table_source(task: Task, knots: int = 16) -> str:
@@ -80,7 +93,8 @@ def lookup_table_source(task: Task, knots: int = 16) -> str:
             "LAW_CONSTANTS = {}\nOTHER_CONSTANTS = {}\nLOCAL_FITTABLE = {}\n"
             + "\n".join(chunks) + "\n\n\n"
             "def predict(X):\n"
-            "    return np.interp(np.asarray(X, dtype=float)[:, 0], XS, YS)\n")
+            "    return np.interp(np.asarray(X, dtype=float)[:, 0], XS, YS)\n") + (
+                FIT_STUB if meta.multi_group else "")
 
 
 def aggregate_constant_source(task: Task) -> str:
@@ -93,7 +107,7 @@ def aggregate_constant_source(task: Task) -> str:
             "OTHER_CONSTANTS = {}\nLOCAL_FITTABLE = {}\n\n\n"
             "def predict(X, m, k):\n"
             "    x = np.asarray(X, dtype=float)[:, 0]\n"
-            "    return m + k * x\n")
+            "    return m + k * x\n") + (FIT_STUB if meta.multi_group else "")
 
 
 CONTROLS = {"constant": constant_source, "lookup_table": lookup_table_source,
