@@ -584,6 +584,9 @@ def main(argv: list[str] | None = None) -> int:
     add_sim_parser(sub)
     add_token_parser(sub)
     add_epoch_parser(sub)
+    from lawlab.cli_leaderboard import add_leaderboard_parser
+
+    add_leaderboard_parser(sub)
     cli_score.add_parsers(sub)
     cli_campaign.add_parser(sub)
 
@@ -627,6 +630,10 @@ def main(argv: list[str] | None = None) -> int:
         return cmd_token(args)
     if args.command == "epoch":
         return cmd_epoch(args)
+    if args.command == "leaderboard":
+        from lawlab.cli_leaderboard import cmd_leaderboard
+
+        return cmd_leaderboard(args)
     parser.error("unknown command")
     return 2
 

@@ -113,7 +113,58 @@ def _sim_verb(sim, args: argparse.Namespace) -> int:
               f"{'; some inputs clipped to the support' if obs.frame['clipped'].any() else ''}; "
               f"request id {obs.request_id}]", file=sys.stderr)
         return 0
+    if args.verb == "submit":
+        return _submit(sim, args)
+    if args.verb == "submission":
+        status = sim.wait_scored(args.submission_id, args.wait) if args.wait else \
+            sim.submission(args.submission_id)
+        print(json.dumps(status, indent=2) if args.json else _submission_line(status))
+        return 0
+    if args.verb == "submissions":
+        rows = sim.submissions(args.epoch or "")
+        if args.json:
+            print(json.dumps(rows, indent=2))
+        else:
+            print("\n".join(_submission_line(s) for s in rows) if rows else "no submissions")
+        return 0
     raise AssertionError(args.verb)
+
+
+def _submission_line(s: dict) -> str:
+    state = s["state"].removeprefix("SUBMISSION_STATE_").lower()
+    scores = ", ".join(f"{k.upper()} {v:.3f}" for k, v in sorted(s.get("scores", {}).items()))
+    shown = scores if s.get("released") else (
+        "scores withheld until the epoch closes" if state != "queued" else "")
+    return (f"{s['submission_id']}  {s['task_id']} ({s['setting'].removeprefix('SETTING_').lower()}"
+            f", epoch {s['epoch']}): {state}" + (f"; {shown}" if shown else "")
+            + (f" [{s['message']}]" if s.get("message") else ""))
+
+
+def _submit(sim, args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    try:
+        source = Path(args.submission).read_text()
+    except OSError as err:
+        print(f"lawlab sim submit: cannot read {args.submission}: {err.strerror}", file=sys.stderr)
+        return 2
+    events = None
+    if args.trajectory:
+        try:
+            events = [line for line in Path(args.trajectory).read_text().splitlines()
+                      if line.strip()]
+        except OSError as err:
+            print(f"lawlab sim submit: cannot read {args.trajectory}: {err.strerror}",
+                  file=sys.stderr)
+            return 2
+    status = sim.submit(args.session_id, source, args.request_id, events)
+    if args.wait:
+        status = sim.wait_scored(status["submission_id"], args.wait)
+    print(json.dumps(status, indent=2) if args.json else _submission_line(status))
+    if not args.json:
+        print(f"[request id {status.get('request_id', args.request_id or '')}: a retry with it is "
+              "safe]", file=sys.stderr)
+    return 0
 
 
 def add_sim_parser(sub: argparse._SubParsersAction) -> None:
@@ -157,6 +208,22 @@ def add_sim_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--samples", type=int, default=0, help="samples per point (0: the minimum)")
     p.add_argument("--request-id", help="make a retry idempotent (default: a fresh id)")
     p.add_argument("--out", help="write the CSV here instead of stdout")
+    p = common(verbs.add_parser("submit", help="hand in your final law for the session's task "
+                                               "and setting (one per epoch)"))
+    p.add_argument("session_id")
+    p.add_argument("--submission", required=True, help="the contract module (a .py file)")
+    p.add_argument("--trajectory", help="optional: the run that produced it, JSONL")
+    p.add_argument("--request-id", help="make a retried upload idempotent")
+    p.add_argument("--wait", type=float, default=0.0, metavar="SECONDS",
+                   help="wait up to this long for the scores")
+    p.add_argument("--json", action="store_true")
+    p = common(verbs.add_parser("submission", help="one submission's state and scores"))
+    p.add_argument("submission_id")
+    p.add_argument("--wait", type=float, default=0.0, metavar="SECONDS")
+    p.add_argument("--json", action="store_true")
+    p = common(verbs.add_parser("submissions", help="your submissions in an epoch"))
+    p.add_argument("--epoch", help="default: the current epoch")
+    p.add_argument("--json", action="store_true")
 
 
 # ---- lawlab token ------------------------------------------------------------------
@@ -247,19 +314,23 @@ def cmd_epoch(args: argparse.Namespace) -> int:
             current = ledger.current_epoch()
             rows = [[e.epoch_id, time.strftime("%Y-%m-%d %H:%M", time.gmtime(e.opened)),
                      time.strftime("%Y-%m-%d %H:%M", time.gmtime(e.closed)) if e.closed else "-",
-                     e.release, "open (current)" if e.epoch_id == current else
+                     f"real {e.release_real.replace('_', ' ')}, parallel "
+                     f"{e.release.replace('_', ' ')}", "open (current)" if e.epoch_id == current else
                      ("closed" if e.closed else "open")] for e in ledger.epochs()]
             print(_table(rows, ["epoch", "opened (UTC)", "closed (UTC)", "scores released",
                                 "state"]))
             return 0
         if args.verb == "open":
             try:
-                row = ledger.open_epoch(args.epoch_id, args.release.replace("-", "_"))
+                row = ledger.open_epoch(args.epoch_id, args.release.replace("-", "_"),
+                                        args.release_real.replace("-", "_"))
             except ValueError as err:
                 print(f"lawlab epoch open: {err}", file=sys.stderr)
                 return 2
             print(f"epoch {row.epoch_id} is open: every team's Parallel budget starts afresh "
-                  f"(the previous epoch is closed); scores released {row.release.replace('_', ' ')}")
+                  f"(the previous epoch is closed); Parallel scores released "
+                  f"{row.release.replace('_', ' ')}, Real scores "
+                  f"{row.release_real.replace('_', ' ')}")
             return 0
         if args.verb == "close":
             try:
@@ -292,5 +363,8 @@ def add_epoch_parser(sub: argparse._SubParsersAction) -> None:
     p = common(verbs.add_parser("open", help="open a new epoch (closes the current one)"))
     p.add_argument("epoch_id")
     p.add_argument("--release", choices=["on-close", "immediate"], default="on-close",
-                   help="when external submissions' scores are released (default on-close)")
+                   help="when Parallel submissions' S_S is released (default on-close: "
+                        "no feedback to steer a search for the hidden structure)")
+    p.add_argument("--release-real", choices=["on-close", "immediate"], default="immediate",
+                   help="when Real submissions' S_N and S_V are released (default immediate)")
     common(verbs.add_parser("close", help="close an epoch")).add_argument("epoch_id")

@@ -137,3 +137,44 @@ class SimulatorClient:
         frame["point"] = list(resp.point_index)
         frame["clipped"] = list(resp.clipped)
         return Observations(frame, _dict(resp.budget), resp.replayed, request_id)
+
+    # ---- submissions --------------------------------------------------------------
+    def submit(self, session_id: str, source: str, request_id: str | None = None,
+               trajectory: Sequence[Mapping[str, Any] | str] | None = None) -> dict[str, Any]:
+        """Hand in the final law for the session's task and setting (one per task,
+        setting and epoch). ``trajectory``: the run that produced it, as events
+        (dicts or JSON strings), kept for the operator's audit. Retrying with the
+        same ``request_id`` is safe."""
+        import json
+
+        request_id = request_id or uuid.uuid4().hex
+        req = pb.SubmitRequest(session_id=session_id, request_id=request_id,
+                               submission=common_pb2.Submission(source=source))
+        for event in trajectory or ():
+            req.trajectory.append(event if isinstance(event, str) else json.dumps(event))
+        out = _dict(self._stub.Submit(req, timeout=self.timeout))
+        out["request_id"] = request_id
+        return out
+
+    def submission(self, submission_id: str) -> dict[str, Any]:
+        return _dict(self._stub.GetSubmission(pb.GetSubmissionRequest(
+            submission_id=submission_id), timeout=self.timeout))
+
+    def submissions(self, epoch: str = "") -> list[dict[str, Any]]:
+        resp = self._stub.ListSubmissions(pb.ListSubmissionsRequest(epoch=epoch),
+                                          timeout=self.timeout)
+        return [_dict(s) for s in resp.submissions]
+
+    def wait_scored(self, submission_id: str, timeout: float = 600.0,
+                    poll: float = 1.0) -> dict[str, Any]:
+        """Poll until the submission is scored or failed (its scores are shown only if
+        the epoch has released them)."""
+        import time
+
+        deadline = time.monotonic() + timeout
+        while True:
+            status = self.submission(submission_id)
+            if status["state"] != "SUBMISSION_STATE_QUEUED" or time.monotonic() > deadline:
+                return status
+            time.sleep(poll)
+

@@ -58,3 +58,7 @@ class Unauthenticated(LawlabError):
 
 class Unavailable(LawlabError):
     code = grpc.StatusCode.UNAVAILABLE
+
+
+class AlreadyExists(LawlabError):
+    code = grpc.StatusCode.ALREADY_EXISTS

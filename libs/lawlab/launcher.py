@@ -21,8 +21,9 @@ from pathlib import Path
 
 from lawlab import config
 
-# Dependencies first: scorer and judge need the sandbox; the agent needs all.
-START_ORDER = ("sandbox", "simulator", "scorer", "judge", "agent")
+# Dependencies first: scorer and judge need the sandbox; the simulator scores external
+# submissions through scorer and judge; the agent needs all.
+START_ORDER = ("sandbox", "scorer", "judge", "simulator", "agent")
 
 
 @dataclass

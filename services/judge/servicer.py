@@ -6,13 +6,13 @@ import asyncio
 
 from prometheus_client import Counter, Histogram
 
-from lawlab import structure, validity
+from lawlab import antihack, structure, validity
 from lawlab.errors import FailedPrecondition, InvalidArgument, NotFound, Unavailable
 from lawlab.judge.v1 import judge_pb2, judge_pb2_grpc
 from lawlab.sandbox.v1 import sandbox_pb2_grpc
 from lawlab.submission_runs import Job, run_jobs
 from lawlab.tasks import Task, TaskLibrary
-from lawlab_judge import antihack, llm_judge
+from lawlab_judge import llm_judge
 
 VERDICTS = Counter("lawlab_judge_verdicts_total", "Verdicts given, by kind and status.",
                    ["kind", "status"])

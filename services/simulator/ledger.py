@@ -46,7 +46,8 @@ CREATE TABLE IF NOT EXISTS epochs (
     epoch_id TEXT PRIMARY KEY,
     opened   DOUBLE PRECISION NOT NULL,
     closed   DOUBLE PRECISION,
-    release  TEXT NOT NULL DEFAULT 'on_close'
+    release  TEXT NOT NULL DEFAULT 'on_close',
+    release_real TEXT NOT NULL DEFAULT 'immediate'
 );
 CREATE TABLE IF NOT EXISTS budgets (
     budget_key TEXT PRIMARY KEY,
@@ -109,6 +110,27 @@ CREATE TABLE IF NOT EXISTS audit (
 );
 CREATE INDEX IF NOT EXISTS audit_session ON audit (session_id);
 CREATE INDEX IF NOT EXISTS audit_budget ON audit (budget_key);
+CREATE TABLE IF NOT EXISTS submissions (
+    submission_id TEXT PRIMARY KEY,
+    owner      TEXT NOT NULL,
+    task_id    TEXT NOT NULL,
+    setting    TEXT NOT NULL,
+    epoch      TEXT NOT NULL,
+    session_id TEXT NOT NULL,
+    request_id TEXT NOT NULL,
+    source_sha256 TEXT NOT NULL,
+    source     TEXT NOT NULL,
+    state      TEXT NOT NULL DEFAULT 'queued',
+    message    TEXT NOT NULL DEFAULT '',
+    s_n        DOUBLE PRECISION,
+    s_v        DOUBLE PRECISION,
+    s_s        DOUBLE PRECISION,
+    trajectory TEXT NOT NULL DEFAULT '',
+    received   DOUBLE PRECISION NOT NULL,
+    scored     DOUBLE PRECISION,
+    UNIQUE (owner, task_id, setting, epoch)
+);
+CREATE INDEX IF NOT EXISTS submissions_state ON submissions (state);
 """
 
 ROLES = ("team", "operator")
@@ -144,7 +166,44 @@ class EpochRow:
     epoch_id: str
     opened: float
     closed: float | None
-    release: str
+    release: str  # when Parallel (S_S) scores are released: immediate | on_close
+    release_real: str = "immediate"  # the same for Real (S_N, S_V)
+
+    def releases(self, setting: str) -> bool:
+        """Whether this epoch shows scores of ``setting`` now."""
+        policy = self.release_real if setting == "real" else self.release
+        return policy == "immediate" or self.closed is not None
+
+
+SubmissionState = Literal["queued", "scored", "failed"]
+
+
+@dataclass(frozen=True)
+class SubmissionRow:
+    submission_id: str
+    owner: str
+    task_id: str
+    setting: str
+    epoch: str
+    session_id: str
+    request_id: str
+    source_sha256: str
+    source: str
+    state: str
+    message: str
+    s_n: float | None
+    s_v: float | None
+    s_s: float | None
+    trajectory: str
+    received: float
+    scored: float | None
+
+
+_SUBMISSION_SELECT = (
+    "SELECT submission_id, owner, task_id, setting, epoch, session_id, request_id, "
+    "source_sha256, source, state, message, s_n, s_v, s_s, trajectory, received, scored "
+    "FROM submissions")
+_EPOCH_SELECT = "SELECT epoch_id, opened, closed, release, release_real FROM epochs"
 
 
 @dataclass(frozen=True)
@@ -302,6 +361,9 @@ class Ledger:
                 if db.columns(ex, "audit") and "epoch" not in db.columns(ex, "audit"):
                     ex("ALTER TABLE audit ADD COLUMN epoch TEXT NOT NULL DEFAULT ''")
                     ex("ALTER TABLE audit ADD COLUMN budget_key TEXT NOT NULL DEFAULT ''")
+            epoch_columns = db.columns(ex, "epochs")
+            if epoch_columns and "release_real" not in epoch_columns:
+                ex("ALTER TABLE epochs ADD COLUMN release_real TEXT NOT NULL DEFAULT 'immediate'")
             db.create(ex, SCHEMA)
             if legacy:
                 self._migrate_v1(ex, had_queries)
@@ -340,6 +402,11 @@ class Ledger:
             (session.calls_used if calls_used is None else calls_used) if session else 0,
             session.calls_max if session else 0, detail,
             session.epoch if session else "", session.budget_key if session else ""))
+
+    def audit_event(self, team: str, action: str, session: SessionRow | None,
+                    detail: str = "") -> None:
+        with self.db.tx() as ex:
+            self._audit(ex, team, action, session, detail=detail)
 
     @staticmethod
     def _row(ex: Executor, session_id: str) -> SessionRow | None:
@@ -381,22 +448,22 @@ class Ledger:
 
     def epochs(self) -> list[EpochRow]:
         with self.db.read() as ex:
-            rows = ex("SELECT epoch_id, opened, closed, release FROM epochs ORDER BY opened"
-                      ).fetchall()
+            rows = ex(f"{_EPOCH_SELECT} ORDER BY opened").fetchall()
         return [EpochRow(*r) for r in rows]
 
     def epoch(self, epoch_id: str) -> EpochRow | None:
         with self.db.read() as ex:
-            r = ex("SELECT epoch_id, opened, closed, release FROM epochs WHERE epoch_id = ?",
-                   (epoch_id,)).fetchone()
+            r = ex(f"{_EPOCH_SELECT} WHERE epoch_id = ?", (epoch_id,)).fetchone()
         return EpochRow(*r) if r else None
 
-    def open_epoch(self, epoch_id: str, release: str = "on_close") -> EpochRow:
+    def open_epoch(self, epoch_id: str, release: str = "on_close",
+                   release_real: str = "immediate") -> EpochRow:
         """Start a new round: the current epoch closes, every budget starts afresh."""
         if not epoch_id or not epoch_id.replace("-", "").replace("_", "").replace(".", "").isalnum():
             raise ValueError("epoch: use letters, digits, '-', '_' and '.' only")
-        if release not in RELEASES:
-            raise ValueError(f"release: one of {RELEASES}")
+        for name, value in (("release", release), ("release_real", release_real)):
+            if value not in RELEASES:
+                raise ValueError(f"{name}: one of {RELEASES}")
         now = time.time()
         with self.db.tx() as ex:
             self.db.lock_key(ex, "lawlab-epochs")
@@ -406,24 +473,116 @@ class Ledger:
             if current is not None:
                 ex("UPDATE epochs SET closed = ? WHERE epoch_id = ?", (now, current))
                 self._audit(ex, "operator", "epoch_close", None, detail=current)
-            ex("INSERT INTO epochs (epoch_id, opened, release) VALUES (?, ?, ?)",
-               (epoch_id, now, release))
-            self._audit(ex, "operator", "epoch_open", None, detail=f"{epoch_id} release={release}")
-        return EpochRow(epoch_id, now, None, release)
+            ex("INSERT INTO epochs (epoch_id, opened, release, release_real) VALUES (?, ?, ?, ?)",
+               (epoch_id, now, release, release_real))
+            self._audit(ex, "operator", "epoch_open", None,
+                        detail=f"{epoch_id} release={release} release_real={release_real}")
+        return EpochRow(epoch_id, now, None, release, release_real)
 
     def close_epoch(self, epoch_id: str) -> EpochRow:
         now = time.time()
         with self.db.tx() as ex:
             self.db.lock_key(ex, "lawlab-epochs")
-            r = ex("SELECT epoch_id, opened, closed, release FROM epochs WHERE epoch_id = ?",
-                   (epoch_id,)).fetchone()
+            r = ex(f"{_EPOCH_SELECT} WHERE epoch_id = ?", (epoch_id,)).fetchone()
             if r is None:
                 raise KeyError(epoch_id)
             if r[2] is not None:
                 return EpochRow(*r)
             ex("UPDATE epochs SET closed = ? WHERE epoch_id = ?", (now, epoch_id))
             self._audit(ex, "operator", "epoch_close", None, detail=epoch_id)
-        return EpochRow(r[0], r[1], now, r[3])
+        return EpochRow(r[0], r[1], now, r[3], r[4])
+
+    # ---- submissions -------------------------------------------------------------------
+    def submit(self, session_id: str, actor: str, request_id: str, source: str,
+               trajectory: str = "") -> tuple[SubmissionRow, bool]:
+        """Record a team's final law for the task and setting of its session, in the
+        session's epoch: one per (owner, task, setting, epoch). Returns the row and
+        whether ``request_id`` had been received already (a retried upload).
+
+        Refuses, with a message saying what to do: an unknown or foreign session
+        (NotFound), a session that is not open or whose epoch has closed, a Parallel
+        submission before any experiment (FailedPrecondition), a second submission
+        (AlreadyExists), a reused request id with another module (InvalidArgument)."""
+        from lawlab.errors import AlreadyExists, FailedPrecondition, InvalidArgument, NotFound
+
+        digest = hashlib.sha256(source.encode()).hexdigest()
+        now = time.time()
+        with self.db.tx() as ex:
+            row = self._row(ex, session_id)
+            if row is None or (actor != "internal" and row.owner != actor):
+                raise NotFound(f"session {session_id!r} not found; ListSessions shows yours")
+            self.db.lock_key(ex, f"lawlab-submit:{row.owner}:{row.task_id}")
+            existing = ex(f"{_SUBMISSION_SELECT} WHERE owner = ? AND task_id = ? AND setting = ? "
+                          "AND epoch = ?", (row.owner, row.task_id, row.setting,
+                                            row.epoch)).fetchone()
+            if existing is not None:
+                old = SubmissionRow(*existing)
+                if old.request_id == request_id:
+                    if old.source_sha256 != digest:
+                        raise InvalidArgument("request_id", "already used for another module; "
+                                                            "a retry must resend the same module")
+                    return old, True
+                raise AlreadyExists(
+                    f"one final submission per task, setting and epoch: {row.task_id} "
+                    f"({row.setting}) already has {old.submission_id} in epoch {row.epoch}")
+            state = self.effective_state(row, now)
+            if state != "open":
+                raise FailedPrecondition(f"session {session_id} is {state}; open a session on "
+                                         f"{row.task_id} again (the budget continues) and submit")
+            current = self._current_epoch(ex)
+            if row.epoch and current != row.epoch:
+                raise FailedPrecondition(f"epoch {row.epoch} of this session has closed; "
+                                         "submissions belong to the current epoch")
+            if row.setting == "parallel" and row.calls_used < 1:
+                raise FailedPrecondition("a Parallel submission needs at least one experiment "
+                                         "(Query) on this task in this epoch")
+            submission_id = "sub-" + secrets.token_hex(8)
+            ex("INSERT INTO submissions (submission_id, owner, task_id, setting, epoch, "
+               "session_id, request_id, source_sha256, source, state, trajectory, received) "
+               "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'queued', ?, ?)",
+               (submission_id, row.owner, row.task_id, row.setting, row.epoch, session_id,
+                request_id, digest, source, trajectory, now))
+            self._audit(ex, row.owner, "submit", row, detail=submission_id)
+            out = ex(f"{_SUBMISSION_SELECT} WHERE submission_id = ?", (submission_id,)).fetchone()
+        return SubmissionRow(*out), False
+
+    def set_trajectory(self, submission_id: str, path: str) -> None:
+        with self.db.tx() as ex:
+            ex("UPDATE submissions SET trajectory = ? WHERE submission_id = ?",
+               (path, submission_id))
+
+    def submission(self, submission_id: str) -> SubmissionRow | None:
+        with self.db.read() as ex:
+            r = ex(f"{_SUBMISSION_SELECT} WHERE submission_id = ?", (submission_id,)).fetchone()
+        return SubmissionRow(*r) if r else None
+
+    def submissions(self, epoch: str | None = None, owner: str | None = None,
+                    state: str | None = None) -> list[SubmissionRow]:
+        where, args = [], []
+        for column, value in (("epoch", epoch), ("owner", owner), ("state", state)):
+            if value is not None:
+                where.append(f"{column} = ?")
+                args.append(value)
+        clause = (" WHERE " + " AND ".join(where)) if where else ""
+        with self.db.read() as ex:
+            rows = ex(f"{_SUBMISSION_SELECT}{clause} ORDER BY received", tuple(args)).fetchall()
+        return [SubmissionRow(*r) for r in rows]
+
+    def record_scores(self, submission_id: str, state: str, message: str,
+                      s_n: float | None = None, s_v: float | None = None,
+                      s_s: float | None = None) -> None:
+        """Store a submission's scores once (a second write is ignored: nothing is
+        scored twice)."""
+        with self.db.tx() as ex:
+            r = ex("SELECT owner, state FROM submissions WHERE submission_id = ?",
+                   (submission_id,)).fetchone()
+            if r is None or r[1] != "queued":
+                return
+            ex("UPDATE submissions SET state = ?, message = ?, s_n = ?, s_v = ?, s_s = ?, "
+               "scored = ? WHERE submission_id = ? AND state = 'queued'",
+               (state, message, s_n, s_v, s_s, time.time(), submission_id))
+            self._audit(ex, r[0], "submission_scored", None,
+                        detail=f"{submission_id} {state}")
 
     # ---- sessions --------------------------------------------------------------------
     def open_session(self, session_id: str, task_id: str, setting: str, calls_max: int,

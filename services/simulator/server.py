@@ -16,6 +16,7 @@ from lawlab.tasks import TaskLibrary
 from lawlab_simulator.auth import Authenticator
 from lawlab_simulator.ledger import open_ledger
 from lawlab_simulator.servicer import IdentityInterceptor, SimulatorServicer
+from lawlab_simulator.submissions import SubmissionScorer
 
 log = logging.getLogger("lawlab.simulator")
 
@@ -71,7 +72,10 @@ async def build(args: argparse.Namespace):
     elif not os.environ.get("LAWLAB_INTERNAL_TOKEN"):
         log.warning("LAWLAB_INTERNAL_TOKEN is not set: only team and operator tokens "
                     "(lawlab token create) are accepted")
-    servicer = SimulatorServicer(library, ledger, key, auth)
+    scoring = SubmissionScorer(ledger, library)
+    servicer = SimulatorServicer(library, ledger, key, auth,
+                                 data_dir=Path(args.data_dir).resolve() / "simulator",
+                                 scoring=scoring)
     max_receive = int(_number("LAWLAB_SIMULATOR_MAX_RECEIVE_BYTES", DEFAULT_MAX_RECEIVE_BYTES))
     sweeper: list[asyncio.Task] = []
 
@@ -89,6 +93,7 @@ async def build(args: argparse.Namespace):
                                             "idle_seconds": idle, "max_receive_bytes": max_receive})
         if idle:
             sweeper.append(asyncio.create_task(sweep()))
+        sweeper.append(asyncio.create_task(scoring.run()))
 
     async def close() -> None:
         servicer.batcher.close()
@@ -96,6 +101,7 @@ async def build(args: argparse.Namespace):
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await task
+        await scoring.close()
         ledger.close()
 
     spec = ServiceSpec(simulator_pb2_grpc.add_SimulatorServiceServicer_to_server, servicer,

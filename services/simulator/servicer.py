@@ -18,6 +18,7 @@ import math
 import time
 import uuid
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 import grpc
@@ -40,6 +41,7 @@ from lawlab.simulator.v1 import simulator_pb2, simulator_pb2_grpc
 from lawlab.tasks import GROUP_COL, Task, TaskLibrary
 from lawlab.world import World
 from lawlab.worldkey import WorldKey
+from lawlab_simulator import submissions
 from lawlab_simulator.auth import Authenticator, Identity, RateLimiter
 from lawlab_simulator.ledger import (
     BudgetExhausted,
@@ -158,7 +160,10 @@ class IdentityInterceptor(grpc.aio.ServerInterceptor):
 
 class SimulatorServicer(simulator_pb2_grpc.SimulatorServiceServicer):
     def __init__(self, library: TaskLibrary, ledger: Ledger, world_key: WorldKey,
-                 auth: Authenticator | None = None) -> None:
+                 auth: Authenticator | None = None, data_dir: Path | None = None,
+                 scoring: submissions.SubmissionScorer | None = None) -> None:
+        self.data_dir = data_dir  # where uploaded trajectories are kept
+        self.scoring = scoring
         self.library = library
         self.ledger = ledger
         self.world_key = world_key
@@ -517,6 +522,59 @@ class SimulatorServicer(simulator_pb2_grpc.SimulatorServiceServicer):
         if row.calls_used != len(charges):  # the ledger commits both together
             log.error("budget and charges disagree", extra={"session_id": row.session_id})
         return out
+
+    # ---- submissions (issue #22) -------------------------------------------------------
+    async def Submit(self, request, context):
+        who = await self._who(context, rate_limited=True)
+        if not request.request_id:
+            raise InvalidArgument("request_id", "is required (a retried upload reuses it)")
+        if len(request.request_id) > 128:
+            raise InvalidArgument("request_id", "longer than 128 characters")
+        row = await self._session(request.session_id, who)
+        task = self.library.get(row.task_id)
+        source = request.submission.source
+        events = list(request.trajectory)
+        try:
+            await asyncio.to_thread(submissions.validate, task, source)
+            submissions.check_trajectory(events)
+            stored, replayed = await asyncio.to_thread(
+                self.ledger.submit, row.session_id,
+                "internal" if who.sees_all_sessions else who.team, request.request_id, source)
+        except LawlabError as err:
+            submissions.SUBMISSIONS.labels(row.epoch, row.setting, "refused").inc()
+            await asyncio.to_thread(self.ledger.audit_event, who.team, "submit_refused", row,
+                                    err.message[:500])
+            raise
+        if not replayed and events and self.data_dir is not None:
+            path = await asyncio.to_thread(submissions.write_trajectory, self.data_dir,
+                                           stored.submission_id, events)
+            await asyncio.to_thread(self.ledger.set_trajectory, stored.submission_id, path)
+        submissions.SUBMISSIONS.labels(row.epoch, row.setting,
+                                       "replayed" if replayed else "accepted").inc()
+        if self.scoring is not None:
+            self.scoring.wake.set()
+        epoch = await asyncio.to_thread(self.ledger.epoch, stored.epoch)
+        return submissions.status_proto(stored, epoch, self.world_key.fingerprint, replayed)
+
+    async def GetSubmission(self, request, context):
+        who = await self._who(context, rate_limited=True)
+        if not request.submission_id:
+            raise InvalidArgument("submission_id", "is required")
+        row = await asyncio.to_thread(self.ledger.submission, request.submission_id)
+        if row is None or not (who.sees_all_sessions or row.owner == who.team):
+            raise NotFound(f"submission {request.submission_id!r} not found; ListSubmissions "
+                           "shows yours")
+        epoch = await asyncio.to_thread(self.ledger.epoch, row.epoch)
+        return submissions.status_proto(row, epoch, self.world_key.fingerprint)
+
+    async def ListSubmissions(self, request, context):
+        who = await self._who(context, rate_limited=True)
+        epoch_id = request.epoch or await asyncio.to_thread(self.ledger.current_epoch) or ""
+        owner = None if who.sees_all_sessions else who.team
+        rows = await asyncio.to_thread(self.ledger.submissions, epoch_id, owner)
+        epoch = await asyncio.to_thread(self.ledger.epoch, epoch_id)
+        return simulator_pb2.ListSubmissionsResponse(submissions=[
+            submissions.status_proto(r, epoch, self.world_key.fingerprint) for r in rows])
 
     # ---- housekeeping ---------------------------------------------------------------
     async def expire_idle_sessions(self) -> int:

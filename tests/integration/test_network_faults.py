@@ -20,7 +20,7 @@ from tests.support.scripted_llm import ScriptedLLM
 def _campaign_through_proxy(tasks_dir, tmp_path, name: str, disturb) -> tuple[list, int]:
     with ScriptedLLM(respond=load.instant_model) as llm:
         cluster = Cluster(tasks_dir, tmp_path, log_dir=tmp_path / "logs")
-        cluster.start(names=("sandbox", "simulator", "scorer", "judge"))
+        cluster.start(names=("sandbox", "scorer", "judge", "simulator"))
         try:
             with FaultProxy(cluster.services["simulator"].port) as proxy:
                 env = {"LAWLAB_LLM_BASE_URL": llm.base_url, "LAWLAB_LLM_API_KEY": "faults",

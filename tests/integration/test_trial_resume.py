@@ -37,7 +37,7 @@ def test_a_retried_attempt_resumes_budget_data_and_turns(tasks_dir, tmp_path):
 
     with ScriptedLLM(respond=respond) as llm:
         cluster = Cluster(tasks_dir, tmp_path, log_dir=tmp_path / "logs")
-        cluster.start(names=("sandbox", "simulator", "scorer", "judge"))
+        cluster.start(names=("sandbox", "scorer", "judge", "simulator"))
         try:
             with FaultProxy(cluster.services["sandbox"].port) as proxy:
                 cut["sandbox"] = proxy

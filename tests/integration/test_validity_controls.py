@@ -17,13 +17,12 @@ import json
 import numpy as np
 import pytest
 
-from lawlab import validity
+from lawlab import antihack, validity
 from lawlab.common.v1 import common_pb2
 from lawlab.contract import law_module
 from lawlab.judge.v1 import judge_pb2, judge_pb2_grpc
 from lawlab.scorer.v1 import scorer_pb2, scorer_pb2_grpc
 from lawlab.taskbuild import controls
-from lawlab_judge import antihack
 
 
 def real_tasks(library):

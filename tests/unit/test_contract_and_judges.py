@@ -1,9 +1,8 @@
 import numpy as np
 
-from lawlab import structure
+from lawlab import antihack, structure
 from lawlab.contract import law_module, static_check
 from lawlab.expr import Expression
-from lawlab_judge import antihack
 
 HIDDEN = "Vm * c / (K + c) + h * c"
 BASE = "Vm * c / (K + c)"

@@ -9,11 +9,10 @@ import re
 import numpy as np
 import pytest
 
-from lawlab import convert
+from lawlab import antihack, convert
 from lawlab.contract import static_check
 from lawlab_agent import prompts
 from lawlab_agent.blocks import first_block
-from lawlab_judge import antihack
 
 CASES = [("puromycin_enzyme_kinetics", False), ("puromycin_enzyme_kinetics", True),
          ("dnase_elisa", False), ("dnase_elisa", True), ("theophylline_pk", False)]

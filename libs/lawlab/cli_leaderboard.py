@@ -1,0 +1,132 @@
+"""``lawlab leaderboard EPOCH``: external teams and lawlab's own campaigns side by side.
+
+External rows are the epoch's submissions in the simulator's ledger (their
+released scores: a submission whose scores the epoch still withholds counts as
+missing, 0 in the strict mean); campaign rows are the trials of the campaigns
+named with ``--campaign``, read from the agent service. Both go through the
+same aggregates as ``lawlab report`` (:func:`lawlab.report.leaderboard`):
+strict and scored means, single- and multi-group subsets, task-bootstrap
+intervals, and they are never mixed across world suites.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from pathlib import Path
+
+from lawlab import config
+
+
+def external_rows(ledger, epoch_id: str, library) -> list:
+    from lawlab.report import Row
+
+    epoch = ledger.epoch(epoch_id)
+    if epoch is None:
+        raise KeyError(epoch_id)
+    rows = []
+    for s in ledger.submissions(epoch_id):
+        meta = library.get(s.task_id).meta if s.task_id in library else None
+        released = epoch.releases(s.setting) and s.state != "queued"
+        rows.append(Row(
+            agent=f"team:{s.owner}", setting=s.setting, context="full", task_id=s.task_id,
+            seed=0, status="completed" if s.state == "scored" else s.state,
+            score_status="" if s.state != "failed" else "failed",
+            s_n=s.s_n if released else None, s_v=s.s_v if released else None,
+            s_s=s.s_s if released else None,
+            discipline=meta.discipline if meta else "", multi_group=bool(meta and meta.multi_group),
+            suite=meta.suite if meta else "real", trial_id=s.submission_id,
+            world_fingerprint=library.world_fingerprint or ""))
+    return rows
+
+
+def _json_safe(value):
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _json_safe(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_json_safe(v) for v in value]
+    return value
+
+
+def cmd_leaderboard(args: argparse.Namespace) -> int:
+    from lawlab.cli_sim import _ledger_url
+    from lawlab.report import MixedSuites, leaderboard, leaderboard_csv, leaderboard_markdown
+    from lawlab.tasks import TaskLibrary
+    from lawlab_simulator.ledger import open_ledger
+
+    library = TaskLibrary(Path(args.tasks_dir))
+    ledger = open_ledger(_ledger_url(args))
+    try:
+        try:
+            rows = external_rows(ledger, args.epoch_id, library)
+        except KeyError:
+            print(f"lawlab leaderboard: no epoch {args.epoch_id!r} (see lawlab epoch list)",
+                  file=sys.stderr)
+            return 2
+    finally:
+        ledger.close()
+    if args.campaign:
+        import grpc
+
+        from lawlab.agent.v1 import agent_pb2, agent_pb2_grpc
+        from lawlab.cli_campaign import rows_from_trials
+        from lawlab.rpc.client import sync_channel
+
+        try:
+            with sync_channel(args.agent_addr or config.service_address("agent")) as channel:
+                stub = agent_pb2_grpc.AgentServiceStub(channel)
+                for name in args.campaign:
+                    trials = stub.ListTrials(agent_pb2.ListTrialsRequest(campaign_id=name),
+                                             timeout=60).trials
+                    rows += rows_from_trials(trials, Path(args.tasks_dir))
+        except grpc.RpcError as err:
+            print(f"lawlab leaderboard: campaign {name!r}: {err.details()} (is the agent "
+                  "service at --agent-addr running? `lawlab up` starts it)", file=sys.stderr)
+            return 2
+    if not rows:
+        print(f"lawlab leaderboard: epoch {args.epoch_id} has no submissions"
+              + ("" if args.campaign else " (add lawlab campaigns with --campaign NAME)"),
+              file=sys.stderr)
+        return 1
+    try:
+        board = leaderboard(rows)
+    except MixedSuites as err:
+        print(f"lawlab leaderboard: {err}", file=sys.stderr)
+        return 2
+    title = f"# Leaderboard, epoch {args.epoch_id}\n\n"
+    markdown = title + leaderboard_markdown(board)
+    if args.out:
+        out = Path(args.out)
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "leaderboard.md").write_text(markdown)
+        (out / "leaderboard.csv").write_text(leaderboard_csv(board))
+        (out / "leaderboard.json").write_text(json.dumps(_json_safe(board), indent=2) + "\n")
+        print(f"wrote leaderboard.md, .csv and .json into {out}/")
+    if args.format == "json":
+        print(json.dumps(_json_safe(board), indent=2))
+    elif args.format == "csv":
+        print(leaderboard_csv(board), end="")
+    elif not args.out:
+        print(markdown)
+    return 0
+
+
+def add_leaderboard_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("leaderboard", help="an epoch's external submissions beside lawlab "
+                                           "campaigns (operators)",
+                       description="Reads the simulator's ledger (--ledger, LAWLAB_LEDGER_URL, or "
+                                   "DATA_DIR/simulator/ledger.sqlite) and, for --campaign, the "
+                                   "agent service.")
+    p.add_argument("epoch_id")
+    p.add_argument("--campaign", action="append", default=[],
+                   help="a lawlab campaign to rank beside the teams (repeatable)")
+    p.add_argument("--format", choices=["md", "csv", "json"], default="md")
+    p.add_argument("--out", help="also write leaderboard.md, .csv and .json here")
+    p.add_argument("--ledger", help="sqlite:///PATH or postgresql://... (env LAWLAB_LEDGER_URL)")
+    p.add_argument("--data-dir", default=str(config.data_dir()))
+    p.add_argument("--tasks-dir", default=str(config.tasks_dir()))
+    p.add_argument("--agent-addr", help="the agent service (default LAWLAB_AGENT_ADDR)")

@@ -1,0 +1,216 @@
+"""External submissions: a team hands in its final law through the public port
+and gets S_N, S_V or S_S back (issue #22; docs/simulator-api.md).
+
+The law never leaves the operator's side: the simulator validates the module
+at once (the contract's static checks, the caps and the anti-hacking gate, the
+same core code the judge uses), records it in the ledger (one per team, task,
+setting and epoch), and a background scorer sends it, with the internal
+token, to the scorer and judge services, which run it only in the sandbox.
+Scores are stored once and shown when the epoch releases them: at once, or
+only when the epoch closes (the default for Parallel, so that S_S feedback
+cannot steer a search for the hidden structure).
+"""
+
+from __future__ import annotations
+
+import ast
+import asyncio
+import json
+import logging
+import math
+from pathlib import Path
+
+import grpc
+from prometheus_client import Counter
+
+from lawlab import antihack, config, convert, validity
+from lawlab.common.v1 import common_pb2
+from lawlab.contract import static_check
+from lawlab.errors import InvalidArgument
+from lawlab.judge.v1 import judge_pb2, judge_pb2_grpc
+from lawlab.rpc.client import SCORING_CALL, aio_channel
+from lawlab.scorer.v1 import scorer_pb2, scorer_pb2_grpc
+from lawlab.simulator.v1 import simulator_pb2
+from lawlab.tasks import Task
+from lawlab_simulator.ledger import EpochRow, Ledger, SubmissionRow
+
+log = logging.getLogger("lawlab.simulator.submissions")
+
+SUBMISSIONS = Counter("lawlab_simulator_submissions_total",
+                      "Submissions through the public port, by epoch, setting and outcome "
+                      "(accepted, replayed, refused, scored, failed).",
+                      ["epoch", "setting", "outcome"])
+MAX_SOURCE_CHARS = 200_000
+MAX_TRAJECTORY_EVENTS = 10_000
+_STATES = {"queued": simulator_pb2.SUBMISSION_STATE_QUEUED,
+           "scored": simulator_pb2.SUBMISSION_STATE_SCORED,
+           "failed": simulator_pb2.SUBMISSION_STATE_FAILED}
+
+
+def _dict_keys(tree: ast.Module, name: str) -> int | None:
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name
+                                                for t in node.targets):
+            return len(node.value.keys) if isinstance(node.value, ast.Dict) else None
+    return None
+
+
+def validate(task: Task, source: str) -> None:
+    """The checks a submission must pass before it is recorded (InvalidArgument
+    naming submission.source and the reason): size, syntax, the contract's names,
+    the caps, the anti-hacking gate."""
+    field = "submission.source"
+    if not source.strip():
+        raise InvalidArgument(field, "is empty")
+    if len(source) > MAX_SOURCE_CHARS:
+        raise InvalidArgument(field, f"{len(source):,} characters; at most {MAX_SOURCE_CHARS:,}")
+    meta = task.meta
+    report = static_check(source, meta.input_names, meta.multi_group)
+    if not report.ok:
+        raise InvalidArgument(field, "; ".join(report.problems))
+    tree = ast.parse(source)
+    caps = meta.caps
+    for name, cap in (("LAW_CONSTANTS", caps.max_law_constants),
+                      ("LOCAL_FITTABLE", caps.max_local_params)):
+        n = _dict_keys(tree, name)
+        if n is not None and n > cap:
+            raise InvalidArgument(field, f"{name} has {n} entries; this task allows {cap}")
+    gate = antihack.check(source, caps.max_law_constants + caps.max_local_params,
+                          validity.target_aggregates(task))
+    if not gate.passed:
+        raise InvalidArgument(field, f"the anti-hacking gate refuses it: {gate.reason}")
+
+
+def status_proto(row: SubmissionRow, epoch: EpochRow | None, fingerprint: str,
+                 replayed: bool = False) -> simulator_pb2.SubmissionStatus:
+    released = bool(epoch is not None and epoch.releases(row.setting))
+    out = simulator_pb2.SubmissionStatus(
+        submission_id=row.submission_id, task_id=row.task_id,
+        setting=convert.setting_from_name(row.setting), epoch=row.epoch,
+        state=_STATES.get(row.state, simulator_pb2.SUBMISSION_STATE_UNSPECIFIED),
+        release=(epoch.release_real if row.setting == "real" else epoch.release)
+        if epoch is not None else "",
+        released=released and row.state != "queued", world_fingerprint=fingerprint,
+        replayed=replayed)
+    out.received.FromSeconds(int(row.received))
+    if row.state == "queued":
+        out.message = "received, validated and queued for scoring"
+    elif not released:
+        out.message = ("scored; the scores are released when epoch "
+                       f"{row.epoch} closes")
+    else:
+        out.message = row.message
+    if out.released:
+        for name in ("s_n", "s_v", "s_s"):
+            value = getattr(row, name)
+            if value is not None and math.isfinite(value):
+                setattr(out.scores, name, value)
+    return out
+
+
+class SubmissionScorer:
+    """Scores queued submissions through the scorer and judge services (with the
+    internal token), one at a time; a service that is down leaves the submission
+    queued and is tried again."""
+
+    def __init__(self, ledger: Ledger, library) -> None:
+        self.ledger = ledger
+        self.library = library
+        self.wake = asyncio.Event()
+        self._channels: list[grpc.aio.Channel] = []
+        self._scorer: scorer_pb2_grpc.ScorerServiceStub | None = None
+        self._judge: judge_pb2_grpc.JudgeServiceStub | None = None
+
+    def _stubs(self):
+        if self._scorer is None:
+            scorer = aio_channel(config.service_address("scorer"))
+            judge = aio_channel(config.service_address("judge"))
+            self._channels = [scorer, judge]
+            self._scorer = scorer_pb2_grpc.ScorerServiceStub(scorer)
+            self._judge = judge_pb2_grpc.JudgeServiceStub(judge)
+        return self._scorer, self._judge
+
+    async def close(self) -> None:
+        for channel in self._channels:
+            await channel.close()
+
+    async def run(self) -> None:
+        delay = 1.0
+        while True:
+            try:
+                done = await self.score_queued()
+                delay = 1.0
+            except grpc.aio.AioRpcError as err:
+                log.warning("scoring submissions failed; will retry",
+                            extra={"code": err.code().name, "detail": err.details()})
+                done, delay = 0, min(60.0, delay * 2)
+            except Exception:  # noqa: BLE001  (kept running; the submission stays queued)
+                log.exception("scoring submissions failed")
+                done, delay = 0, min(60.0, delay * 2)
+            if not done:
+                self.wake.clear()
+                try:
+                    await asyncio.wait_for(self.wake.wait(), timeout=delay)
+                except TimeoutError:
+                    pass
+
+    async def score_queued(self) -> int:
+        rows = await asyncio.to_thread(self.ledger.submissions, None, None, "queued")
+        for row in rows:
+            await self.score(row)
+        return len(rows)
+
+    async def score(self, row: SubmissionRow) -> None:
+        scorer, judge = self._stubs()
+        submission = common_pb2.Submission(source=row.source)
+        request = judge_pb2.JudgeRequest(task_id=row.task_id, submission=submission)
+        if row.setting == "parallel":
+            verdict = await judge.JudgeStructure(request, timeout=SCORING_CALL)
+            state = "scored" if verdict.status == "ok" else "failed"
+            s_s = verdict.s_s if verdict.HasField("s_s") else 0.0
+            await asyncio.to_thread(self.ledger.record_scores, row.submission_id, state,
+                                    f"S_S: {verdict.explanation}", s_s=s_s)
+        else:
+            score = await scorer.ScoreSubmission(scorer_pb2.ScoreRequest(
+                task_id=row.task_id, submission=submission), timeout=SCORING_CALL)
+            valid = await judge.JudgeValidity(request, timeout=SCORING_CALL)
+            state = "scored" if score.status == "ok" else "failed"
+            message = (f"S_N {score.status}: {score.m_sub:.4g} vs the best reference "
+                       f"{score.best_reference} {score.m_ref:.4g}; S_V: "
+                       f"{sum(i.passed for i in valid.items)} of {len(valid.items)} rubric items"
+                       + ("" if valid.anti_hacking_passed else
+                          f", gate failed: {valid.anti_hacking_reason}"))
+            if score.message:
+                message += f"; {score.message}"
+            await asyncio.to_thread(
+                self.ledger.record_scores, row.submission_id, state, message,
+                s_n=score.s_n,
+                s_v=valid.s_v if valid.HasField("s_v") else 0.0)
+        SUBMISSIONS.labels(row.epoch, row.setting, state).inc()
+        log.info("submission scored", extra={"submission_id": row.submission_id,
+                                              "state": state, "task_id": row.task_id})
+
+
+def check_trajectory(events: list[str]) -> None:
+    """An uploaded run: one JSON event per entry, each must parse."""
+    if len(events) > MAX_TRAJECTORY_EVENTS:
+        raise InvalidArgument("trajectory", f"{len(events):,} events; at most "
+                                            f"{MAX_TRAJECTORY_EVENTS:,}")
+    for i, event in enumerate(events):
+        try:
+            json.loads(event)
+        except json.JSONDecodeError as err:
+            raise InvalidArgument(f"trajectory[{i}]", f"not JSON ({err.msg})") from None
+
+
+def write_trajectory(data_dir: Path, submission_id: str, events: list[str]) -> str:
+    """Kept beside the audit log, one event per line; returns the path."""
+    folder = data_dir / "submissions"
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{submission_id}.jsonl"
+    path.write_text("".join(e.rstrip("\n") + "\n" for e in events))
+    return str(path)
+
+
+__all__ = ["SUBMISSIONS", "SubmissionScorer", "check_trajectory", "status_proto", "validate",
+           "write_trajectory"]
