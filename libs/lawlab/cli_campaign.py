@@ -289,10 +289,50 @@ def audit_events(events: list[dict], hidden: list[str]) -> list[tuple[int, str, 
     return findings
 
 
+def audit_submissions(args: argparse.Namespace) -> int:
+    """The trajectories external teams uploaded with their submissions in an epoch,
+    audited like lawlab's own (docs/simulator-api.md)."""
+    from lawlab.cli_sim import _ledger_url
+    from lawlab_simulator.ledger import open_ledger
+
+    ledger = open_ledger(_ledger_url(args))
+    try:
+        subs = ledger.submissions(args.epoch)
+    finally:
+        ledger.close()
+    rows, leaks, flagged, read = [], 0, 0, 0
+    for s in subs:
+        if not s.trajectory:
+            continue
+        try:
+            events = [json.loads(line) for line in Path(s.trajectory).read_text().splitlines()
+                      if line.strip()]
+        except (OSError, json.JSONDecodeError) as err:
+            rows.append([s.submission_id, s.owner, "-", "unreadable", str(err)[:60]])
+            continue
+        read += 1
+        found = audit_events(events, _hidden_strings(Path(args.tasks_dir), s.task_id))
+        flagged += bool(found)
+        for turn, label, evidence in found:
+            leaks += label.startswith("HIDDEN")
+            rows.append([s.submission_id, s.owner, turn, label, evidence.replace("\n", " ")])
+    print(f"audited {read} uploaded trajectories of {len(subs)} submissions in epoch {args.epoch}")
+    if rows:
+        print(table(rows, ["submission", "team", "turn", "finding", "evidence"]))
+    print(f"{flagged} trajectory(ies) with findings; hidden-law strings in tool outputs: {leaks}")
+    return 1 if leaks else 0
+
+
 def cmd_audit(args: argparse.Namespace) -> int:
     from lawlab.agent.v1 import agent_pb2, agent_pb2_grpc
     from lawlab.rpc.client import sync_channel
 
+    if getattr(args, "epoch", None):
+        return audit_submissions(args)
+    if not args.campaign_id:
+        print("lawlab campaign audit: give a campaign id, or --epoch NAME for external "
+              "submissions", file=sys.stderr)
+        return 2
     tasks_dir = Path(args.tasks_dir)
     rows, leaks, flagged = [], 0, 0
     with sync_channel(args.agent_addr or config.service_address("agent")) as channel:
@@ -518,12 +558,16 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                        ("trials", "the trials of a campaign"),
                        ("audit", "scan transcripts for attempts to reach hidden material")):
         p = campaign.add_parser(verb, help=text)
-        p.add_argument("campaign_id")
+        p.add_argument("campaign_id", nargs="?" if verb == "audit" else None)
         p.add_argument("--agent-addr", default=os.environ.get("LAWLAB_AGENT_ADDR"))
         if verb == "status":
             p.add_argument("--watch", action="store_true", help="follow until it stops")
         if verb == "audit":
             p.add_argument("--tasks-dir", default=str(config.tasks_dir()),
                            help="the task library with answer keys (operators only)")
+            p.add_argument("--epoch", help="audit the trajectories external teams uploaded with "
+                                           "their submissions in this epoch instead")
+            p.add_argument("--ledger", help="the simulator's ledger (env LAWLAB_LEDGER_URL)")
+            p.add_argument("--data-dir", default=str(config.data_dir()))
     p = campaign.add_parser("list", help="every campaign of the agent service")
     p.add_argument("--agent-addr", default=os.environ.get("LAWLAB_AGENT_ADDR"))

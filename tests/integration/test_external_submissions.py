@@ -240,3 +240,11 @@ def test_the_leaderboard_shows_teams_beside_a_campaign(world, cluster, tmp_path)
     entries = {(e["agent"], e["setting"]): e for e in doc}
     assert entries[("team:alpha", "real")]["s_n_strict_all"] > 0
     assert ("team:beta", "parallel") in entries and ("data-blind", "real") in entries
+
+
+def test_uploaded_trajectories_are_audited_like_campaigns(world, cluster):
+    audit = subprocess.run([LAWLAB, "campaign", "audit", "--epoch", "round1", "--data-dir",
+                            str(world["data"]), "--tasks-dir", str(cluster.tasks_dir)],
+                           capture_output=True, text=True, timeout=60)
+    assert audit.returncode == 0, audit.stderr
+    assert "audited 1 uploaded trajectories of 2 submissions in epoch round1" in audit.stdout
