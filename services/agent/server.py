@@ -61,5 +61,6 @@ async def build(args: argparse.Namespace):
 
     spec = ServiceSpec(agent_pb2_grpc.add_AgentServiceServicer_to_server, servicer,
                        agent_pb2.DESCRIPTOR.services_by_name["AgentService"],
-                       http_app=status_page.make_app(store))
+                       http_app=status_page.make_app(store, status_page.simulator_fetch(
+                           config.service_address("simulator"))))
     return [spec], [resume], [close]

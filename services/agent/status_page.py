@@ -43,6 +43,32 @@ def snapshot(store: TrialStore, recent: int = 20) -> dict:
          "updated": r.updated} for r in trials]}
 
 
+def external_snapshot(fetch: Callable[[], list[dict]] | None) -> dict:
+    """The current epoch's external submissions (released scores only), from the
+    simulator; an unreachable simulator is said, not hidden."""
+    if fetch is None:
+        return {"available": False, "reason": "not configured", "submissions": []}
+    try:
+        subs = fetch()
+    except Exception as err:  # noqa: BLE001  (shown on the page)
+        return {"available": False, "reason": str(err)[:200], "submissions": []}
+    by_team: dict[str, dict] = {}
+    for s in subs:
+        entry = by_team.setdefault(s["team"], {"team": s["team"], "submissions": 0,
+                                               "released": 0, "s_n": [], "s_v": [], "s_s": []})
+        entry["submissions"] += 1
+        if s["released"]:
+            entry["released"] += 1
+            for k, v in s["scores"].items():
+                entry[k].append(v)
+    board = []
+    for e in sorted(by_team.values(), key=lambda e: e["team"]):
+        board.append({**e, **{k: (sum(e[k]) / len(e[k]) if e[k] else None)
+                              for k in ("s_n", "s_v", "s_s")}})
+    epoch = subs[0]["epoch"] if subs else ""
+    return {"available": True, "epoch": epoch, "teams": board, "submissions": subs}
+
+
 def _num(x: float | None) -> str:
     return "&ndash;" if x is None else f"{x:.3f}"
 
@@ -69,6 +95,20 @@ def render(data: dict) -> str:
         f"<td>{e(t['status'])}</td><td>{t['turns']}</td><td>{_num(t['s_n'])}</td>"
         f"<td>{_num(t['s_v'])}</td><td>{_num(t['s_s'])}</td></tr>"
         for t in data["recent_trials"]]
+    ext = data.get("external") or {"available": False, "reason": "not configured"}
+    if ext.get("available"):
+        ext_rows = "".join(
+            f"<tr><td>{e(t['team'])}</td><td>{t['submissions']}</td><td>{t['released']}</td>"
+            f"<td>{_num(t['s_n'])}</td><td>{_num(t['s_v'])}</td><td>{_num(t['s_s'])}</td></tr>"
+            for t in ext["teams"]) or "<tr><td colspan=6 class=muted>no submissions yet</td></tr>"
+        external = (f"<h2>External submissions, epoch {e(ext.get('epoch') or '(current)')}</h2>"
+                    "<p class=muted>Means of released scores (a Parallel epoch releases S_S "
+                    "when it closes).</p><table><tr><th>team</th><th>submissions</th>"
+                    "<th>released</th><th>S_N</th><th>S_V</th><th>S_S</th></tr>"
+                    f"{ext_rows}</table>")
+    else:
+        external = ("<h2>External submissions</h2><p class=muted>not available: "
+                    f"{e(str(ext.get('reason', '')))}</p>")
     return f"""<!doctype html>
 <html lang=en><head><meta charset=utf-8><meta http-equiv=refresh content=5>
 <title>lawlab status</title>
@@ -96,23 +136,55 @@ JSON: <a href="/api/status">/api/status</a>, metrics: <a href="/metrics">/metric
 <table><tr><th>updated</th><th>task</th><th>setting</th><th>agent</th><th>status</th>
 <th>turns</th><th>S_N</th><th>S_V</th><th>S_S</th></tr>
 {''.join(trials) or '<tr><td colspan=9 class=muted>no trials yet</td></tr>'}</table>
+{external}
 </body></html>
 """
 
 
-def make_app(store: TrialStore) -> Callable:
+def simulator_fetch(address: str, timeout: float = 3.0, cache_seconds: float = 5.0
+                    ) -> Callable[[], list[dict]]:
+    """ListSubmissions of the current epoch through the simulator (internal token),
+    cached for a few seconds (the page refreshes every 5 s)."""
+    from google.protobuf.json_format import MessageToDict
+
+    from lawlab.rpc.client import sync_channel
+    from lawlab.simulator.v1 import simulator_pb2, simulator_pb2_grpc
+
+    cache: dict = {"at": 0.0, "value": []}
+
+    def fetch() -> list[dict]:
+        if time.monotonic() - cache["at"] < cache_seconds:
+            return cache["value"]
+        with sync_channel(address, retry=False) as channel:
+            stub = simulator_pb2_grpc.SimulatorServiceStub(channel)
+            resp = stub.ListSubmissions(simulator_pb2.ListSubmissionsRequest(), timeout=timeout)
+        value = [MessageToDict(s, preserving_proto_field_name=True,
+                               always_print_fields_with_no_presence=True)
+                 for s in resp.submissions]
+        for v in value:
+            v["scores"] = {k: x for k, x in v.get("scores", {}).items() if x is not None}
+        cache.update(at=time.monotonic(), value=value)
+        return value
+
+    return fetch
+
+
+def make_app(store: TrialStore, external: Callable[[], list[dict]] | None = None) -> Callable:
+    def full_snapshot() -> dict:
+        return {**snapshot(store), "external": external_snapshot(external)}
+
     def app(environ, start_response):
         path = environ.get("PATH_INFO", "/")
         if environ.get("REQUEST_METHOD", "GET") != "GET":
             start_response("405 Method Not Allowed", [("Content-Type", "text/plain")])
             return [b"GET only\n"]
         if path == "/api/status":
-            body = json.dumps(snapshot(store)).encode()
+            body = json.dumps(full_snapshot()).encode()
             start_response("200 OK", [("Content-Type", "application/json"),
                                       ("Cache-Control", "no-store")])
             return [body]
         if path in ("/", "/index.html"):
-            body = render(snapshot(store)).encode()
+            body = render(full_snapshot()).encode()
             start_response("200 OK", [("Content-Type", "text/html; charset=utf-8"),
                                       ("Cache-Control", "no-store"),
                                       ("Content-Security-Policy", "default-src 'none'; "

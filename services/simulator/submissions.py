@@ -91,7 +91,7 @@ def status_proto(row: SubmissionRow, epoch: EpochRow | None, fingerprint: str,
         release=(epoch.release_real if row.setting == "real" else epoch.release)
         if epoch is not None else "",
         released=released and row.state != "queued", world_fingerprint=fingerprint,
-        replayed=replayed)
+        replayed=replayed, team=row.owner)
     out.received.FromSeconds(int(row.received))
     if row.state == "queued":
         out.message = "received, validated and queued for scoring"

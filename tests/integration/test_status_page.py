@@ -41,10 +41,13 @@ def test_page_json_and_metrics_share_the_port(finished_campaign):
     assert status == 200 and ctype.startswith("text/html")
     assert "status-page" in body and "finished" in body and "2/2" in body
     assert "brain_body_allometry" in body and "dnase_elisa" in body
+    assert "External submissions, epoch" in body
     status, ctype, body = get(base + "/api/status")
     doc = json.loads(body)
     (c,) = [c for c in doc["campaigns"] if c["campaign_id"] == "status-page"]
     assert (c["done"], c["total"], c["state"]) == (2, 2, "finished")
+    # the current epoch's external submissions come from the simulator (none here)
+    assert doc["external"]["available"] and doc["external"]["teams"] == []
     status, ctype, body = get(base + "/metrics")
     assert status == 200 and "lawlab_agent_trials_total" in body
     assert get(base + "/nope")[0] == 404
