@@ -158,6 +158,14 @@ def cmd_tasks_show(args: argparse.Namespace) -> int:
     rows = [[v.name, v.symbol, v.unit, f"{v.min:.4g}", f"{v.max:.4g}", v.description]
             for v in (m.target, *m.inputs)]
     print(_table(rows, ["variable", "symbol", "unit", "min", "max", "description"]))
+    c = m.caps
+    print(f"\ncaps: max_law_constants {c.max_law_constants}, max_local_params "
+          f"{c.max_local_params}, fit_timeout_seconds {c.fit_timeout_seconds:g}, max_turns "
+          f"{c.max_turns}"
+          + (f"; Parallel: max_experiment_calls {c.max_experiment_calls}, max_points_per_call "
+             f"{c.max_points_per_call}, samples per point {c.min_samples_per_point}-"
+             f"{c.max_samples_per_point}" if task.has_world() else "; no Parallel world"))
+    print(f"rubric: {len(task.rubric())} validity items (lawlab tasks audit --only {m.task_id})")
     print(f"\nsource: {m.source}\nlicence: {m.license}")
     if args.answer_key:
         print("\n-- answer key (operators only) --")
@@ -238,10 +246,34 @@ def cmd_serve(args: argparse.Namespace, rest: list[str]) -> int:
     return 0
 
 
+def _busy_ports() -> list[str]:
+    """The default ports already bound on loopback (another `lawlab up`, most likely)."""
+    import socket
+
+    busy = []
+    for name in config.SERVICES:
+        for port in (config.grpc_port(name), config.metrics_port(name)):
+            with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+                s.settimeout(0.2)
+                if s.connect_ex(("127.0.0.1", port)) == 0:
+                    busy.append(f"{name} {port}")
+    return busy
+
+
 def cmd_up(args: argparse.Namespace) -> int:
     from lawlab.launcher import Cluster
 
+    if not args.ephemeral:
+        busy = _busy_ports()
+        if busy:  # checked before anything is written: a running cluster keeps its token
+            print(f"lawlab up: the default ports are in use ({', '.join(busy[:4])}"
+                  f"{', ...' if len(busy) > 4 else ''}): is `lawlab up` already running? Use it "
+                  "(lawlab commands find it on these ports), stop it first, or start another "
+                  "one on free ports with `lawlab up --ephemeral --data-dir OTHER`",
+                  file=sys.stderr)
+            return 1
     cluster = Cluster(Path(args.tasks_dir).resolve(), Path(args.data_dir).resolve())
+    print(f"starting {', '.join(config.SERVICES)} (10-30 s) ...", file=sys.stderr, flush=True)
     stop = {"now": False}
 
     def handler(signum: int, frame: object) -> None:
@@ -274,16 +306,20 @@ def cmd_up(args: argparse.Namespace) -> int:
 # ---- trials ------------------------------------------------------------------------
 
 async def _run_trial(address: str, task: str, setting: str, agent: str, model: str, seed: int,
-                     token: str | None = None):
+                     token: str | None = None, context: str = "",
+                     decoding: dict | None = None):
     from lawlab import convert
     from lawlab.agent.v1 import agent_pb2, agent_pb2_grpc
     from lawlab.rpc.client import TRIAL_CALL, aio_channel
 
     async with aio_channel(address, token=token) as channel:
         stub = agent_pb2_grpc.AgentServiceStub(channel)
-        return await stub.RunTrial(agent_pb2.RunTrialRequest(
+        request = agent_pb2.RunTrialRequest(
             task_id=task, setting=convert.setting_from_name(setting), agent=agent, model=model,
-            seed=seed), timeout=TRIAL_CALL)
+            seed=seed, context=context)
+        if decoding:
+            request.decoding.CopyFrom(agent_pb2.Decoding(**decoding))
+        return await stub.RunTrial(request, timeout=TRIAL_CALL)
 
 
 def _trial_rows(trials: list) -> list[list[str]]:
@@ -309,12 +345,29 @@ TRIAL_HEADER = ["task", "setting", "status", "turns", "S_N", "S_V", "S_S", "wall
 
 
 def cmd_trial_run(args: argparse.Namespace) -> int:
+    decoding = None
+    if args.decoding:
+        try:
+            decoding = json.loads(args.decoding)
+        except json.JSONDecodeError as err:
+            print(f"lawlab trial run: --decoding is not JSON ({err.msg})", file=sys.stderr)
+            return 2
+    started = time.monotonic()
+    print(f"[running {args.agent}{'/' + args.model if args.model else ''} on {args.task} "
+          f"({args.setting}) through {args.agent_addr}; a trial takes seconds to minutes]",
+          file=sys.stderr)
     trial = asyncio.run(_run_trial(args.agent_addr, args.task, args.setting, args.agent,
-                                   args.model, args.seed))
+                                   args.model, args.seed, context=args.context,
+                                   decoding=decoding))
+    if time.monotonic() - started < 0.5 * max(trial.wall_seconds, 1.0):
+        print(f"[stored result: this trial ran earlier ({trial.wall_seconds:.1f} s); trials are "
+              "idempotent by id]", file=sys.stderr)
     if args.json:
         from google.protobuf.json_format import MessageToDict
 
-        print(json.dumps(MessageToDict(trial), indent=2))
+        doc = MessageToDict(trial, preserving_proto_field_name=True)
+        doc["seed"] = int(doc.get("seed", 0))
+        print(json.dumps(doc, indent=2))
     else:
         print(_table(_trial_rows([trial]), TRIAL_HEADER))
         print(f"trajectory: {trial.trajectory_path}")
@@ -551,6 +604,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--agent", default="template")
     p.add_argument("--model", default="")
     p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--context", default="", choices=["", "full", "no_var_detail",
+                                                     "anonymous_names", "numeric_only"],
+                   help="what the solver sees (docs/agents.md: context ablations)")
+    p.add_argument("--decoding", help="LLM decoding overrides as JSON (docs/agents.md)")
     p.add_argument("--agent-addr", default=config.service_address("agent"))
     p.add_argument("--json", action="store_true")
 
@@ -591,6 +648,46 @@ def main(argv: list[str] | None = None) -> int:
     cli_campaign.add_parser(sub)
 
     args, rest = parser.parse_known_args(argv)
+    try:
+        return _dispatch(parser, args, rest)
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    except Exception as err:  # noqa: BLE001  (gRPC errors become one line with a hint)
+        import grpc
+
+        if not isinstance(err, grpc.RpcError):
+            raise
+        print(rpc_error_line(args, err), file=sys.stderr)
+        return 1
+
+
+RPC_HINTS = {
+    "UNAVAILABLE": "is the service running? start them with `lawlab up` in another terminal, "
+                   "or pass its address (--agent-addr, --addr, or LAWLAB_<SERVICE>_ADDR)",
+    "UNAUTHENTICATED": "the service wants a token: lawlab's own services share "
+                       "LAWLAB_INTERNAL_TOKEN (`lawlab up` writes it to <data dir>/internal-token); "
+                       "external teams use LAWLAB_TOKEN",
+    "DEADLINE_EXCEEDED": "the call took too long; the service may be overloaded (retrying is "
+                         "safe: calls are idempotent by id)",
+}
+
+
+def rpc_error_line(args: argparse.Namespace, err) -> str:
+    """One line for a failed call: the command, the status, the service's message and
+    what to do; never a traceback."""
+    code = err.code().name if hasattr(err, "code") and err.code() else "UNKNOWN"
+    details = (err.details() if hasattr(err, "details") else "") or ""
+    if code == "UNAVAILABLE" and ("Connection refused" in details or "failed to connect" in details
+                                  or "connect" in details.lower()):
+        details = details.splitlines()[0][:200]
+    what = " ".join(str(getattr(args, k)) for k in ("command", "verb", "kind")
+                    if getattr(args, k, None))
+    hint = RPC_HINTS.get(code, "")
+    return f"lawlab {what}: {code}: {details}" + (f"\n  hint: {hint}" if hint else "")
+
+
+def _dispatch(parser: argparse.ArgumentParser, args: argparse.Namespace, rest: list[str]) -> int:
     if args.command == "serve":
         return cmd_serve(args, rest)
     if rest:

@@ -43,14 +43,32 @@ def service_address(service: str) -> str:
     return _env(f"LAWLAB_{service.upper()}_ADDR") or f"127.0.0.1:{grpc_port(service)}"
 
 
+# the checkout lawlab runs from (an editable install): its var/ is the default state
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
+
+
+def _default(relative: str) -> Path:
+    """``relative`` under the current directory if it exists there, else under the
+    checkout lawlab runs from (so commands work from any directory)."""
+    here = Path(relative).resolve()
+    if here.exists():
+        return here
+    project = PROJECT_ROOT / relative
+    if (PROJECT_ROOT / "Makefile").exists() and project.exists():
+        return project
+    return here
+
+
 def tasks_dir() -> Path:
     """The task library (answer keys included): only simulator, scorer, judge read it."""
-    return Path(_env("LAWLAB_TASKS_DIR") or "var/tasks").resolve()
+    return Path(_env("LAWLAB_TASKS_DIR")).resolve() if _env("LAWLAB_TASKS_DIR") else \
+        _default("var/tasks")
 
 
 def data_dir() -> Path:
     """Durable state of the embedded default: SQLite files, trajectories."""
-    return Path(_env("LAWLAB_DATA_DIR") or "var/run").resolve()
+    return Path(_env("LAWLAB_DATA_DIR")).resolve() if _env("LAWLAB_DATA_DIR") else \
+        _default("var/run")
 
 
 @dataclass(frozen=True)

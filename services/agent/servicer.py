@@ -152,6 +152,23 @@ class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
                         extra={"trials": recovered})
 
     # ---- one attempt -------------------------------------------------------------
+    async def _check_task(self, task_id: str, setting: str) -> None:
+        """A typo'd task id or a setting the task lacks is refused before any trial is
+        stored (NOT_FOUND / FAILED_PRECONDITION saying where to look)."""
+        tasks = await self._tasks()
+        task = next((t for t in tasks if t.task_id == task_id), None)
+        if task is None:
+            close = [t.task_id for t in tasks if task_id.lower() in t.task_id.lower()][:3]
+            raise NotFound(f"task {task_id!r} not found"
+                           + (f"; did you mean {', '.join(close)}?" if close else "")
+                           + " (`lawlab tasks list` lists them)")
+        supported = {convert.setting_name(s) for s in task.settings} or {"real"}
+        if setting not in supported:
+            raise FailedPrecondition(f"task {task_id!r} has no {setting} setting (its world key "
+                                     "drew no Parallel world: `lawlab tasks list` shows which "
+                                     "tasks have one)" if setting == "parallel" else
+                                     f"task {task_id!r} supports only {sorted(supported)}")
+
     def _policy(self, agent: str, model: str, decoding: str = "") -> Policy:
         return self.policies[agent](model, json.loads(decoding) if decoding else {})
 
@@ -240,6 +257,7 @@ class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
         if ctx_name not in CONTEXTS:
             raise InvalidArgument("context", f"unknown context {ctx_name!r}; one of "
                                              f"{', '.join(CONTEXTS)}")
+        await self._check_task(request.task_id, setting)
         decoding = camp.decoding_json(camp.decoding_doc(
             request.decoding, "decoding", request.model if request.agent == "openai" else None))
         if decoding and request.agent != "openai":

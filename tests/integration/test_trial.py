@@ -222,3 +222,34 @@ def test_hostile_experiment_payloads_cost_turns_not_attempts(cluster, tmp_path):
     refused = [t for t in turns if "experiment refused" in t["result"]]
     assert len(refused) == 2 and all("10 experiment calls" in t["result"] for t in refused)
     assert "rows 60" in turns[len(hostile) + 12]["result"]  # 10 calls x 2 points x 3 samples
+
+
+def test_a_typo_or_a_missing_setting_is_refused_before_any_trial_is_stored(cluster, agent,
+                                                                          library):
+    import os
+    import subprocess
+    import sys
+
+    import grpc
+
+    before = len(agent.ListTrials(agent_pb2.ListTrialsRequest()).trials)
+    with pytest.raises(grpc.RpcError) as err:
+        agent.RunTrial(agent_pb2.RunTrialRequest(task_id="dnase_elis", agent="template",
+                                                 setting=common_pb2.SETTING_REAL), timeout=30)
+    assert err.value.code() == grpc.StatusCode.NOT_FOUND
+    assert "did you mean dnase_elisa" in err.value.details()
+    assert "lawlab tasks list" in err.value.details()
+    without_world = next(t.task_id for t in library if t.meta.suite == "real"
+                         and not t.has_world())
+    with pytest.raises(grpc.RpcError) as err:
+        agent.RunTrial(agent_pb2.RunTrialRequest(task_id=without_world, agent="template",
+                                                 setting=common_pb2.SETTING_PARALLEL), timeout=30)
+    assert err.value.code() == grpc.StatusCode.FAILED_PRECONDITION
+    assert len(agent.ListTrials(agent_pb2.ListTrialsRequest()).trials) == before  # none stored
+    # from the shell: one line and a hint, exit 1, no traceback
+    env = dict(os.environ, LAWLAB_INTERNAL_TOKEN=cluster.internal_token)
+    run = subprocess.run([str(Path(sys.executable).parent / "lawlab"), "trial", "run", "--task",
+                          "dnase_elis", "--setting", "real", "--agent-addr",
+                          cluster.address("agent")], capture_output=True, text=True,
+                         timeout=60, env=env)
+    assert run.returncode == 1 and "NOT_FOUND" in run.stderr and "Traceback" not in run.stderr
