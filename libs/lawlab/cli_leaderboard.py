@@ -12,8 +12,6 @@ intervals, and they are never mixed across world suites.
 from __future__ import annotations
 
 import argparse
-import json
-import math
 import sys
 from pathlib import Path
 
@@ -42,19 +40,9 @@ def external_rows(ledger, epoch_id: str, library) -> list:
     return rows
 
 
-def _json_safe(value):
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, dict):
-        return {k: _json_safe(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_json_safe(v) for v in value]
-    return value
-
-
 def cmd_leaderboard(args: argparse.Namespace) -> int:
     from lawlab.cli_sim import _ledger_url
-    from lawlab.report import MixedSuites, leaderboard, leaderboard_csv, leaderboard_markdown
+    from lawlab.report import MixedSuites, leaderboard, leaderboard_csv, leaderboard_markdown, strict_json
     from lawlab.tasks import TaskLibrary
     from lawlab_simulator.ledger import open_ledger
 
@@ -104,10 +92,10 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
         out.mkdir(parents=True, exist_ok=True)
         (out / "leaderboard.md").write_text(markdown)
         (out / "leaderboard.csv").write_text(leaderboard_csv(board))
-        (out / "leaderboard.json").write_text(json.dumps(_json_safe(board), indent=2) + "\n")
+        (out / "leaderboard.json").write_text(strict_json(board))
         print(f"wrote leaderboard.md, .csv and .json into {out}/")
     if args.format == "json":
-        print(json.dumps(_json_safe(board), indent=2))
+        print(strict_json(board), end="")
     elif args.format == "csv":
         print(leaderboard_csv(board), end="")
     elif not args.out:

@@ -61,6 +61,21 @@ def suite_of(rows: Sequence[Row]) -> str:
     return prints.pop() if prints else ""
 
 
+def _strict(value):
+    if isinstance(value, float) and (math.isnan(value) or math.isinf(value)):
+        return None
+    if isinstance(value, dict):
+        return {str(k): _strict(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_strict(v) for v in value]
+    return value
+
+
+def strict_json(value) -> str:
+    """JSON every parser reads: NaN and infinities become null."""
+    return json.dumps(_strict(value), indent=2, default=str, allow_nan=False) + "\n"
+
+
 def finite(x: float | None) -> bool:
     return x is not None and not math.isnan(x) and not math.isinf(x)
 
@@ -413,13 +428,13 @@ def write_report(rows: Sequence[Row], out: Path, title: str, select=None) -> lis
     files = ["report.md", "leaderboard.md", "leaderboard.csv", "leaderboard.json",
              "trials.csv", "per_discipline.json", "concordance.json", "best_of_n.json",
              "selection.json"]
-    (out / "selection.json").write_text(json.dumps(study, indent=2) + "\n")
+    (out / "selection.json").write_text(strict_json(study))
     (out / "leaderboard.md").write_text(leaderboard_markdown(board) + "\n")
     (out / "leaderboard.csv").write_text(leaderboard_csv(board))
-    (out / "leaderboard.json").write_text(json.dumps(board, indent=2, default=str) + "\n")
-    (out / "per_discipline.json").write_text(json.dumps(disc, indent=2) + "\n")
-    (out / "concordance.json").write_text(json.dumps(conc, indent=2) + "\n")
-    (out / "best_of_n.json").write_text(json.dumps(bon, indent=2) + "\n")
+    (out / "leaderboard.json").write_text(strict_json(board))
+    (out / "per_discipline.json").write_text(strict_json(disc))
+    (out / "concordance.json").write_text(strict_json(conc))
+    (out / "best_of_n.json").write_text(strict_json(bon))
     buf = io.StringIO()
     w = csv.writer(buf)
     w.writerow(list(asdict(rows[0]).keys()) if rows else [])

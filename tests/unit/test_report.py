@@ -158,3 +158,17 @@ def test_llm_selector_parses_choices_and_falls_back(tasks_dir):
         assert select("a", "brain_body_allometry", rows) == 0  # malformed twice: first stands
         prompt = llm.requests[0]["messages"][-1]["content"]
         assert "Candidate 4:" in prompt and "brain,body" in prompt.replace(" ", "")
+
+
+def test_report_json_is_strict_json():
+    import json
+    import math
+
+    from lawlab.report import strict_json
+
+    def refuse(name):
+        raise ValueError(f"non-standard JSON constant {name}")
+
+    doc = json.loads(strict_json({"a": math.nan, "b": [1.0, math.inf], "c": {"d": -math.inf}}),
+                     parse_constant=refuse)
+    assert doc == {"a": None, "b": [1.0, None], "c": {"d": None}}
