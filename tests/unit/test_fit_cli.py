@@ -57,3 +57,33 @@ def test_multistart_converges_on_a_hard_rational_curve():
     assert fit.constants["a"] == pytest.approx(5.0, rel=0.01)
     assert fit.constants["k"] == pytest.approx(1.3, rel=0.02)
     assert fit.r2 > 0.999
+
+
+def test_misspelt_column_text_rows_and_empty_files_are_said(bod_csv, tmp_path, capsys):
+    # a misspelt input would silently become a fitted constant
+    assert main(["fit", "--expr", "b1*(1-exp(-b2*xx))", "--data", str(bod_csv),
+                 "--target", "y"]) == 2
+    assert "misspelt" in capsys.readouterr().err
+    # text and missing values are dropped and counted, not silently
+    text = tmp_path / "text.csv"
+    text.write_text(bod_csv.read_text() + "n/a,3\n7,\n")
+    assert main(["fit", "--expr", "b1*(1-exp(-b2*x))", "--data", str(text), "--target", "y",
+                 "--init", "b1=20,b2=0.5"]) == 0
+    assert "dropped 2 of 8 rows" in capsys.readouterr().err
+    # an empty or all-text column is an error naming it
+    empty = tmp_path / "empty.csv"
+    empty.write_text("x,y\n")
+    assert main(["fit", "--expr", "b1*x", "--data", str(empty), "--target", "y"]) == 2
+    assert "usable rows" in capsys.readouterr().err
+    words = tmp_path / "words.csv"
+    words.write_text("x,y\na,1\nb,2\nc,3\n")
+    assert main(["fit", "--expr", "b1*x", "--data", str(words), "--target", "y"]) == 2
+    err = capsys.readouterr().err
+    assert "['x']" in err and "hold no numbers" in err
+
+
+def test_a_fit_without_a_usable_answer_is_not_reported_as_a_result(bod_csv, capsys):
+    # b1 and b2 enter only as their product: no standard errors exist; exit 1, not a table
+    assert main(["fit", "--expr", "b1*b2*x", "--data", str(bod_csv), "--target", "y"]) == 1
+    err = capsys.readouterr().err
+    assert "did not converge to a usable result" in err and "--init" in err
