@@ -83,7 +83,10 @@ def cmd_score(args: argparse.Namespace) -> int:
         return 1
     doc = MessageToDict(s, preserving_proto_field_name=True,
                         always_print_fields_with_no_presence=True)
-    lines = [f"{args.task}: status {s.status}; S_N {s.s_n:.3f} ({s.metric} {s.m_sub:.4g} against "
+    import math
+
+    sub = f"{s.m_sub:.4g}" if math.isfinite(s.m_sub) else "not computed"
+    lines = [f"{args.task}: status {s.status}; S_N {s.s_n:.3f} ({s.metric} {sub} against "
              f"the best reference {s.best_reference}, {s.m_ref:.4g})"]
     if s.message:
         lines.append(f"  {s.message}")
@@ -127,8 +130,14 @@ def cmd_judge(args: argparse.Namespace) -> int:
                         always_print_fields_with_no_presence=True)
     if args.kind == "validity":
         s_v = f"{v.s_v:.3f}" if v.HasField("s_v") else f"null ({v.status}: {v.message[:200]})"
-        lines = [f"{args.task}: S_V {s_v} [{v.backend}]; anti-hacking "
-                 f"{'passed' if v.anti_hacking_passed else 'FAILED: ' + v.anti_hacking_reason}"]
+        if v.anti_hacking_reason.startswith("not parseable"):
+            gate = f"the module does not parse ({v.anti_hacking_reason.split(': ', 1)[-1]})"
+        else:
+            gate = ("anti-hacking gate passed" if v.anti_hacking_passed else
+                    "anti-hacking gate FAILED: " + v.anti_hacking_reason)
+        run = "" if v.status == "ok" else f"; the submission did not run ({v.status}: " \
+            f"{v.message[:200]})"
+        lines = [f"{args.task}: S_V {s_v} [{v.backend}]; {gate}{run}"]
         lines += [f"  [{'x' if i.passed else ' '}] {i.item_id}: {i.evidence}" for i in v.items]
     else:
         level = f"{v.s_s:g}" if v.HasField("s_s") else f"null ({v.status})"

@@ -127,9 +127,14 @@ class JudgeServicer(judge_pb2_grpc.JudgeServiceServicer):
                        for p in plans}
         errors = {p.group: run.errors.get(p.group or "all") or run.message or "no predictions"
                   for p in plans}
+        status, message = run.status, run.message
+        if ok and plans and all(predictions[p.group] is None for p in plans):
+            # predict failed everywhere: the module does not run, whatever the rubric
+            status = "exec_error"
+            message = next(iter(errors.values()), "predict failed on every group")
         verdicts = validity.judge(items, plans, predictions, errors)
         s_v = validity.s_v(verdicts, gate.passed, ok)
-        VERDICTS.labels("validity", run.status).inc()
+        VERDICTS.labels("validity", status).inc()
         S_V.observe(s_v)
         return judge_pb2.ValidityVerdict(
             s_v=s_v, backend="deterministic",
@@ -137,7 +142,7 @@ class JudgeServicer(judge_pb2_grpc.JudgeServiceServicer):
                                            passed=v.passed, evidence=v.evidence)
                    for v in verdicts],
             anti_hacking_passed=gate.passed, anti_hacking_reason=gate.reason,
-            status=run.status, message=run.message)
+            status=status, message=message)
 
     async def JudgeStructure(self, request, context):
         task, source = self._request(request)

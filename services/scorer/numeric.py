@@ -136,6 +136,10 @@ def score(task: Task, run: RunResult, ref_metrics: dict[str, dict[str, float]]) 
         return NumericOutcome(run.status, run.message, 0.0, best_reference=ref_name,
                               srbench=srbench(task, run))
     sub = group_metrics(task, run)
+    if sub and not any(np.isfinite(v) for v in sub.values()) and run.errors:
+        # predict failed on every held-out job: the submission does not run
+        return NumericOutcome("exec_error", next(iter(run.errors.values())), 0.0,
+                              best_reference=ref_name, srbench=srbench(task, run))
     targets = group_targets(task)
     if not meta.multi_group:
         m_sub, m_ref = sub["test"], ref["test"]

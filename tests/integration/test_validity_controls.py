@@ -122,3 +122,24 @@ def test_the_judge_service_agrees_with_the_in_process_plan(library, services, ta
     for control in ("lookup_table", "aggregate_constant"):
         v = judged(controls.CONTROLS[control](task))
         assert not v.anti_hacking_passed and v.s_v == 0.0, control
+
+
+def test_a_predict_that_always_raises_is_an_exec_error_not_a_score(services):
+    judge, scorer = services
+    raising = '''import numpy as np
+USED_INPUTS = ["conc"]
+LAW_CONSTANTS = {"vm": 200.0, "km": 0.06}
+OTHER_CONSTANTS = {}
+LOCAL_FITTABLE = {}
+
+
+def predict(X, vm, km):
+    raise RuntimeError("not implemented yet")
+'''
+    sub = common_pb2.Submission(source=raising)
+    v = judge.JudgeValidity(judge_pb2.JudgeRequest(task_id="puromycin_enzyme_kinetics",
+                                                   submission=sub), timeout=300)
+    assert v.status == "exec_error" and "not implemented yet" in v.message and v.s_v == 0.0
+    s = scorer.ScoreSubmission(scorer_pb2.ScoreRequest(task_id="puromycin_enzyme_kinetics",
+                                                       submission=sub), timeout=300)
+    assert s.status == "exec_error" and s.s_n == 0.0 and "not implemented yet" in s.message
