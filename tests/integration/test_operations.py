@@ -54,7 +54,7 @@ def test_lawlab_up_starts_all_and_stops_on_sigterm(tasks_dir, tmp_path):
     proc.send_signal(signal.SIGTERM)
     out, _ = proc.communicate(timeout=60)
     assert proc.returncode == 0, out
-    assert "stopped: agent=0, judge=0, scorer=0, simulator=0, sandbox=0" in out
+    assert "stopped: agent=0, simulator=0, judge=0, scorer=0, sandbox=0" in out
 
 
 def test_sandbox_exec_cli(cluster, tasks_dir, tmp_path):

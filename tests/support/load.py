@@ -46,7 +46,7 @@ REAL_TASKS = ["mercury_vapour_pressure", "cherry_tree_volume", "brain_body_allom
               "car_stopping_distance", "forbes_boiling_point"]
 SIM_TASK = "mauna_loa_co2"  # up to 175 points per call
 LAWLAB = str(Path(sys.executable).parent / "lawlab")
-_INPUT = re.compile(r"^- (\w+) \(.*training range \[([-+0-9.eE]+), ([-+0-9.eE]+)\]", re.M)
+_INPUT = re.compile(r"^- (\w+) \(.*(?:training|supported) range \[([-+0-9.eE]+), ([-+0-9.eE]+)\]", re.M)
 
 
 def instant_model(body: dict) -> str:

@@ -23,7 +23,9 @@ from lawlab.world import World
 
 SPEC = {s.task_id: s for s in SPECS}
 # fast tasks of both types; the rebuilds below take about 10 s each
-SAMPLE = ["mercury_vapour_pressure", "brain_body_allometry", "island_species_area",
+# (brain_body_allometry never gets a world: each grammar piece is absorbed by the power
+# law or breaks its cited monotonicity; eval/synthesis.json says which)
+SAMPLE = ["mercury_vapour_pressure", "metal_fatigue_crack", "island_species_area",
           "mammal_running_speed", "dnase_elisa"]
 
 
@@ -66,18 +68,22 @@ def test_the_operator_rebuild_is_byte_identical(tasks_dir, rebuilds):
 
 @pytest.mark.parametrize("who", ["public", "key-a", "key-b"])
 def test_without_the_key_the_served_worlds_are_not_reproduced(tasks_dir, rebuilds, who):
+    """Whether a task has a world at all depends on the key (a draw may fail every
+    screen), so a served world that the rebuild lacks is not reproduced either."""
     served = {t: _law(tasks_dir, t) for t in SAMPLE}
     rebuilt = {t: _law(rebuilds[who], t) for t in SAMPLE}
-    both = [t for t in SAMPLE if served[t] and rebuilt[t]]
-    assert len(both) >= 4
-    # different constants on every task; the structure differs somewhere (the served
-    # key is random per library, so "most" is shown between two fixed keys below)
-    for t in both:
-        a, b = served[t]["constants"], rebuilt[t]["constants"]
-        assert a != b, f"{t}: the same constants without the key"
+    assert sum(bool(law) for law in served.values()) >= 2, served  # never vacuous
+    for t in SAMPLE:
+        if not (served[t] and rebuilt[t]):
+            continue
+        # different constants on every task with both worlds
+        assert served[t]["constants"] != rebuilt[t]["constants"], \
+            f"{t}: the same constants without the key"
         a = (tasks_dir / t / "simulator" / "world.json").read_bytes()
         assert a != (rebuilds[who] / t / "simulator" / "world.json").read_bytes()
-    assert any(_structure(served[t]) != _structure(rebuilt[t]) for t in both)
+    # the structure differs somewhere (the served key is random per library, so
+    # "most" is shown between two fixed keys below)
+    assert [_structure(served[t]) for t in SAMPLE] != [_structure(rebuilt[t]) for t in SAMPLE]
 
 
 def test_two_keys_give_different_structure_on_most_tasks(rebuilds):

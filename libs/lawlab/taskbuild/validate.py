@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -177,7 +178,11 @@ def _validate_world(task: Task, rep: Report, items: Sequence[dict[str, Any]]) ->
         if not piece.neutral:
             continue
         partial = hidden.evaluate(hidden.values(piece.neutral))
-        moved = float(np.sqrt(np.mean((np.concatenate(curves) - np.concatenate(partial)) ** 2)))
+        full, without = np.concatenate(curves), np.concatenate(partial)
+        # without the piece the law may leave its domain (a saturation that kept a
+        # power's base positive): that is a change, not a NaN that compares false
+        moved = (math.inf if np.any(np.isfinite(full) & ~np.isfinite(without)) else
+                 float(np.sqrt(np.nanmean((full - without) ** 2))))
         rep.check(moved > 0, f"the piece {piece.description} changes nothing")
     measured = sampled_r2(task)
     for g, r2 in measured.items():
