@@ -107,13 +107,19 @@ def figure(trials: list, agents: list[str], library: TaskLibrary, out: Path) -> 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    from lawlab.report import agent_colours
+
+    colours = agent_colours(agents)
     fig, axes = plt.subplots(1, 3, figsize=(12, 3.6))
     for ax, (setting, score, title) in zip(axes, [
             (REAL, "s_n", "S_N (Real, real-data tasks)"), (REAL, "s_v", "S_V (Real)"),
             (PARALLEL, "s_s", "S_S (Parallel)")]):
         data = [[val(t, score) for t in trials if t.agent == a and t.setting == setting
                  and library.get(t.task_id).meta.suite == "real"] for a in agents]
-        ax.boxplot(data, showmeans=True)
+        box = ax.boxplot(data, showmeans=True, patch_artist=True)
+        for patch, agent in zip(box["boxes"], agents):
+            patch.set_facecolor(colours[agent])
+            patch.set_alpha(0.6)
         ax.set_xticks(range(1, len(agents) + 1), agents)
         ax.set_ylim(-0.05, 1.05)
         ax.set_title(title)
@@ -125,7 +131,12 @@ def figure(trials: list, agents: list[str], library: TaskLibrary, out: Path) -> 
 
 
 def write(trials: list, control_scores: dict, args: argparse.Namespace) -> None:
+    from lawlab.cli_campaign import rows_from_trials
+    from lawlab.report import write_report
+
     library = TaskLibrary(ROOT / "var" / "tasks")
+    write_report(rows_from_trials(trials, library.root), ROOT / "docs" / "baselines-report",
+                 f"built-in agents ({', '.join(args.agents)}), seed {args.seed}")
     agents = args.agents
     by = {(t.agent, t.task_id, t.setting): t for t in trials}
     errors = [t for t in trials if t.status == agent_pb2.TRIAL_STATUS_ERROR]
@@ -141,6 +152,16 @@ def write(trials: list, control_scores: dict, args: argparse.Namespace) -> None:
         "count as 0 in the means (strict mean).",
         "",
         "![score distributions](baselines.png)",
+        "",
+        "The campaign's report (`lawlab report`, written by the same run into "
+        "[baselines-report/](baselines-report/report.md)): strict means with task-bootstrap "
+        "intervals, one panel per score; S_N per discipline; fit against validity per trial.",
+        "",
+        "![scores by agent](baselines-report/scores_by_agent.png)",
+        "",
+        "![S_N per discipline](baselines-report/discipline_heatmap.png)",
+        "",
+        "![fit against validity](baselines-report/fit_vs_validity.png)",
         "",
         "## Means over the real-data tasks",
         "",
@@ -214,7 +235,7 @@ def write(trials: list, control_scores: dict, args: argparse.Namespace) -> None:
     out = ROOT / "docs" / "baselines.md"
     out.write_text("\n".join(lines) + "\n")
     figure(trials, agents, library, ROOT / "docs" / "baselines.png")
-    print(f"wrote {out} and docs/baselines.png")
+    print(f"wrote {out}, docs/baselines.png and docs/baselines-report/")
 
 
 if __name__ == "__main__":

@@ -355,64 +355,119 @@ def leaderboard_csv(board: list[dict]) -> str:
     return buf.getvalue()
 
 
+# one colour per agent, the same in every figure (colour-blind safe, Okabe-Ito)
+PALETTE = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442",
+           "#000000")
+SCORE_TITLES = {"s_n": "S_N (Real): fit on held-out data", "s_v": "S_V (Real): validity",
+                "s_s": "S_S (Parallel): hidden structure recovered"}
+
+
+def agent_colours(agents: Iterable[str]) -> dict[str, str]:
+    return {a: PALETTE[i % len(PALETTE)] for i, a in enumerate(sorted(set(agents)))}
+
+
 def figures(rows: Sequence[Row], board: list[dict], out: Path) -> list[str]:
+    """The report's figures: one panel per score with a bar per agent (its colour
+    throughout), the per-discipline heat map with its values in the cells, and
+    fit against validity with jitter so coincident trials stay visible."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     written = []
-    # scores by agent and setting, with intervals
-    entries = [(e, s) for e in board for s in SCORES[e["setting"]]]
-    if entries:
-        fig, ax = plt.subplots(figsize=(max(5, 1.1 * len(entries)), 3.6))
-        labels = [f"{e['agent']}\n{s.upper()} {e['context'] if e['context'] != 'full' else ''}"
-                  for e, s in entries]
-        vals = [e[f"{s}_strict_all"] for e, s in entries]
-        errs = [[max(0.0, v - e[f"{s}_ci_low"]) if finite(e[f"{s}_ci_low"]) else 0 for
-                 (e, s), v in zip(entries, vals)],
-                [max(0.0, e[f"{s}_ci_high"] - v) if finite(e[f"{s}_ci_high"]) else 0 for
-                 (e, s), v in zip(entries, vals)]]
-        ax.bar(range(len(vals)), vals, yerr=errs, capsize=3, color="#4C72B0")
-        ax.set_xticks(range(len(vals)), labels, fontsize=7)
-        ax.set_ylim(0, 1)
-        ax.axhline(0.5, color="grey", lw=0.8, ls="--")
-        ax.set_ylabel("strict mean (task bootstrap 95% CI)")
-        fig.tight_layout()
-        fig.savefig(out / "scores_by_agent.png", dpi=110)
-        plt.close(fig)
-        written.append("scores_by_agent.png")
-    heat = per_discipline(rows, "s_n")
-    if heat:
-        agents = sorted(heat)
-        discs = sorted({d for a in agents for d in heat[a]})
-        grid = [[heat[a].get(d, float("nan")) for d in discs] for a in agents]
-        fig, ax = plt.subplots(figsize=(max(5, 0.45 * len(discs) + 2), 0.5 * len(agents) + 2))
-        im = ax.imshow(grid, vmin=0, vmax=1, cmap="viridis", aspect="auto")
-        ax.set_xticks(range(len(discs)), discs, rotation=60, ha="right", fontsize=7)
-        ax.set_yticks(range(len(agents)), agents, fontsize=8)
-        fig.colorbar(im, ax=ax, label="strict mean S_N")
-        fig.tight_layout()
-        fig.savefig(out / "discipline_heatmap.png", dpi=110)
-        plt.close(fig)
-        written.append("discipline_heatmap.png")
-    pts = [r for r in rows if r.setting == "real" and finite(r.s_n) and finite(r.s_v)]
-    if pts:
-        fig, ax = plt.subplots(figsize=(4.5, 4))
-        for agent in sorted({r.agent for r in pts}):
-            mine = [r for r in pts if r.agent == agent]
-            ax.scatter([r.s_n for r in mine], [r.s_v for r in mine], s=14, alpha=0.7,
-                       label=agent)
-        ax.set_xlabel("S_N (fit)")
-        ax.set_ylabel("S_V (validity)")
-        ax.set_xlim(-0.03, 1.03)
-        ax.set_ylim(-0.03, 1.03)
-        ax.legend(fontsize=7)
-        fig.tight_layout()
-        fig.savefig(out / "fit_vs_validity.png", dpi=110)
-        plt.close(fig)
-        written.append("fit_vs_validity.png")
+    for name, fig in (("scores_by_agent.png", scores_figure(board)),
+                      ("discipline_heatmap.png", heatmap_figure(rows)),
+                      ("fit_vs_validity.png", validity_figure(rows, board))):
+        if fig is not None:
+            fig.savefig(out / name, dpi=130)
+            plt.close(fig)
+            written.append(name)
     return written
+
+
+def scores_figure(board: list[dict]):
+    import matplotlib.pyplot as plt
+
+    colours = agent_colours(e["agent"] for e in board)
+    panels = [s for s in ("s_n", "s_v", "s_s") if any(s in SCORES[e["setting"]] for e in board)]
+    if not panels:
+        return None
+    fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels), 3.8), squeeze=False)
+    for ax, score in zip(axes[0], panels):
+        entries = [e for e in board if score in SCORES[e["setting"]]]
+        labels = [e["agent"] + ("" if e["context"] == "full" else f"\n({e['context']})")
+                  for e in entries]
+        vals = [e[f"{score}_strict_all"] for e in entries]
+        lo = [max(0.0, v - e[f"{score}_ci_low"]) if finite(e[f"{score}_ci_low"]) else 0.0
+              for e, v in zip(entries, vals)]
+        hi = [max(0.0, e[f"{score}_ci_high"] - v) if finite(e[f"{score}_ci_high"]) else 0.0
+              for e, v in zip(entries, vals)]
+        x = list(range(len(entries)))
+        ax.bar(x, vals, yerr=[lo, hi], capsize=3,
+               color=[colours[e["agent"]] for e in entries], edgecolor="black", lw=0.5)
+        for i, (v, h) in enumerate(zip(vals, hi)):
+            ax.text(i, min(v + h + 0.02, 0.97), f"{v:.2f}", ha="center", fontsize=8)
+        ax.set_xticks(x, labels, fontsize=8)
+        ax.set_ylim(0, 1)
+        ax.set_title(SCORE_TITLES[score], fontsize=9)
+        if score == "s_n":
+            ax.axhline(0.5, color="grey", lw=0.8, ls="--")
+            ax.text(0.99, 0.5, "best published = 0.5", color="dimgrey", fontsize=7,
+                    ha="right", va="center", transform=ax.get_yaxis_transform(),
+                    bbox={"facecolor": "white", "edgecolor": "none", "pad": 1})
+    axes[0][0].set_ylabel("strict mean over tasks\n(task bootstrap 95% CI)")
+    fig.tight_layout()
+    return fig
+
+
+def heatmap_figure(rows: Sequence[Row]):
+    import matplotlib.pyplot as plt
+
+    heat = per_discipline(rows, "s_n")
+    if not heat:
+        return None
+    agents = sorted(heat)
+    discs = sorted({d for a in agents for d in heat[a]})
+    grid = [[heat[a].get(d, float("nan")) for d in discs] for a in agents]
+    fig, ax = plt.subplots(figsize=(max(5, 0.55 * len(discs) + 2.5), 0.55 * len(agents) + 2))
+    im = ax.imshow(grid, vmin=0, vmax=1, cmap="viridis", aspect="auto")
+    for i, line in enumerate(grid):
+        for j, v in enumerate(line):
+            if finite(v):
+                ax.text(j, i, f"{v:.2f}", ha="center", va="center", fontsize=7,
+                        color="black" if v > 0.6 else "white")
+    ax.set_xticks(range(len(discs)), discs, rotation=60, ha="right", fontsize=7)
+    ax.set_yticks(range(len(agents)), agents, fontsize=8)
+    ax.set_title("strict mean S_N per discipline (Real)", fontsize=9)
+    fig.colorbar(im, ax=ax, label="S_N (0.5 = best published)")
+    fig.tight_layout()
+    return fig
+
+
+def validity_figure(rows: Sequence[Row], board: list[dict]):
+    import matplotlib.pyplot as plt
+
+    pts = [r for r in rows if r.setting == "real" and finite(r.s_n) and finite(r.s_v)]
+    if not pts:
+        return None
+    colours = agent_colours([*(e["agent"] for e in board), *(r.agent for r in pts)])
+    rng = random.Random(BOOTSTRAP_SEED)  # the same jitter every time
+    fig, ax = plt.subplots(figsize=(5, 4.4))
+    for agent in sorted({r.agent for r in pts}):
+        mine = [r for r in pts if r.agent == agent]
+        ax.scatter([r.s_n + rng.uniform(-0.012, 0.012) for r in mine],
+                   [r.s_v + rng.uniform(-0.012, 0.012) for r in mine], s=16, alpha=0.6,
+                   color=colours[agent], edgecolor="none", label=f"{agent} ({len(mine)} trials)")
+    ax.axvline(0.5, color="grey", lw=0.8, ls="--")
+    ax.set_xlabel("S_N (fit; 0.5 = best published)")
+    ax.set_ylabel("S_V (validity)")
+    ax.set_title("fit against validity, one point per trial (jittered by 0.01)", fontsize=8)
+    ax.set_xlim(-0.03, 1.03)
+    ax.set_ylim(-0.03, 1.03)
+    ax.legend(fontsize=7, loc="lower right")
+    fig.tight_layout()
+    return fig
 
 
 def write_report(rows: Sequence[Row], out: Path, title: str, select=None) -> list[str]:

@@ -172,3 +172,40 @@ def test_report_json_is_strict_json():
     doc = json.loads(strict_json({"a": math.nan, "b": [1.0, math.inf], "c": {"d": -math.inf}}),
                      parse_constant=refuse)
     assert doc == {"a": None, "b": [1.0, None], "c": {"d": None}}
+
+
+def test_figures_one_panel_per_score_a_colour_per_agent_and_values_in_the_cells():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib.colors import to_hex
+
+    from lawlab.report import agent_colours, heatmap_figure, scores_figure, validity_figure
+
+    rows = [row("t1", 0.6, 1.0, discipline="physics"), row("t2", 0.2, 0.5, discipline="ecology"),
+            row("t1", 0.4, 0.5, agent="b", discipline="physics"),
+            row("t1", s_s=0.5, setting="parallel"), row("t1", s_s=0.25, agent="b",
+                                                        setting="parallel")]
+    board = leaderboard(rows)
+    colours = agent_colours(["a", "b"])
+    assert colours["a"] != colours["b"]
+    fig = scores_figure(board)
+    titles = [ax.get_title() for ax in fig.axes]
+    assert [t.split(" ")[0] for t in titles] == ["S_N", "S_V", "S_S"]
+    for ax in fig.axes:
+        bars = ax.patches
+        agents = [t.get_text() for t in ax.get_xticklabels()]
+        assert [to_hex(b.get_facecolor()) for b in bars] == [colours[a].lower() for a in agents]
+    s_n_panel = fig.axes[0]
+    assert any("best published" in t.get_text() for t in s_n_panel.texts)
+    values = sorted(t.get_text() for t in s_n_panel.texts if "best" not in t.get_text())
+    assert values == ["0.40", "0.40"]  # a: (0.6 + 0.2) / 2; b: 0.4 on its one task
+    heat = heatmap_figure(rows)
+    cells = {t.get_text() for t in heat.axes[0].texts}
+    assert {"0.60", "0.20", "0.40"} <= cells
+    scatter = validity_figure(rows, board)
+    (ax,) = scatter.axes
+    assert len(ax.collections) == 2  # one series per agent
+    offsets = ax.collections[0].get_offsets()
+    assert not (offsets == [[0.6, 1.0], [0.2, 0.5]]).all()  # jittered
+    assert abs(offsets - [[0.6, 1.0], [0.2, 0.5]]).max() < 0.013
