@@ -282,7 +282,7 @@ def cmd_up(args: argparse.Namespace) -> int:
     signal.signal(signal.SIGTERM, handler)
     signal.signal(signal.SIGINT, handler)
     try:
-        cluster.start(default_ports=not args.ephemeral)
+        cluster.start(default_ports=not args.ephemeral, progress=sys.stderr)
         rows = [[n, r.address, f"127.0.0.1:{r.metrics_port}", r.process.pid]
                 for n, r in cluster.services.items()]
         print(_table(rows, ["service", "grpc", "metrics", "pid"]))
@@ -396,10 +396,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     # each run keeps its own state and trajectories: nothing from an earlier run is lost
     data_dir = Path(args.data_dir).resolve() / time.strftime("run-%Y%m%d-%H%M%S")
     cluster = Cluster(Path(args.tasks_dir).resolve(), data_dir, log_dir=data_dir / "logs")
-    print("starting simulator, sandbox, agent, judge and scorer on loopback ...", flush=True)
+    print("starting the five services on loopback ...", flush=True)
     trials = []
     try:
-        cluster.start(default_ports=args.default_ports)
+        cluster.start(default_ports=args.default_ports, progress=sys.stdout)
         for name, r in cluster.services.items():
             print(f"  {name:<10} grpc {r.address}  metrics 127.0.0.1:{r.metrics_port}")
         print(f"  status page: http://127.0.0.1:{cluster.services['agent'].metrics_port}/")

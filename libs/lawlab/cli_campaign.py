@@ -156,7 +156,17 @@ def cmd_campaign(args: argparse.Namespace) -> int:
     if args.verb == "audit":
         return cmd_audit(args)
     if args.verb == "run" and not args.agent_addr:
-        return _run_embedded(args)
+        from lawlab.rpc.client import running_service
+
+        args.agent_addr = running_service("agent")
+        if args.agent_addr:
+            print(f"using the running services (agent at {args.agent_addr})", flush=True)
+        elif args.detach:
+            print("lawlab campaign run --detach needs running services: start them with "
+                  "`lawlab up` in another terminal (or pass --agent-addr)", file=sys.stderr)
+            return 2
+        else:
+            return _run_embedded(args)
     address = args.agent_addr or config.service_address("agent")
     with sync_channel(address) as channel:
         stub = agent_pb2_grpc.AgentServiceStub(channel)
@@ -208,6 +218,7 @@ def _start_and_watch(stub, args: argparse.Namespace) -> int:
 
     snap = stub.StartCampaign(agent_pb2.StartCampaignRequest(
         spec=spec_from_args(args), retry_failed=bool(getattr(args, "retry_failed", False))))
+    args.started_campaign = snap.campaign_id
     print(f"campaign {snap.campaign_id}: {snap.totals.total} trials "
           f"(status: lawlab campaign status {snap.campaign_id} --watch)", flush=True)
     if args.detach:
@@ -226,14 +237,20 @@ def _run_embedded(args: argparse.Namespace) -> int:
 
     data_dir = Path(args.data_dir).resolve() / "campaigns"
     cluster = Cluster(Path(args.tasks_dir).resolve(), data_dir, log_dir=data_dir / "logs")
-    print(f"starting the services on loopback (state in {data_dir}) ...", flush=True)
+    print(f"no running services found: starting them on loopback for this run (state in "
+          f"{data_dir}; `lawlab up` in another terminal keeps them, and campaigns stay "
+          "inspectable while they run) ...", flush=True)
     try:
-        cluster.start()
+        cluster.start(progress=sys.stdout)
         with cluster.channel("agent") as channel:
             code = _start_and_watch(agent_pb2_grpc.AgentServiceStub(channel), args)
     finally:
         cluster.stop()
     print(f"trajectories in {data_dir / 'trajectories'}; service logs in {cluster.log_dir}")
+    name = getattr(args, "started_campaign", None) or args.name or "CAMPAIGN"
+    print(f"the services stopped with the run; to inspect the campaign again: "
+          f"`lawlab up --data-dir {data_dir}`, then `lawlab campaign trials {name}` or "
+          f"`lawlab report {name}`")
     return code
 
 

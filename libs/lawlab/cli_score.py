@@ -2,11 +2,13 @@
 
 The code paths are the services' own: a submission is untrusted code, so it is
 executed only by the sandbox, through the scorer or the judge. With
-``--scorer-addr``/``--judge-addr`` the verbs use running services; otherwise they
-start the services they need on free loopback ports (sandbox plus scorer or
-judge) and stop them afterwards. ``lawlab judge structure --law ... --base ...``
-compares expressions with a submission by static translation only (nothing is
-executed), so it runs in-process.
+``--scorer-addr``/``--judge-addr``, or when `lawlab up` runs (LAWLAB_SCORER_ADDR,
+LAWLAB_JUDGE_ADDR or the default ports answer their health check), the verbs use
+the running services; otherwise they start the services they need on free
+loopback ports (sandbox plus scorer or judge) and stop them afterwards.
+``lawlab judge structure --law ... --base ...`` compares expressions with a
+submission by static translation only (nothing is executed), so it runs
+in-process.
 """
 
 from __future__ import annotations
@@ -29,7 +31,9 @@ from lawlab import config
 def _service(name: str, address: str | None, tasks_dir: str):
     """A channel to ``name``: the given address, or an ephemeral local service."""
     from lawlab.launcher import Cluster
+    from lawlab.rpc.client import running_service
 
+    address = address or running_service(name)
     if address:
         from lawlab.rpc.client import sync_channel
 
@@ -44,7 +48,8 @@ def _service(name: str, address: str | None, tasks_dir: str):
     print(f"[starting an ephemeral sandbox and {name} on loopback; logs in {data / 'logs'}]",
           file=sys.stderr)
     try:
-        cluster.start(names=("sandbox", name), extra_env={"LAWLAB_LOG_LEVEL": "WARNING"})
+        cluster.start(names=("sandbox", name), extra_env={"LAWLAB_LOG_LEVEL": "WARNING"},
+                      progress=sys.stderr)
         channel = cluster.channel(name)
         try:
             yield channel
@@ -215,7 +220,8 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("score", help="S_N of a submission file (and LLM-SRBench metrics)")
     p.add_argument("--task", required=True)
     p.add_argument("--submission", required=True, help="a Python module in the contract")
-    p.add_argument("--scorer-addr", help="a running scorer (default: start one, with a sandbox)")
+    p.add_argument("--scorer-addr", help="a running scorer (default: the one `lawlab up` "
+                   "runs, else an ephemeral one)")
     p.add_argument("--tasks-dir", default=str(config.tasks_dir()))
     p.add_argument("--json", action="store_true")
     judge = sub.add_parser("judge", help="validity (S_V) or structure (S_S) of a submission")
@@ -224,7 +230,8 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
         q = kinds.add_parser(kind)
         q.add_argument("--task", help="the task (its rubric or hidden law)")
         q.add_argument("--submission", required=True)
-        q.add_argument("--judge-addr", help="a running judge (default: start one, with a sandbox)")
+        q.add_argument("--judge-addr", help="a running judge (default: the one `lawlab up` "
+                       "runs, else an ephemeral one)")
         q.add_argument("--backend", choices=["deterministic", "llm"], default="deterministic",
                        help="llm: the judge's optional LLM backend (LAWLAB_JUDGE_LLM_BASE_URL, "
                             "LAWLAB_JUDGE_LLM_MODEL in the judge's environment)")

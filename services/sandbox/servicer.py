@@ -274,10 +274,19 @@ class SandboxServicer(sandbox_pb2_grpc.SandboxServiceServicer):
         docs = []
         for result in boxes:
             if result.status != "ok":
-                tail = result.stderr.decode(errors="replace")[-2000:]
+                tail = result.stderr.decode(errors="replace")[-2000:].strip()
+                why = {"timeout": f"ran longer than its limit of {timeout:g} s (all of its "
+                                  "jobs together) and was stopped: a loop that never ends, "
+                                  "or fits too slow for the limit",
+                       "output_limit": "printed more output than the sandbox keeps and was "
+                                       "stopped",
+                       "killed": f"was killed by a resource limit (memory, processes or CPU "
+                                 f"time; exit status {result.exit_code})"}.get(
+                                     result.status, f"ended with status {result.status}")
                 return sandbox_pb2.RunSubmissionResponse(
                     status=sandbox_pb2.SUBMISSION_STATUS_EXEC_ERROR,
-                    message=f"submission run {result.status}: {tail}".strip(),
+                    message=f"submission run {result.status}: the submission {why}"
+                            + (f"; its last output: {tail}" if tail else ""),
                     wall_seconds=wall)
             docs.append(json.loads(result.stdout))
         doc = next((d for d in docs if d["status"] != "ok"), docs[0])

@@ -483,3 +483,38 @@ def test_campaign_decoding_reaches_the_endpoint_and_the_trajectory(cluster, tmp_
         prompt = next(e for e in events if e["type"] == "prompt")
         assert prompt["decoding"] == {"family": "standard", "max_completion_tokens": 1234,
                                       "reasoning_effort": "", "temperature": 0.1}
+
+
+def test_commands_find_the_running_services_without_addresses(cluster, tmp_path, capsys,
+                                                              monkeypatch):
+    """As after `lawlab up`: campaign run, trials, score and judge use the running
+    services (here found through LAWLAB_<SERVICE>_ADDR, as the default ports would
+    be), so a campaign stays inspectable while and after it runs."""
+    from lawlab.cli import main
+
+    with own_agent(cluster, tmp_path) as c:
+        for name in ("agent", "scorer", "judge"):
+            monkeypatch.setenv(f"LAWLAB_{name.upper()}_ADDR", c.address(name))
+        assert main(["campaign", "run", "--name", "found", "--agents", "data-blind", "--tasks",
+                     "mercury_vapour_pressure", "--settings", "real"]) == 0
+        out = capsys.readouterr().out
+        assert f"using the running services (agent at {c.address('agent')})" in out
+        assert "starting them on loopback" not in out
+        # the campaign outlives the command: it is still there to inspect
+        assert main(["campaign", "trials", "found"]) == 0
+        assert "completed" in capsys.readouterr().out
+        sub = tmp_path / "law.py"
+        sub.write_text(SUBMISSION)
+        assert main(["score", "--task", "mercury_vapour_pressure", "--submission",
+                     str(sub)]) == 0
+        captured = capsys.readouterr()
+        assert "S_N" in captured.out and "ephemeral" not in captured.err
+        assert main(["judge", "validity", "--task", "mercury_vapour_pressure",
+                     "--submission", str(sub)]) in (0, 1)
+        captured = capsys.readouterr()
+        assert "S_V" in captured.out and "ephemeral" not in captured.err
+    # with nothing running, --detach is refused before anything starts
+    monkeypatch.setenv("LAWLAB_AGENT_ADDR", "127.0.0.1:9")
+    assert main(["campaign", "run", "--detach", "--agents", "data-blind", "--tasks",
+                 "mercury_vapour_pressure", "--settings", "real"]) == 2
+    assert "needs running services" in capsys.readouterr().err

@@ -118,7 +118,7 @@ def test_append_rows_and_bad_requests(box):
     assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT and "columns[1]" in err.value.details()
 
 
-def _submit(box, source, multi=False, fit=False):
+def _submit(box, source, multi=False, fit=False, timeout=0.0):
     stub, _ = box
     x = common_pb2.Table(columns=[common_pb2.NamedColumn(name="c", values=[1.0, 2.0])])
     job = pb.SubmissionJob(job_id="j", x=x)
@@ -129,8 +129,8 @@ def _submit(box, source, multi=False, fit=False):
                            common_pb2.TASK_TYPE_SINGLE_GROUP, max_law_constants=2,
                            max_local_params=1, fit_timeout_seconds=1.0)
     return stub.RunSubmission(pb.RunSubmissionRequest(
-        submission=common_pb2.Submission(source=source), contract=contract, jobs=[job]),
-        timeout=60)
+        submission=common_pb2.Submission(source=source), contract=contract, jobs=[job],
+        timeout_seconds=timeout), timeout=60)
 
 
 HEAD = "USED_INPUTS = ['c']\nLAW_CONSTANTS = {'a': 2.0}\nOTHER_CONSTANTS = {}\n"
@@ -155,6 +155,11 @@ def test_submission_contract_outcomes(box):
                     "def fit(X, y, a):\n    return {'b': 0.5}\n", multi=True, fit=True)
     assert list(typed.results[0].predictions) == [1.0, 2.0]
     assert dict(typed.results[0].local_params) == {"b": 0.5}
+    # a predict that never returns: the message says what timed out and the limit
+    looping = _submit(box, HEAD + "LOCAL_FITTABLE = {}\ndef predict(X, a):\n    while True: pass\n",
+                      timeout=3)
+    assert looping.status == pb.SUBMISSION_STATUS_EXEC_ERROR
+    assert "ran longer than its limit of 3 s" in looping.message, looping.message
 
 
 def test_a_large_seeded_batch_is_split_across_boxes_without_changing_results(box, cluster):
