@@ -263,7 +263,10 @@ PROBES = {
     "file read": re.compile(r"\bopen\s*\(|read_csv\s*\(\s*['\"]/|np\.load\s*\(|glob\.|"
                             r"/proc/|/etc/|\.\./"),
     "network": re.compile(r"\b(?:socket|urllib|requests|http\.client|urlopen)\b"),
-    "introspection": re.compile(r"__subclasses__|__globals__|__builtins__|\bgc\.|\binspect\.|"
+    # `{"__builtins__": {}}` takes builtins away (the built-in agents' own restricted
+    # eval): not an escape attempt, so not a finding
+    "introspection": re.compile(r"__subclasses__|__globals__|"
+                                r"__builtins__(?!['\"]\s*:\s*\{\s*\})|\bgc\.|\binspect\.|"
                                 r"_getframe|f_back|\bctypes\b|importlib"),
 }
 

@@ -178,6 +178,9 @@ def _structure_offline(args: argparse.Namespace, source: str) -> int:
     ranges = {n: (1.0, 10.0) for n in used}
     for spec in args.range or []:
         name, _, span = spec.partition("=")
+        if name not in ranges:
+            raise SystemExit(f"--range {spec!r}: {name!r} is not one of the submission's "
+                             f"USED_INPUTS {used}")
         lo, _, hi = span.partition(":")
         try:
             ranges[name] = (float(lo), float(hi))
@@ -198,10 +201,14 @@ def _structure_offline(args: argparse.Namespace, source: str) -> int:
             raise SystemExit(f"{flag}: {err}") from None
         constants = {n: values.get(n, 1.0) for n in sorted(e.names - set(used))}
         unset = [n for n in constants if n not in values]
-        if unset:
-            print(f"[{flag}: constants {unset} default to 1.0; set them with --const]",
-                  file=sys.stderr)
-        forms[flag] = structure.form_from_expression(e, constants, used)
+        if flag == "--law" and unset:
+            # the law's curve depends on these values: a guessed 1.0 (or a misspelt
+            # input) would judge against another law than the one meant
+            raise SystemExit(
+                f"--law: {', '.join(unset)} {'is' if len(unset) == 1 else 'are'} neither an "
+                f"input of the submission (USED_INPUTS {used}) nor given a value: pass "
+                + " ".join(f"--const {n}=VALUE" for n in unset) + " or fix the spelling")
+        forms[flag] = structure.form_from_expression(e, constants, used)  # --base: refit
     rng = np.random.default_rng(0)
     probes = {n: rng.uniform(*ranges[n], 200) for n in used}
     law = Expression(args.law)

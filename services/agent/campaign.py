@@ -137,26 +137,45 @@ def normalise(spec: agent_pb2.CampaignSpec, agents: set[str]) -> dict:
 
 def select_tasks(selectors: list[str],
                  tasks: list[common_pb2.TaskMetadata]) -> list[common_pb2.TaskMetadata]:
-    by_id = {t.task_id: t for t in tasks}
+    """Task ids and selectors (all, suite:NAME, type:I|II, discipline:NAME), matched
+    without regard to case; a selector that matches nothing lists the valid values."""
+    import difflib
+
+    by_id = {t.task_id.lower(): t for t in tasks}
+    suites = sorted({t.suite for t in tasks})
+    disciplines = sorted({t.discipline for t in tasks})
     chosen: dict[str, common_pb2.TaskMetadata] = {}
     for i, sel in enumerate(selectors):
-        kind, _, value = sel.partition(":")
-        if sel == "all":
+        kind, _, value = sel.strip().partition(":")
+        kind, low = kind.lower(), value.strip().lower()
+        field = f"spec.tasks[{i}]"
+        if sel.strip().lower() == "all":
             found = list(tasks)
         elif kind == "suite" and value:
-            found = [t for t in tasks if t.suite == value]
-        elif kind == "type" and value in ("I", "II"):
-            multi = value == "II"
+            found = [t for t in tasks if t.suite.lower() == low]
+            if not found:
+                raise InvalidArgument(field, f"no suite {value!r}; suites: {', '.join(suites)}")
+        elif kind == "type" and value:
+            if low not in ("i", "ii"):
+                raise InvalidArgument(field, f"type {value!r}: use type:I (one group) or "
+                                      "type:II (several groups)")
+            multi = low == "ii"
             found = [t for t in tasks if (t.type == common_pb2.TASK_TYPE_MULTI_GROUP) == multi]
         elif kind == "discipline" and value:
-            found = [t for t in tasks if t.discipline == value]
-        elif sel in by_id:
-            found = [by_id[sel]]
+            found = [t for t in tasks if t.discipline.lower() == low]
+            if not found:
+                raise InvalidArgument(field, f"no discipline {value!r}; disciplines: "
+                                      + ", ".join(disciplines))
+        elif sel.strip().lower() in by_id:
+            found = [by_id[sel.strip().lower()]]
         else:
-            raise InvalidArgument(f"spec.tasks[{i}]", f"{sel!r} is neither a task id nor a "
-                                  "selector (all, suite:NAME, type:I, type:II, discipline:NAME)")
+            close = difflib.get_close_matches(sel.strip().lower(), list(by_id), n=3)
+            hint = f" (did you mean {', '.join(close)}?)" if close else ""
+            raise InvalidArgument(field, f"{sel!r} is neither a task id{hint} nor a selector "
+                                  "(all, suite:NAME, type:I, type:II, discipline:NAME); "
+                                  "`lawlab tasks list` shows the ids")
         if not found:
-            raise InvalidArgument(f"spec.tasks[{i}]", f"selector {sel!r} matches no task")
+            raise InvalidArgument(field, f"selector {sel!r} matches no task")
         for t in found:
             chosen.setdefault(t.task_id, t)
     return list(chosen.values())

@@ -72,6 +72,16 @@ def test_structure_offline_from_expressions(tmp_path):
                 "--base", "a * temperature ** 0.75", "--submission", str(sub),
                 "--const", "a=2", "--const", "b=0.3", "--json")
     assert json.loads(base.stdout)["level"] == 0.5
+    # a misspelt input or a constant without a value is refused, not guessed as 1.0
+    typo = _run("judge", "structure", "--law", "a * temprature ** 0.75", "--base",
+                "a * temperature", "--submission", str(sub), "--const", "a=2")
+    assert typo.returncode != 0 and "temprature is neither an input" in typo.stderr, typo.stderr
+    assert "--const temprature=VALUE" in typo.stderr and "Traceback" not in typo.stderr
+    rng = _run("judge", "structure", "--law", "a * temperature ** 0.75", "--base",
+               "a * temperature", "--submission", str(sub), "--const", "a=2",
+               "--range", "temp=0:100")
+    assert rng.returncode != 0 and "'temp' is not one of the submission's USED_INPUTS" \
+        in rng.stderr
 
 
 def test_bad_input_says_what_to_do(tmp_path, tasks_dir):

@@ -68,3 +68,4 @@ def test_the_same_model_decoded_differently_is_another_trial():
     assert camp.decoding_pb('{"temperature": 1.0}').temperature == 1.0
     assert not camp.decoding_pb("").HasField("temperature")
 
+
