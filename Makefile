@@ -159,10 +159,12 @@ test-images: images
 # schema and policy checks; deploy applies to the current kubectl context.
 ENV ?= local
 deploy-dry-run: install
+	@test -d deploy/k8s/overlays/$(ENV) || { echo "ENV=$(ENV): no such overlay; choose one of: $$(ls deploy/k8s/overlays | tr '\n' ' ')(make deploy-dry-run ENV=prod)"; exit 2; }
 	@mkdir -p var
-	kubectl kustomize deploy/k8s/overlays/$(ENV) > var/deploy-$(ENV).yaml
+	kubectl kustomize deploy/k8s/overlays/$(ENV) > var/deploy-$(ENV).yaml.tmp && mv var/deploy-$(ENV).yaml.tmp var/deploy-$(ENV).yaml || { rm -f var/deploy-$(ENV).yaml.tmp; exit 1; }
 	$(BIN)/pytest -q tests/integration/test_deploy.py
-	@echo "rendered overlay $(ENV): var/deploy-$(ENV).yaml ($$(grep -c '^kind:' var/deploy-$(ENV).yaml) objects)"
+	@echo "rendered overlay $(ENV): var/deploy-$(ENV).yaml"
+	@$(BIN)/python deploy/summary.py var/deploy-$(ENV).yaml $(ENV)
 
 deploy: deploy-dry-run
 	@ctx=$$(kubectl config current-context 2>/dev/null) || { echo "no current kubectl context: point kubectl at your cluster (kubectl config use-context NAME)"; exit 1; }; \

@@ -272,8 +272,10 @@ def cmd_up(args: argparse.Namespace) -> int:
                   "one on free ports with `lawlab up --ephemeral --data-dir OTHER`",
                   file=sys.stderr)
             return 1
-    cluster = Cluster(Path(args.tasks_dir).resolve(), Path(args.data_dir).resolve())
-    print(f"starting {', '.join(config.SERVICES)} (10-30 s) ...", file=sys.stderr, flush=True)
+    data_dir = Path(args.data_dir).resolve()
+    cluster = Cluster(Path(args.tasks_dir).resolve(), data_dir, log_dir=data_dir / "logs")
+    print(f"starting {', '.join(config.SERVICES)} (10-30 s; logs in {cluster.log_dir}) ...",
+          file=sys.stderr, flush=True)
     stop = {"now": False}
 
     def handler(signum: int, frame: object) -> None:
@@ -586,8 +588,11 @@ def cmd_sandbox_exec(args: argparse.Namespace) -> int:
     return 0 if status == "ok" else 1
 
 
-def main(argv: list[str] | None = None) -> int:
+def build_parser() -> argparse.ArgumentParser:
+    """Every verb and flag of the command line (README.md's list is checked against it)."""
     parser = argparse.ArgumentParser(prog="lawlab", description=__doc__)
+    parser.add_argument("--debug", action="store_true",
+                        help="show the traceback of a failed call instead of one line")
     sub = parser.add_subparsers(dest="command", required=True)
 
     def with_dirs(p: argparse.ArgumentParser) -> None:
@@ -700,7 +705,11 @@ def main(argv: list[str] | None = None) -> int:
     add_leaderboard_parser(sub)
     cli_score.add_parsers(sub)
     cli_campaign.add_parser(sub)
+    return parser
 
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
     args, rest = parser.parse_known_args(argv)
     try:
         return _dispatch(parser, args, rest)
@@ -710,7 +719,7 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as err:  # noqa: BLE001  (gRPC errors become one line with a hint)
         import grpc
 
-        if not isinstance(err, grpc.RpcError):
+        if not isinstance(err, grpc.RpcError) or args.debug:
             raise
         print(rpc_error_line(args, err), file=sys.stderr)
         return 1

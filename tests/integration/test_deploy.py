@@ -288,3 +288,29 @@ def test_dashboards_are_valid_and_query_only_exported_metrics():
                 assert used or t["expr"].startswith("up{"), t["expr"]
                 unknown = used - exported - histogram
                 assert not unknown, (path.name, panel["title"], unknown)
+
+
+def test_the_dry_run_names_what_is_left_to_do(rendered):
+    """deploy/summary.py (the end of `make deploy-dry-run`): the Secrets an operator
+    must create are exactly those the workloads reference and the overlay lacks."""
+    import sys
+
+    sys.path.insert(0, str(ROOT / "deploy"))
+    try:
+        from summary import summary
+    finally:
+        sys.path.pop(0)
+    prod = "\n".join(summary(rendered["overlay prod"], "prod"))
+    for secret in ("lawlab-internal", "lawlab-llm", "lawlab-postgres", "lawlab-simulator-tls",
+                   "lawlab-world-key"):
+        assert f"  {secret}: " in prod, secret
+    assert "make push-images" in prod and "make deploy ENV=prod" in prod
+    local = "\n".join(summary(rendered["overlay local"], "local"))
+    # the local overlay makes its own development Secrets: only the world key is left
+    assert "  lawlab-world-key: " in local and "  lawlab-internal: " not in local
+    # an image pinned by digest is not reported as unpinned
+    pinned = json.loads(json.dumps(rendered["overlay local"]))
+    for d in pinned:
+        for c in d.get("spec", {}).get("template", {}).get("spec", {}).get("containers", []):
+            c["image"] = c["image"].split(":")[0] + "@sha256:" + "0" * 64
+    assert "images are tags" not in "\n".join(summary(pinned, "local"))
