@@ -736,6 +736,16 @@ RPC_HINTS = {
 }
 
 
+# external teams reach only the simulator, with their own token
+SIM_HINTS = {
+    "UNAVAILABLE": "is the simulator reachable? pass its address with --addr or "
+                   "LAWLAB_SIMULATOR_ADDR (the one the operator gave you; with TLS also --ca)",
+    "UNAUTHENTICATED": "pass your team's token with --token or LAWLAB_TOKEN (operators: "
+                       "`lawlab token create --team NAME`)",
+    "NOT_FOUND": "`lawlab sim tasks` lists the tasks, `lawlab sim sessions` your sessions",
+}
+
+
 def rpc_error_line(args: argparse.Namespace, err) -> str:
     """One line for a failed call: the command, the status, the service's message and
     what to do; never a traceback."""
@@ -746,7 +756,7 @@ def rpc_error_line(args: argparse.Namespace, err) -> str:
         details = details.splitlines()[0][:200]
     what = " ".join(str(getattr(args, k)) for k in ("command", "verb", "kind")
                     if getattr(args, k, None))
-    hint = RPC_HINTS.get(code, "")
+    hint = (SIM_HINTS.get(code) if args.command == "sim" else None) or RPC_HINTS.get(code, "")
     return f"lawlab {what}: {code}: {details}" + (f"\n  hint: {hint}" if hint else "")
 
 

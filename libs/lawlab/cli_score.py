@@ -21,7 +21,6 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-import grpc
 from google.protobuf.json_format import MessageToDict
 
 from lawlab import config
@@ -78,14 +77,11 @@ def cmd_score(args: argparse.Namespace) -> int:
     from lawlab.scorer.v1 import scorer_pb2, scorer_pb2_grpc
 
     source = _source(args.submission)
-    try:
-        with _service("scorer", args.scorer_addr, args.tasks_dir) as channel:
-            stub = scorer_pb2_grpc.ScorerServiceStub(channel)
-            s = stub.ScoreSubmission(scorer_pb2.ScoreRequest(
-                task_id=args.task, submission=common_pb2.Submission(source=source)), timeout=600)
-    except grpc.RpcError as err:
-        print(f"lawlab score: {err.code().name}: {err.details()}", file=sys.stderr)
-        return 1
+    # a failed call becomes one line with a hint in lawlab.cli.main (rpc_error_line)
+    with _service("scorer", args.scorer_addr, args.tasks_dir) as channel:
+        stub = scorer_pb2_grpc.ScorerServiceStub(channel)
+        s = stub.ScoreSubmission(scorer_pb2.ScoreRequest(
+            task_id=args.task, submission=common_pb2.Submission(source=source)), timeout=600)
     doc = MessageToDict(s, preserving_proto_field_name=True,
                         always_print_fields_with_no_presence=True)
     import math
@@ -121,16 +117,12 @@ def cmd_judge(args: argparse.Namespace) -> int:
     request = judge_pb2.JudgeRequest(task_id=args.task,
                                      submission=common_pb2.Submission(source=source),
                                      backend=args.backend)
-    try:
-        with _service("judge", args.judge_addr, args.tasks_dir) as channel:
-            stub = judge_pb2_grpc.JudgeServiceStub(channel)
-            if args.kind == "validity":
-                v = stub.JudgeValidity(request, timeout=600)
-            else:
-                v = stub.JudgeStructure(request, timeout=600)
-    except grpc.RpcError as err:
-        print(f"lawlab judge: {err.code().name}: {err.details()}", file=sys.stderr)
-        return 1
+    with _service("judge", args.judge_addr, args.tasks_dir) as channel:
+        stub = judge_pb2_grpc.JudgeServiceStub(channel)
+        if args.kind == "validity":
+            v = stub.JudgeValidity(request, timeout=600)
+        else:
+            v = stub.JudgeStructure(request, timeout=600)
     doc = MessageToDict(v, preserving_proto_field_name=True,
                         always_print_fields_with_no_presence=True)
     if args.kind == "validity":

@@ -10,8 +10,6 @@ import sys
 import time
 from pathlib import Path
 
-import grpc
-
 from lawlab import config
 from lawlab.tables import table as _table
 
@@ -37,12 +35,9 @@ def _parse_inputs(specs: list[str]) -> dict[str, list[float]]:
 
 
 def cmd_sim(args: argparse.Namespace) -> int:
-    try:
-        with _client(args) as sim:
-            return _sim_verb(sim, args)
-    except grpc.RpcError as err:
-        print(f"lawlab sim {args.verb}: {err.code().name}: {err.details()}", file=sys.stderr)
-        return 1
+    # a failed call becomes one line with a hint in lawlab.cli.main (rpc_error_line)
+    with _client(args) as sim:
+        return _sim_verb(sim, args)
 
 
 def _sim_verb(sim, args: argparse.Namespace) -> int:

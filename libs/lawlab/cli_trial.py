@@ -113,6 +113,8 @@ def cmd_trial_show(args) -> int:
     try:
         events, submission = load(args.trial, args.agent_addr, args.attempt)
     except grpc.RpcError as err:
+        if err.code() != grpc.StatusCode.NOT_FOUND:
+            raise  # one line with a hint in lawlab.cli.main (is the agent service running?)
         print(f"lawlab trial show: {err.details()} (code {err.code().name}); give a trial id "
               "known to the agent service at --agent-addr, or a trajectory .jsonl file",
               file=sys.stderr)
