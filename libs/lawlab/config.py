@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,8 +40,20 @@ def metrics_port(service: str) -> int:
 
 
 def service_address(service: str) -> str:
-    """Where clients reach a service: LAWLAB_<SERVICE>_ADDR or loopback default."""
-    return _env(f"LAWLAB_{service.upper()}_ADDR") or f"127.0.0.1:{grpc_port(service)}"
+    """Where clients reach a service: LAWLAB_<SERVICE>_ADDR; else the port that
+    `lawlab up` recorded in the data directory (``logs/<service>.ready.json``, so
+    `lawlab up --ephemeral` is found too); else the loopback default."""
+    explicit = _env(f"LAWLAB_{service.upper()}_ADDR")
+    if explicit:
+        return explicit
+    ready = data_dir() / "logs" / f"{service}.ready.json"
+    try:
+        info = json.loads(ready.read_text())
+        host = info.get("host") or "127.0.0.1"
+        host = "127.0.0.1" if host in ("0.0.0.0", "::", "[::]") else host
+        return f"{host}:{int(info['port'])}"
+    except (OSError, ValueError, KeyError, TypeError):
+        return f"127.0.0.1:{grpc_port(service)}"
 
 
 # the checkout lawlab runs from (an editable install): its var/ is the default state

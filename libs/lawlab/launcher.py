@@ -133,6 +133,8 @@ class Cluster:
 
     def stop_one(self, name: str, grace: float = 15.0, kill: bool = False) -> int:
         running = self.services.pop(name)
+        if self.log_dir is not None:  # commands find running services by these files
+            (self.log_dir / f"{name}.ready.json").unlink(missing_ok=True)
         proc = running.process
         if proc.poll() is None:
             proc.send_signal(signal.SIGKILL if kill else signal.SIGTERM)

@@ -132,15 +132,17 @@ def score(task: Task, run: RunResult, ref_metrics: dict[str, dict[str, float]]) 
     metric = meta.metric
     ref_name = best_reference(task, ref_metrics)
     ref = ref_metrics[ref_name]
+    targets = group_targets(task)
     if run.status != "ok":
-        return NumericOutcome(run.status, run.message, 0.0, best_reference=ref_name,
-                              srbench=srbench(task, run))
+        return NumericOutcome(run.status, run.message, 0.0,
+                              m_ref=_reference_level(task, ref, targets),
+                              best_reference=ref_name, srbench=srbench(task, run))
     sub = group_metrics(task, run)
     if sub and not any(np.isfinite(v) for v in sub.values()) and run.errors:
         # predict failed on every held-out job: the submission does not run
         return NumericOutcome("exec_error", next(iter(run.errors.values())), 0.0,
+                              m_ref=_reference_level(task, ref, targets),
                               best_reference=ref_name, srbench=srbench(task, run))
-    targets = group_targets(task)
     if not meta.multi_group:
         m_sub, m_ref = sub["test"], ref["test"]
         if not np.isfinite(m_ref):
@@ -186,6 +188,22 @@ def score(task: Task, run: RunResult, ref_metrics: dict[str, dict[str, float]]) 
         "ok", notes, float(np.mean([s.s_n for s in seeds])),
         float(np.mean(finite_subs)) if finite_subs else float("nan"),
         _finite_mean([s.m_ref for s in seeds]), ref_name, seeds)
+
+
+def _reference_level(task: Task, ref: dict[str, float], targets: dict[str, np.ndarray]
+                     ) -> float:
+    """The best reference's metric as a scored submission would be compared with it
+    (its mean over the groups it scores, then over seeds): known even when the
+    submission failed, so a failure line never shows it as NaN."""
+    if not task.meta.multi_group:
+        return float(ref["test"])
+    per_seed = []
+    for seed in SEEDS:
+        vals = [ref[k] for k in targets if k.startswith(f"{seed}/") and k in ref
+                and np.isfinite(ref[k])
+                and not metrics.reference_is_perfect(task.meta.metric, ref[k], targets[k])]
+        per_seed.append(float(np.mean(vals)) if vals else float("nan"))
+    return _finite_mean(per_seed)
 
 
 def _finite_mean(values: list[float]) -> float:

@@ -13,6 +13,7 @@ tasks: the service computes the same S_V as the in-process plan.
 from __future__ import annotations
 
 import json
+import math
 
 import numpy as np
 import pytest
@@ -143,3 +144,4 @@ def predict(X, vm, km):
     s = scorer.ScoreSubmission(scorer_pb2.ScoreRequest(task_id="puromycin_enzyme_kinetics",
                                                        submission=sub), timeout=300)
     assert s.status == "exec_error" and s.s_n == 0.0 and "not implemented yet" in s.message
+    assert math.isfinite(s.m_ref) and s.m_ref > 0  # the reference's metric is known
