@@ -54,7 +54,10 @@ class OpenAIChatPolicy:
     def __init__(self, model: str, decoding: Mapping[str, Any] | None = None) -> None:
         self.base_url = os.environ.get("LAWLAB_LLM_BASE_URL", "").rstrip("/")
         if not self.base_url:
-            raise LLMConfigError("LAWLAB_LLM_BASE_URL is not set; point it at an "
+            raise LLMConfigError("LAWLAB_LLM_BASE_URL is not set in the agent service's "
+                                 "environment (the process that runs trials, not this shell): "
+                                 "set it where the agent starts (`LAWLAB_LLM_BASE_URL=... "
+                                 "lawlab up`, or the lawlab-llm Secret on a cluster) to an "
                                  "OpenAI-compatible endpoint such as http://127.0.0.1:8000/v1")
         if not model:
             raise LLMConfigError("the openai agent needs a model name (--model)")

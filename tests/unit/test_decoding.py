@@ -69,3 +69,11 @@ def test_the_same_model_decoded_differently_is_another_trial():
     assert not camp.decoding_pb("").HasField("temperature")
 
 
+
+
+def test_a_missing_endpoint_says_it_belongs_in_the_agent_services_environment(monkeypatch):
+    from lawlab_agent.llm import OpenAIChatPolicy
+
+    monkeypatch.delenv("LAWLAB_LLM_BASE_URL", raising=False)
+    with pytest.raises(ConfigurationError, match="in the agent service's environment"):
+        OpenAIChatPolicy("gpt-4o-mini")
