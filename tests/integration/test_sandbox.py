@@ -59,10 +59,16 @@ def test_the_box_sees_only_the_interpreter(box):
 
 
 
-def test_boxes_run_as_unprivileged_host_uids(box):
-    """Seen from the host, the box's processes belong to a slot uid, never to root."""
+def test_boxes_run_as_unprivileged_host_uids(box, cluster):
+    """Seen from the host, the box's processes belong to a slot uid, never to root.
+    Only this cluster's sandbox's descendants are looked at: another lawlab on the
+    machine has boxes of its own."""
     import threading
     from pathlib import Path
+
+    from tests.support.load import _tree
+
+    service_pid = cluster.services["sandbox"].process.pid
 
     worker = threading.Thread(target=_run, args=(box, "import warnings\n"
                                                  "warnings.sys.modules['time'].sleep(3)"))
@@ -70,7 +76,8 @@ def test_boxes_run_as_unprivileged_host_uids(box):
     uids: set[int] = set()
     deadline = __import__("time").monotonic() + 10
     while not uids and __import__("time").monotonic() < deadline:
-        for proc in Path("/proc").iterdir():
+        for pid in _tree(service_pid):
+            proc = Path(f"/proc/{pid}")
             try:
                 argv = (proc / "cmdline").read_bytes().split(b"\0")
                 # bwrap and the python inside it (not the launching wrappers' argv)
