@@ -18,6 +18,25 @@ ROOT = Path(__file__).resolve().parents[1]
 os.environ.setdefault("LAWLAB_INTERNAL_TOKEN", secrets.token_urlsafe(32))
 
 
+def _closed_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+# Commands find running services on the default ports and through the data
+# directory's ready files (lawlab up): tests must never find a developer's own
+# `lawlab up`, so both point somewhere only this run knows.
+for _service in ("simulator", "sandbox", "agent", "judge", "scorer"):
+    os.environ.setdefault(f"LAWLAB_{_service.upper()}_PORT", str(_closed_port()))
+if "LAWLAB_DATA_DIR" not in os.environ:
+    import tempfile
+
+    os.environ["LAWLAB_DATA_DIR"] = tempfile.mkdtemp(prefix="lawlab-tests-")
+
+
 @pytest.fixture(scope="session")
 def tasks_dir() -> Path:
     path = Path(os.environ.get("LAWLAB_TASKS_DIR", ROOT / "var" / "tasks")).resolve()
