@@ -18,7 +18,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from lawlab.agent.v1 import agent_pb2, agent_pb2_grpc
-from lawlab.cli_campaign import render, watch
+from lawlab.cli.campaign import render, watch
 from lawlab.common.v1 import common_pb2
 from lawlab.launcher import Cluster
 from lawlab.tasks import TaskLibrary
@@ -131,7 +131,7 @@ def figure(trials: list, agents: list[str], library: TaskLibrary, out: Path) -> 
 
 
 def write(trials: list, control_scores: dict, args: argparse.Namespace) -> None:
-    from lawlab.cli_campaign import rows_from_trials
+    from lawlab.cli.campaign import rows_from_trials
     from lawlab.report import write_report
 
     library = TaskLibrary(ROOT / "var" / "tasks")

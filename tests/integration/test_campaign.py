@@ -370,7 +370,7 @@ def test_cli_runs_watches_lists_and_audits_a_campaign(cluster, tmp_path, capsys)
 
 
 def test_audit_flags_a_hidden_law_string_in_a_tool_output():
-    from lawlab.cli_campaign import audit_events
+    from lawlab.cli.campaign import audit_events
 
     events = [{"type": "turn", "turn": 1, "tool": "python", "reply": "<python>x=1</python>",
                "result": "the constant is 166.91483843250646"},

@@ -145,7 +145,7 @@ def test_knockout_selection_study_with_a_fixed_selector():
 def test_llm_selector_parses_choices_and_falls_back(tasks_dir):
     import argparse
 
-    from lawlab.cli_campaign import llm_selector
+    from lawlab.cli.campaign import llm_selector
     from tests.support.scripted_llm import ScriptedLLM
 
     replies = iter(["I pick <choice>3</choice>", "hmm", "<choice>9</choice>"])

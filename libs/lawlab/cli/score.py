@@ -242,4 +242,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
             q.add_argument("--range", action="append", metavar="NAME=LO:HI",
                            help="probe range of an input (default 1:10)")
             q.add_argument("--const", action="append", metavar="NAME=VALUE",
-                           help="value of a constant in --law/--base (default 1.0)")
+                           help="value of a constant of --law (each is required) or a "
+                                "starting value for --base (default 1.0)")
+    sub.choices["score"].set_defaults(func=cmd_score)
+    sub.choices["judge"].set_defaults(func=cmd_judge)

@@ -41,7 +41,7 @@ def external_rows(ledger, epoch_id: str, library) -> list:
 
 
 def cmd_leaderboard(args: argparse.Namespace) -> int:
-    from lawlab.cli_sim import _ledger_url
+    from lawlab.cli.sim import _ledger_url
     from lawlab.report import MixedSuites, leaderboard, leaderboard_csv, leaderboard_markdown, strict_json
     from lawlab.tasks import TaskLibrary
     from lawlab_simulator.ledger import open_ledger
@@ -61,7 +61,7 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
         import grpc
 
         from lawlab.agent.v1 import agent_pb2, agent_pb2_grpc
-        from lawlab.cli_campaign import rows_from_trials
+        from lawlab.cli.campaign import rows_from_trials
         from lawlab.rpc.client import sync_channel
 
         try:
@@ -103,7 +103,7 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_leaderboard_parser(sub: argparse._SubParsersAction) -> None:
+def add_parsers(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("leaderboard", help="an epoch's external submissions beside lawlab "
                                            "campaigns (operators)",
                        description="Reads the simulator's ledger (--ledger, LAWLAB_LEDGER_URL, or "
@@ -118,3 +118,4 @@ def add_leaderboard_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--data-dir", default=str(config.data_dir()))
     p.add_argument("--tasks-dir", default=str(config.tasks_dir()))
     p.add_argument("--agent-addr", help="the agent service (default LAWLAB_AGENT_ADDR)")
+    sub.choices["leaderboard"].set_defaults(func=cmd_leaderboard)

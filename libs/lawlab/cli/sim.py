@@ -363,3 +363,12 @@ def add_epoch_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--release-real", choices=["on-close", "immediate"], default="immediate",
                    help="when Real submissions' S_N and S_V are released (default immediate)")
     common(verbs.add_parser("close", help="close an epoch")).add_argument("epoch_id")
+
+
+def add_parsers(sub: argparse._SubParsersAction) -> None:
+    add_sim_parser(sub)
+    add_token_parser(sub)
+    add_epoch_parser(sub)
+    sub.choices["sim"].set_defaults(func=cmd_sim)
+    sub.choices["token"].set_defaults(func=cmd_token)
+    sub.choices["epoch"].set_defaults(func=cmd_epoch)

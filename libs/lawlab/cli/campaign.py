@@ -131,10 +131,12 @@ def spec_from_args(args: argparse.Namespace):
     return spec
 
 
-def watch(stub, campaign_id: str, out=sys.stdout, live: bool | None = None):
-    """Follow a campaign until it stops; returns the last snapshot."""
+def watch(stub, campaign_id: str, out=None, live: bool | None = None):
+    """Follow a campaign until it stops; returns the last snapshot. ``out`` is
+    looked up at call time (sys.stdout may have been replaced since import)."""
     from lawlab.agent.v1 import agent_pb2
 
+    out = out or sys.stdout
     live = out.isatty() if live is None else live
     last, shown = None, ""
     for snap in stub.WatchCampaign(agent_pb2.GetCampaignRequest(campaign_id=campaign_id)):
@@ -312,7 +314,7 @@ def audit_events(events: list[dict], hidden: list[str]) -> list[tuple[int, str, 
 def audit_submissions(args: argparse.Namespace) -> int:
     """The trajectories external teams uploaded with their submissions in an epoch,
     audited like lawlab's own (docs/simulator-api.md)."""
-    from lawlab.cli_sim import _ledger_url
+    from lawlab.cli.sim import _ledger_url
     from lawlab_simulator.ledger import open_ledger
 
     ledger = open_ledger(_ledger_url(args))
@@ -529,7 +531,7 @@ def cmd_audit_memorization(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
+def add_parsers(sub: argparse._SubParsersAction) -> None:
     audit = sub.add_parser("audit", help="audits of models").add_subparsers(dest="kind",
                                                                             required=True)
     p = audit.add_parser("memorization", help="data-free recall of published laws, per model")
@@ -591,3 +593,6 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
             p.add_argument("--data-dir", default=str(config.data_dir()))
     p = campaign.add_parser("list", help="every campaign of the agent service")
     p.add_argument("--agent-addr", default=os.environ.get("LAWLAB_AGENT_ADDR"))
+    sub.choices["campaign"].set_defaults(func=cmd_campaign)
+    sub.choices["report"].set_defaults(func=cmd_report)
+    sub.choices["audit"].set_defaults(func=cmd_audit_memorization)

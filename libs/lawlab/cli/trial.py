@@ -1,6 +1,7 @@
-"""``lawlab trial show``: a trajectory rendered for reading.
+"""``lawlab trial run`` (one trial through a running agent service) and ``lawlab
+trial show`` (a trajectory rendered for reading).
 
-Works on a running agent service (``TRIAL`` is a trial id) or offline on a
+``show`` works on a running agent service (``TRIAL`` is a trial id) or offline on a
 trajectory file (``TRIAL`` is a path to the JSONL). Shows the prompts (with
 ``--prompts``), each turn's reply, tool, result, timings, token usage and any
 failed model calls, then the submission and its scores.
@@ -8,11 +9,18 @@ failed model calls, then the submission and its scores.
 
 from __future__ import annotations
 
+import argparse
+import asyncio
 import json
 import sys
 import textwrap
+import time
 from pathlib import Path
 from typing import Any, TextIO
+
+from lawlab import config
+from lawlab.cli.common import fmt as _fmt
+from lawlab.tables import table as _table
 
 RULE = "-" * 78
 
@@ -126,3 +134,104 @@ def cmd_trial_show(args) -> int:
     if submission:
         print(f"{RULE}\nsubmission:\n{_indent(submission)}")
     return 0
+
+
+# ---- trial run ---------------------------------------------------------------------
+
+TRIAL_HEADER = ["task", "setting", "status", "turns", "S_N", "S_V", "S_S", "wall"]
+
+
+async def _run_trial(address: str, task: str, setting: str, agent: str, model: str, seed: int,
+                     token: str | None = None, context: str = "",
+                     decoding: dict | None = None):
+    from lawlab import convert
+    from lawlab.agent.v1 import agent_pb2, agent_pb2_grpc
+    from lawlab.rpc.client import TRIAL_CALL, aio_channel
+
+    async with aio_channel(address, token=token) as channel:
+        stub = agent_pb2_grpc.AgentServiceStub(channel)
+        request = agent_pb2.RunTrialRequest(
+            task_id=task, setting=convert.setting_from_name(setting), agent=agent, model=model,
+            seed=seed, context=context)
+        if decoding:
+            request.decoding.CopyFrom(agent_pb2.Decoding(**decoding))
+        return await stub.RunTrial(request, timeout=TRIAL_CALL)
+
+
+def _trial_rows(trials: list) -> list[list[str]]:
+    from lawlab import convert
+    from lawlab.agent.v1 import agent_pb2
+
+    rows = []
+    for t in trials:
+        s = t.scores
+        rows.append([
+            t.task_id, convert.setting_name(t.setting),
+            agent_pb2.TrialStatus.Name(t.status).removeprefix("TRIAL_STATUS_").lower(),
+            t.turns,
+            _fmt(s.s_n if s.HasField("s_n") else None),
+            _fmt(s.s_v if s.HasField("s_v") else None),
+            _fmt(s.s_s if s.HasField("s_s") else None),
+            f"{t.wall_seconds:.1f}s",
+        ])
+    return rows
+
+
+def cmd_trial_run(args: argparse.Namespace) -> int:
+    decoding = None
+    if args.decoding:
+        try:
+            decoding = json.loads(args.decoding)
+        except json.JSONDecodeError as err:
+            print(f"lawlab trial run: --decoding is not JSON ({err.msg})", file=sys.stderr)
+            return 2
+    started = time.monotonic()
+    print(f"[running {args.agent}{'/' + args.model if args.model else ''} on {args.task} "
+          f"({args.setting}) through {args.agent_addr}; a trial takes seconds to minutes]",
+          file=sys.stderr)
+    trial = asyncio.run(_run_trial(args.agent_addr, args.task, args.setting, args.agent,
+                                   args.model, args.seed, context=args.context,
+                                   decoding=decoding))
+    if time.monotonic() - started < 0.5 * max(trial.wall_seconds, 1.0):
+        print(f"[stored result: this trial ran earlier ({trial.wall_seconds:.1f} s); trials are "
+              "idempotent by id]", file=sys.stderr)
+    if args.json:
+        from google.protobuf.json_format import MessageToDict
+
+        doc = MessageToDict(trial, preserving_proto_field_name=True)
+        doc["seed"] = int(doc.get("seed", 0))
+        print(json.dumps(doc, indent=2))
+    else:
+        print(_table(_trial_rows([trial]), TRIAL_HEADER))
+        print(f"trajectory: {trial.trajectory_path}")
+        if trial.error:
+            print(f"error: {trial.error}")
+    return 0 if not trial.error else 1
+
+
+
+def add_parsers(sub: argparse._SubParsersAction) -> None:
+    trial = sub.add_parser("trial", help="trials").add_subparsers(dest="verb", required=True)
+    p = trial.add_parser("run", help="run one trial through a running agent service")
+    p.add_argument("--task", required=True)
+    p.add_argument("--setting", choices=["real", "parallel"], required=True)
+    p.add_argument("--agent", default="template")
+    p.add_argument("--model", default="")
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--context", default="", choices=["", "full", "no_var_detail",
+                                                     "anonymous_names", "numeric_only"],
+                   help="what the solver sees (docs/agents.md: context ablations)")
+    p.add_argument("--decoding", help="LLM decoding overrides as JSON (docs/agents.md)")
+    p.add_argument("--agent-addr", default=config.service_address("agent"))
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_trial_run)
+
+    p = trial.add_parser("show", help="a trajectory rendered for reading: turns, tool calls, "
+                                      "outputs, usage, the submission and its scores")
+    p.add_argument("trial", help="a trial id (from a running agent service) or a trajectory "
+                                 ".jsonl file")
+    p.add_argument("--attempt", type=int, default=0, help="which attempt (default: the last)")
+    p.add_argument("--prompts", action="store_true", help="also print the prompts")
+    p.add_argument("--full", action="store_true", help="do not shorten long replies and outputs")
+    p.add_argument("--agent-addr", default=config.service_address("agent"))
+    p.set_defaults(func=cmd_trial_show)
