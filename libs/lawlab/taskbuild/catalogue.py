@@ -109,7 +109,8 @@ def catalogue(root: Path) -> str:
         "",
         "Ground truth known (not shown here: it is the answer key). Scored by Acc_0.1 and NMSE "
         "in domain (`test`) and out of domain (`test_ood`, every row outside the training range "
-        "of at least one input).",
+        "of at least one input). A submission may fit up to 10 constants (at least the ground "
+        "truth's count plus 2), as LLM-SR gives every skeleton MAX_NPARAMS = 10 parameters.",
         "",
         "| problem | suite | discipline | target | inputs | rows (train/test/ood) | source |",
         "|---|---|---|---|---|---|---|",

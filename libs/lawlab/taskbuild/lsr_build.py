@@ -65,7 +65,10 @@ def build_problem(problem: Problem, out: Path) -> dict[str, Any]:
         "inputs": [{"name": c, "symbol": c, "unit": "", "description": "",
                     "min": float(train[c].min()), "max": float(train[c].max())} for c in inputs],
         "metric": "nmse",
-        "caps": {"max_law_constants": max(2, len(problem.constants) + 2), "max_local_params": 0,
+        # LLM-SR (the method LLM-SRBench is built around) hands every equation skeleton
+        # a vector of MAX_NPARAMS = 10 parameters; the earlier cap of max(2, k + 2) left
+        # symbolic regression no model at all on LSR-Transform (bench/sr_lsr_caps.py)
+        "caps": {"max_law_constants": max(10, len(problem.constants) + 2), "max_local_params": 0,
                  "fit_timeout_seconds": 10.0, "max_experiment_calls": 10,
                  "max_points_per_call": 40, "min_samples_per_point": 1,
                  "max_samples_per_point": 3, "max_turns": 30},

@@ -62,9 +62,41 @@ def _predict(expr, X, names):
         return np.asarray(eval(expr, {"__builtins__": {}}, env), dtype=float) * np.ones(len(X))  # noqa: S307
 
 
-def main(cap_constants=6, local_params=0, hotspots=0, time_limit=40, seed=1):
+def search(X, t, train, val, names, small, time_limit=40, seed=1):
+    """The Pareto front (complexity vs error) of one pyoperon run: every model that
+    is finite on the validation rows, as (complexity, val MSE, constants, expr)."""
     from pyoperon.sklearn import SymbolicRegressor
 
+    reg = SymbolicRegressor(
+        allowed_symbols="add,sub,mul,div,exp,log,sqrt,constant,variable",
+        optimizer_iterations=10, max_length=15 if small else 25, max_depth=8, generations=1000,
+        population_size=500, n_threads=1, random_state=seed, max_time=int(time_limit),
+        max_evaluations=1_000_000, objectives=["r2", "length"], epsilon=1e-5)
+    reg.fit(X[train], t[train])
+    front = []
+    for m in reg.pareto_front_:
+        expr = reg.get_model_string(m["tree"], 6, names).replace("^", "**")
+        pred = _predict(expr, X[val], names)
+        if not np.all(np.isfinite(pred)):
+            continue
+        front.append((m["complexity"], float(np.mean((pred - t[val]) ** 2)), _constants(expr),
+                      expr))
+    return front
+
+
+def select(front, cap_constants, n, small):
+    """The stated criterion: models within the constant cap; then the least complex
+    one within 5% of the best validation error (under 50 rows: the least BIC)."""
+    allowed = [f for f in front if f[2] <= cap_constants]
+    if not allowed:
+        return None
+    if small:
+        return min(allowed, key=lambda f: n * np.log(max(f[1], 1e-300)) + f[2] * np.log(n))
+    best = min(e for _, e, _, _ in allowed)
+    return min(f for f in allowed if f[1] <= best * 1.05 + 1e-300)
+
+
+def main(cap_constants=6, local_params=0, hotspots=0, time_limit=40, seed=1):
     warnings.filterwarnings("ignore")
     df = train_df.dropna(subset=[target_col, *input_cols])  # noqa: F821 (preloaded)
     names = list(input_cols)  # noqa: F821
@@ -79,33 +111,13 @@ def main(cap_constants=6, local_params=0, hotspots=0, time_limit=40, seed=1):
         train = val = np.ones(len(y), dtype=bool)
     else:
         train, val = _split(len(y), groups, rng)
-    reg = SymbolicRegressor(
-        allowed_symbols="add,sub,mul,div,exp,log,sqrt,constant,variable",
-        optimizer_iterations=10, max_length=15 if small else 25, max_depth=8, generations=1000,
-        population_size=500, n_threads=1, random_state=seed, max_time=int(time_limit),
-        max_evaluations=1_000_000, objectives=["r2", "length"], epsilon=1e-5)
-    reg.fit(X[train], t[train])
-    front = []
-    for m in reg.pareto_front_:
-        expr = reg.get_model_string(m["tree"], 6, names).replace("^", "**")
-        k = _constants(expr)
-        if k > cap_constants:
-            continue
-        pred = _predict(expr, X[val], names)
-        if not np.all(np.isfinite(pred)):
-            continue
-        err = float(np.mean((pred - t[val]) ** 2))
-        front.append((m["complexity"], err, k, expr))
-    if not front:
+    front = search(X, t, train, val, names, small, time_limit, seed)
+    chosen = select(front, cap_constants, len(y), small)
+    if chosen is None:
         print("LAWLAB_RESULT " + repr({"ok": False, "reason": "no finite model within the cap"}))
         return
-    if small:
-        n = len(y)
-        complexity, err, k, expr = min(
-            front, key=lambda f: n * np.log(max(f[1], 1e-300)) + f[2] * np.log(n))
-    else:
-        best = min(e for _, e, _, _ in front)
-        complexity, err, k, expr = min(f for f in front if f[1] <= best * 1.05 + 1e-300)
+    complexity, err, k, expr = chosen
+    front = [f for f in front if f[2] <= cap_constants]
     out = {"ok": True, "expr": expr, "log_space": log_space, "complexity": int(complexity),
            "val_mse": err, "n_constants": k, "front": [(int(c), e, kk) for c, e, kk, _ in
                                                         sorted(front)][:12]}
