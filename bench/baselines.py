@@ -71,8 +71,8 @@ def score_controls(cluster: Cluster, library: TaskLibrary) -> dict[str, list[tup
                                                                  submission=sub_), timeout=600)
             v = judge.JudgeValidity(judge_pb2.JudgeRequest(task_id=task.task_id, submission=sub_),
                                     timeout=600)
-            out[name].append((s_n.s_n if s_n.HasField("s_n") else 0.0,
-                              v.s_v if v.HasField("s_v") else 0.0))
+            # NumericScore.s_n is always set (0 for a failed submission); S_V may be null
+            out[name].append((s_n.s_n, v.s_v if v.HasField("s_v") else 0.0))
         print(f"\rcontrols: {i}/{len(tasks)} tasks", end="", flush=True)
     print()
     return out
