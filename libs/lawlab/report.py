@@ -475,6 +475,10 @@ def write_report(rows: Sequence[Row], out: Path, title: str, select=None) -> lis
     :func:`selection_study`) adds knockout self-selection."""
     suite = suite_of(rows)
     out.mkdir(parents=True, exist_ok=True)
+    # S_N, S_V and S_S are defined on real-data tasks; LLM-SRBench-style problems are
+    # scored by Acc_tau and NMSE (their S_N is 0 by convention): pooled, they would
+    # drag every mean down, so every table and figure here is over real-data tasks
+    all_rows, rows = rows, [r for r in rows if r.suite == "real"]
     board = leaderboard(rows)
     conc = concordance(rows)
     bon = best_of_n(rows)
@@ -492,12 +496,16 @@ def write_report(rows: Sequence[Row], out: Path, title: str, select=None) -> lis
     (out / "best_of_n.json").write_text(strict_json(bon))
     buf = io.StringIO()
     w = csv.writer(buf)
-    w.writerow(list(asdict(rows[0]).keys()) if rows else [])
-    for r in rows:
+    w.writerow(list(asdict(all_rows[0]).keys()) if all_rows else [])
+    for r in all_rows:
         w.writerow(list(asdict(r).values()))
     (out / "trials.csv").write_text(buf.getvalue())
     pictures = figures(rows, board, out)
-    md = [f"# Report: {title}", "", f"{len(rows)} trials, "
+    others = len(all_rows) - len(rows)
+    md = [f"# Report: {title}", "",
+          (f"{others} trials on LLM-SRBench-style problems are in trials.csv but not in "
+           "these tables (they are scored by Acc_tau and NMSE, not S_N/S_V/S_S). "
+           if others else "") + f"{len(rows)} trials, "
           f"{len({r.task_id for r in rows})} tasks, agents: "
           + ", ".join(sorted({r.agent for r in rows})) + ".", "",
           "Strict means count a missing, failed or non-finite score as 0; 'mean scored' "

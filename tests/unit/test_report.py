@@ -209,3 +209,16 @@ def test_figures_one_panel_per_score_a_colour_per_agent_and_values_in_the_cells(
     offsets = ax.collections[0].get_offsets()
     assert not (offsets == [[0.6, 1.0], [0.2, 0.5]]).all()  # jittered
     assert abs(offsets - [[0.6, 1.0], [0.2, 0.5]]).max() < 0.013
+
+
+def test_llm_srbench_problems_stay_out_of_the_paper_scores(tmp_path):
+    """Their S_N is 0 by convention: pooled, they would halve an agent's mean."""
+    import dataclasses
+
+    real = row("t1", 0.8, 1.0)
+    lsr = dataclasses.replace(row("lsrt_1", 0.0, 0.0), suite="lsr-transform")
+    write_report([real, lsr], tmp_path, "mixed")
+    (entry,) = json.loads((tmp_path / "leaderboard.json").read_text())
+    assert entry["s_n_strict_all"] == pytest.approx(0.8) and entry["tasks"] == 1
+    assert (tmp_path / "trials.csv").read_text().count("\n") == 3  # both kept there
+    assert "1 trials on LLM-SRBench-style problems" in (tmp_path / "report.md").read_text()
