@@ -360,6 +360,14 @@ def run_submission(req: dict, out) -> int:
         return 0
     used = list(mod["USED_INPUTS"])
     result["used_inputs"] = used
+    # an input the task does not have is a contract failure, not a run error on every job
+    offered = set(req["jobs"][0]["x"]["columns"]) if req["jobs"] else set(used)
+    unknown = [u for u in used if u not in offered]
+    if unknown:
+        result.update(status="contract_fail", message=f"USED_INPUTS {unknown} are not inputs of "
+                      f"this task (its inputs: {sorted(offered)})")
+        out.write(json.dumps(result))
+        return 0
     law = dict(mod["LAW_CONSTANTS"])
     other = dict(mod["OTHER_CONSTANTS"])
     names = list(mod["LOCAL_FITTABLE"])

@@ -148,6 +148,10 @@ def test_submission_contract_outcomes(box):
     assert ok.status == pb.SUBMISSION_STATUS_OK and list(ok.results[0].predictions) == [2.0, 4.0]
     bad = _submit(box, HEAD + "LOCAL_FITTABLE = {}\n")
     assert bad.status == pb.SUBMISSION_STATUS_CONTRACT_FAIL and "missing predict" in bad.message
+    alien = _submit(box, HEAD.replace("['c']", "['temperature']") + "LOCAL_FITTABLE = {}\n"
+                    "def predict(X, a):\n    return a * X[:, 0]\n")
+    assert alien.status == pb.SUBMISSION_STATUS_CONTRACT_FAIL
+    assert "USED_INPUTS ['temperature'] are not inputs of this task" in alien.message
     syntax = _submit(box, "def predict(:\n")
     assert syntax.status == pb.SUBMISSION_STATUS_COMPILE_ERROR
     nan = _submit(box, HEAD + "LOCAL_FITTABLE = {}\ndef predict(X, a):\n    return X[:, 0] / 0\n")
