@@ -61,8 +61,12 @@ PROJECT_ROOT = Path(__file__).resolve().parents[2]
 
 
 def _default(relative: str) -> Path:
-    """``relative`` under the current directory if it exists there, else under the
-    checkout lawlab runs from (so commands work from any directory)."""
+    """``relative`` under LAWLAB_HOME when set; else under the current directory if
+    it exists there, else under the checkout lawlab runs from (so commands work
+    from any directory)."""
+    home = _env("LAWLAB_HOME")
+    if home:
+        return (Path(home) / relative).resolve()
     here = Path(relative).resolve()
     if here.exists():
         return here

@@ -57,6 +57,14 @@ def test_score_and_judge_through_a_running_cluster(tmp_path, cluster):
     assert validity.returncode == 0 and "S_V 0.667" in validity.stdout, validity.stdout
     assert "[x] increasing_in_temperature" in validity.stdout
     assert "[ ] boils_at_356_7_degC" in validity.stdout
+    # a module that does not parse: said as such (not "anti-hacking"), exit 1 as in score
+    broken = tmp_path / "broken.py"
+    broken.write_text("def predict(X:\n")
+    bad = subprocess.run([LAWLAB, "judge", "validity", "--task", "mercury_vapour_pressure",
+                          "--submission", str(broken), "--judge-addr", cluster.address("judge"),
+                          *env_addr], capture_output=True, text=True, timeout=120, env=env)
+    assert bad.returncode == 1 and "does not parse" in bad.stdout, bad.stdout + bad.stderr
+    assert "anti-hacking gate FAILED" not in bad.stdout
 
 
 def test_structure_offline_from_expressions(tmp_path):

@@ -142,7 +142,9 @@ def cmd_judge(args: argparse.Namespace) -> int:
                  f"{v.explanation}",
                  f"  matched: {', '.join(v.matched) or '-'}", f"  missed: {', '.join(v.missed) or '-'}"]
     _print(doc, args.json, lines)
-    return 0
+    # one rule with `lawlab score`: a module that did not compile, run or meet the
+    # contract is exit 1, whatever it scored
+    return 0 if v.status in ("ok", "") else 1
 
 
 def _structure_offline(args: argparse.Namespace, source: str) -> int:
