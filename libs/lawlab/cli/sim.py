@@ -273,25 +273,27 @@ def cmd_token(args: argparse.Namespace) -> int:
     raise AssertionError(args.verb)
 
 
+def _ledger_args(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """--ledger and --data-dir: token and epoch verbs act on the ledger directly."""
+    p.add_argument("--ledger", help="sqlite:///PATH or postgresql://... (env LAWLAB_LEDGER_URL)")
+    p.add_argument("--data-dir", default=str(config.data_dir()))
+    return p
+
+
 def add_token_parser(sub: argparse._SubParsersAction) -> None:
     token = sub.add_parser("token", help="API tokens of external teams (operators)",
                            description="Acts on the simulator's ledger directly: --ledger, "
                                        "LAWLAB_LEDGER_URL, or DATA_DIR/simulator/ledger.sqlite.")
     verbs = token.add_subparsers(dest="verb", required=True)
 
-    def common(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
-        p.add_argument("--ledger", help="sqlite:///PATH or postgresql://... (env LAWLAB_LEDGER_URL)")
-        p.add_argument("--data-dir", default=str(config.data_dir()))
-        return p
-
-    p = common(verbs.add_parser("create", help="create a token; printed once"))
+    p = _ledger_args(verbs.add_parser("create", help="create a token; printed once"))
     p.add_argument("--team", required=True)
     p.add_argument("--role", choices=["team", "operator"], default="team")
     p.add_argument("--max-sessions", type=int, default=8, help="open sessions at once")
     p.add_argument("--qps", type=float, default=20.0, help="queries per second")
-    common(verbs.add_parser("list", help="tokens (never their secrets)"))
-    common(verbs.add_parser("revoke", help="revoke a token by id")).add_argument("token_id")
-    p = common(verbs.add_parser("audit", help="the audit log as JSON lines"))
+    _ledger_args(verbs.add_parser("list", help="tokens (never their secrets)"))
+    _ledger_args(verbs.add_parser("revoke", help="revoke a token by id")).add_argument("token_id")
+    p = _ledger_args(verbs.add_parser("audit", help="the audit log as JSON lines"))
     p.add_argument("--session")
     p.add_argument("--team")
     p.add_argument("--epoch")
@@ -349,20 +351,15 @@ def add_epoch_parser(sub: argparse._SubParsersAction) -> None:
                                        "LAWLAB_LEDGER_URL, or DATA_DIR/simulator/ledger.sqlite.")
     verbs = epoch.add_subparsers(dest="verb", required=True)
 
-    def common(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
-        p.add_argument("--ledger", help="sqlite:///PATH or postgresql://... (env LAWLAB_LEDGER_URL)")
-        p.add_argument("--data-dir", default=str(config.data_dir()))
-        return p
-
-    common(verbs.add_parser("list", help="epochs and which one is open"))
-    p = common(verbs.add_parser("open", help="open a new epoch (closes the current one)"))
+    _ledger_args(verbs.add_parser("list", help="epochs and which one is open"))
+    p = _ledger_args(verbs.add_parser("open", help="open a new epoch (closes the current one)"))
     p.add_argument("epoch_id")
     p.add_argument("--release", choices=["on-close", "immediate"], default="on-close",
                    help="when Parallel submissions' S_S is released (default on-close: "
                         "no feedback to steer a search for the hidden structure)")
     p.add_argument("--release-real", choices=["on-close", "immediate"], default="immediate",
                    help="when Real submissions' S_N and S_V are released (default immediate)")
-    common(verbs.add_parser("close", help="close an epoch")).add_argument("epoch_id")
+    _ledger_args(verbs.add_parser("close", help="close an epoch")).add_argument("epoch_id")
 
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:
