@@ -202,10 +202,17 @@ def test_no_response_leaks_answer_keys(sim, library):
         numbers = _doubles(responses)
         for expr in expressions:
             assert expr not in text, f"{task.task_id}: an answer-key expression leaked"
-        # fitted constants (to 6 significant digits, and as raw float64) never appear
+        # fitted constants never appear: as a float64 field, or written out (6 significant
+        # digits) in a string field. A constant whose written form is short (112.0003 ->
+        # "112") is checked as a number only: three digits match counts, ids and units.
+        words = _strings(responses)
         for value in secrets:
-            assert f"{value:.6g}" not in text, f"constant {value} leaked for {task.task_id}"
             assert value not in numbers, f"constant {value} leaked for {task.task_id}"
+            written = f"{value:.6g}"
+            if len(re.sub(r"[^0-9]", "", written.split("e")[0]).lstrip("0")) >= 4:
+                pattern = re.compile(rf"(?<![\d.]){re.escape(written)}(?!\d)")
+                hit = next((w for w in words if pattern.search(w)), None)
+                assert hit is None, f"constant {value} written in {hit!r} for {task.task_id}"
         if task.has_world():
             # (a pool value equal to a public one, e.g. a residual of exactly 8.0, is chance)
             pool = {float(v) for v in task.world_arrays()["residuals"] if v != 0} - public
@@ -216,6 +223,33 @@ def test_no_response_leaks_answer_keys(sim, library):
         held = np.concatenate([f[meta.target.name].to_numpy(float) for f in frames])
         leaked = {float(v) for v in held} & numbers - public
         assert not leaked, f"{task.task_id}: held-out targets {sorted(leaked)[:5]} in responses"
+
+
+def _strings(messages: list) -> list[str]:
+    """Every string value carried by the response messages (map keys included)."""
+    out: list[str] = []
+
+    def walk(msg) -> None:
+        for field, value in msg.ListFields():
+            repeated = field.is_repeated if hasattr(field, "is_repeated") \
+                else field.label == field.LABEL_REPEATED
+            if field.type == field.TYPE_MESSAGE:
+                if field.message_type.GetOptions().map_entry:
+                    out.extend(str(k) for k in value.keys())
+                    items = list(value.values())
+                else:
+                    items = list(value) if repeated else [value]
+                for item in items:
+                    if hasattr(item, "ListFields"):
+                        walk(item)
+                    elif isinstance(item, str):
+                        out.append(item)
+            elif field.type == field.TYPE_STRING:
+                out.extend(value if repeated else [value])
+
+    for msg in messages:
+        walk(msg)
+    return out
 
 
 def _doubles(messages: list) -> set[float]:
