@@ -76,12 +76,11 @@ def test_without_the_key_the_served_worlds_are_not_reproduced(tasks_dir, rebuild
     same = [t for t in SAMPLE if served[t] and rebuilt[t]
             and served[t]["constants"] == rebuilt[t]["constants"]
             and _structure(served[t]) == _structure(rebuilt[t])]
-    # Known weakness (open in issue #15): when two keys draw the same single piece and
-    # shaping leaves its constant where the fit to the data put it, the law coincides
-    # (seen once: dnase_elisa, {'scal': 1.0967...}). Never more than one task of five.
-    assert len(same) <= 1, f"laws reproduced without the key: {same}"
+    # different constants on every task, even where two keys draw the same pieces
+    # (shaping always applies the keyed magnitude, per-group spreads included)
+    assert not same, f"laws reproduced without the key: {same}"
     for t in SAMPLE:
-        if served[t] and rebuilt[t] and t not in same:
+        if served[t] and rebuilt[t]:
             a = (tasks_dir / t / "simulator" / "world.json").read_bytes()
             assert a != (rebuilds[who] / t / "simulator" / "world.json").read_bytes()
     # the structure differs somewhere (the served key is random per library, so
@@ -110,9 +109,18 @@ def test_names_of_added_constants_never_collide(library):
 
 
 def test_worlds_have_one_to_three_pieces_and_some_have_several(library):
+    """Partial recovery (0.75) is measurable. How many served worlds have several
+    pieces depends on the key (2 to 6 in the libraries built so far: most drawn
+    combinations have a piece absorbed by the others), so the key-independent part
+    is asserted on the admissible space and the served library needs only one."""
     counts = [len(t.hidden_law().pieces) for t in library if t.has_world()]
     assert counts and all(1 <= c <= 3 for c in counts)
-    assert sum(c >= 2 for c in counts) >= 3  # partial recovery (0.75) is measurable
+    assert sum(c >= 2 for c in counts) >= 1
+    several = [t.task_id for t in library if t.meta.suite == "real"
+               and (t.root / "eval" / "synthesis.json").exists()
+               and sum(v for k, v in json.loads((t.root / "eval" / "synthesis.json").read_text())
+                       .get("combinations", {}).items() if int(k) >= 2) > 0]
+    assert len(several) >= 10, several
 
 
 # ---- the noise --------------------------------------------------------------------
@@ -187,3 +195,51 @@ def test_the_pick_and_averaging_attacks_gain_nothing(library):
     assert err["old"][0] < 1e-6 < err["old"][1]
     # ...against the served one it does no better than an honest fit of the same data
     assert err["new"][0] >= 0.99 * err["new"][1]
+
+
+def _dnase_builder(key: worldkey.WorldKey):
+    import pandas as pd
+
+    from lawlab.taskbuild import worlds
+    spec = SPEC["dnase_elisa"]
+    df = spec.load().reset_index(drop=True)
+    pooled = pd.concat(list(spec.split(df).values()), ignore_index=True)
+    caps = {"max_points_per_call": 10, "max_experiment_calls": 10, "max_samples_per_point": 3}
+    builder = worlds.WorldBuilder(spec.task_id, pooled, spec.target["name"], spec.inputs,
+                                  spec.metric, spec.multi_group, spec.rubric, caps, key)
+    refs = [worlds.Reference(r.name, r.expr, list(r.global_names), list(r.local_names),
+                             dict(r.init)) for r in spec.references]
+    base, base_fit, _ = builder.select_base(refs)
+    return builder, refs, base, base_fit
+
+
+def test_two_keys_drawing_the_same_piece_still_differ_in_its_constants():
+    """The dnase_elisa case of issue #15: two keys drew one per-group piece alone and
+    its values stayed where the fit to the data put them, so the laws coincided.
+    Shaping now always applies the keyed magnitude (an added term's constant, or a
+    per-group parameter's spread about its median)."""
+    from lawlab.taskbuild import synthesis
+    out: dict[str, list] = {}
+    for label in ("a", "b"):
+        builder, refs, base, base_fit = _dnase_builder(
+            worldkey.WorldKey(f"issue 15 operator {label} ...........".encode()))
+        start = {**base.init, **base_fit.constants,
+                 **{n: float(np.median(list(t.values()))) for n, t in base_fit.local.items()}}
+        name = base.global_names[0]
+        per_group = synthesis.Piece("per_group_parameter", "", f"{name} per group", {}, {},
+                                    per_group=name)
+        term = synthesis.Piece("added_term", "conc", "zz_new * log(conc)", {"zz_new": 0.0},
+                               {"zz_new": 0.0}, lambda e: f"{e} + zz_new * log(conc)")
+        got = []
+        for piece in (per_group, term):
+            cand = synthesis.compose(base.expr, base.global_names, base.local_names, [piece])
+            builder.evaluate_candidate(cand, start, base_fit, refs, "t")
+            assert "could not be applied" not in cand.screen["effect"], cand.screen
+            got.append(cand.local[name] if piece is per_group else cand.constants["zz_new"])
+        out[label] = got
+    (table_a, c_a), (table_b, c_b) = out["a"], out["b"]
+    assert c_a != c_b
+    assert table_a != table_b
+    # both keep the fit's centre: the key scales the spread, it does not move the law
+    mid_a, mid_b = (float(np.median(list(t.values()))) for t in (table_a, table_b))
+    assert abs(mid_a - mid_b) <= 0.1 * max(abs(mid_a), abs(mid_b))

@@ -46,6 +46,7 @@ CALIBRATION_DRAWS = 20
 # identifiability screen's question
 EFFECT_MIN = 0.25
 TARGET_MIN, TARGET_MAX = 0.4, 1.0
+JITTER = (0.03, 0.15)     # when the data pin a piece: its departure scaled by 1 +- this
 DEGENERATE_SE = 1.0       # ... with standard errors beyond their values
 DEGENERATE_CORR = 0.999   # two constants this correlated are identified only together
 DRIFT = 5.0               # a published constant stays within this factor of its base fit
@@ -137,10 +138,16 @@ class WorldBuilder:
     # ---- fitting ------------------------------------------------------------------
     def fit(self, expr: str, global_names: Sequence[str], local_names: Sequence[str],
             init: Mapping[str, float], fixed: Mapping[str, float] | None = None,
-            n_starts: int = 4, max_nfev: int = 1500) -> Fitted:
+            n_starts: int = 4, max_nfev: int = 1500,
+            fixed_local: Mapping[str, Mapping[str, float]] | None = None) -> Fitted:
+        """Least squares on the pooled records; ``fixed`` constants and ``fixed_local``
+        per-group tables are held at their values (the tables enter row by row)."""
         e = Expression(expr)
         data: dict[str, Any] = dict(self.data)
         data.update({k: np.float64(v) for k, v in (fixed or {}).items()})
+        for name, table in (fixed_local or {}).items():
+            data[name] = np.array([table[g] for g in self.groups], float)
+        local_names = [n for n in local_names if n not in (fixed_local or {})]
         if self.multi and local_names:
             res: FitResult = fit_grouped(e, data, self.y, self.groups, list(global_names),
                                          list(local_names), dict(init), space=self.space,
@@ -153,7 +160,9 @@ class WorldBuilder:
                              for n in local_names}
         constants = dict(res.constants)
         constants.update(fixed or {})
-        return Fitted(constants, res.local, res.r2, res.rss, res.stderr, res.ridge)
+        local = dict(res.local)
+        local.update({n: dict(t) for n, t in (fixed_local or {}).items()})
+        return Fitted(constants, local, res.r2, res.rss, res.stderr, res.ridge)
 
     def predict(self, expr: str, constants: Mapping[str, float],
                 local: Mapping[str, Mapping[str, float]], frame: pd.DataFrame | None = None
@@ -383,44 +392,107 @@ class WorldBuilder:
               ) -> tuple[list[float], Fitted | None]:
         """Set each piece's departure from neutral so that it stands out from the
         rest of the law by its keyed target (in residual SDs), refitting the other
-        constants to the real records each time. Returns the final distinguishability."""
+        constants to the real records each time. Returns the final distinguishability
+        and the last refit (None when no keyed shape could be applied).
+
+        The first round always applies a keyed change, even when the fit to the data
+        already stands near the targets: a piece left where the data put it would be
+        the same under every key (issue #15: two keys drawing one piece coincided).
+        When the rest of the law cannot follow the targets (the data pin the piece),
+        the piece's departure is instead scaled by a keyed factor of 3-15% either way
+        (JITTER). A per-group piece keeps its median and has its spread about it
+        scaled the same way."""
         effects = self.distinguishability(cand, resid_sd)
         last: Fitted | None = None
-        for _ in range(8):
-            fixed: dict[str, float] = {}
-            moved = False
-            for p, target, effect in zip(cand.pieces, targets, effects):
-                for name in p.constants:
-                    if name in p.fixed:
-                        continue
-                    neutral = p.neutral.get(name, 0.0)
-                    dev = cand.constants[name] - neutral
-                    if effect <= 1e-9 or abs(dev) < 1e-12 * max(1.0, abs(neutral)):
-                        dev = (1.0 if self.key.uniform("sign", self.task_id, p.description) < 0.5
-                               else -1.0) * p.unit
-                        factor = 1.0
-                    else:
-                        factor = float(np.clip(target / effect, 0.25, 4.0))
-                    if abs(factor - 1.0) > 0.1:
-                        moved = True
-                    fixed[name] = neutral + dev * factor
+        for round_no in range(8):
+            factors = [float(np.clip(t / e, 0.25, 4.0)) if e > 1e-9 else 1.0
+                       for t, e in zip(targets, effects)]
+            fixed, fixed_local = self._departures(cand, factors, effects)
+            moved = round_no == 0 or any(abs(f - 1.0) > 0.1 for f in factors)
             if not moved:
                 break
-            free = [n for n in cand.global_names if n not in fixed]
-            start = {n: cand.constants[n] for n in free}
-            start.update({n: float(np.median(list(t.values()))) for n, t in cand.local.items()})
-            try:
-                refit = self.fit(cand.expr, free, cand.local_names, start, fixed=fixed,
-                                 n_starts=1)
-            except FitError:
-                break
-            if not np.isfinite(refit.rss) or refit.rss > 4 * cand.rss:
+            refit = self._follow(cand, fixed, fixed_local)
+            if refit is None and round_no == 0:
+                jitter = [self._jitter(p) for p in cand.pieces]
+                fixed, fixed_local = self._departures(cand, jitter, effects)
+                refit = self._follow(cand, fixed, fixed_local)
+                if refit is not None:
+                    cand.constants, cand.local = refit.constants, refit.local
+                    cand.r2, cand.rss = refit.r2, refit.rss
+                    return self.distinguishability(cand, resid_sd), refit
+            if refit is None:
                 break  # the rest of the law cannot follow: keep the last good shape
             cand.constants, cand.local, cand.r2 = refit.constants, refit.local, refit.r2
             cand.rss = refit.rss
             last = refit
             effects = self.distinguishability(cand, resid_sd)
         return effects, last
+
+    def _jitter(self, piece: synthesis.Piece) -> float:
+        u = self.key.uniform("jitter", self.task_id, piece.description)
+        side = 1.0 if self.key.uniform("sign", self.task_id, piece.description) < 0.5 else -1.0
+        return 1.0 + side * (JITTER[0] + (JITTER[1] - JITTER[0]) * u)
+
+    def _departures(self, cand: synthesis.Candidate, factors: Sequence[float],
+                    effects: Sequence[float]
+                    ) -> tuple[dict[str, float], dict[str, dict[str, float]]]:
+        """Each piece's constants moved from neutral by its factor (a piece at its
+        neutral value starts from a keyed small departure)."""
+        fixed: dict[str, float] = {}
+        fixed_local: dict[str, dict[str, float]] = {}
+        for p, factor, effect in zip(cand.pieces, factors, effects):
+            if p.per_group and p.per_group in cand.local:
+                table = cand.local[p.per_group]
+                mid = float(np.median(list(table.values())))
+                fixed_local[p.per_group] = {g: mid + (v - mid) * factor for g, v in table.items()}
+            for name in p.constants:
+                if name in p.fixed:
+                    continue
+                neutral = p.neutral.get(name, 0.0)
+                dev = cand.constants[name] - neutral
+                f = factor
+                if effect <= 1e-9 or abs(dev) < 1e-12 * max(1.0, abs(neutral)):
+                    dev = (1.0 if self.key.uniform("sign", self.task_id, p.description) < 0.5
+                           else -1.0) * p.unit
+                    f = 1.0
+                fixed[name] = neutral + dev * f
+        return fixed, fixed_local
+
+    def _follow(self, cand: synthesis.Candidate, fixed: Mapping[str, float],
+                fixed_local: Mapping[str, Mapping[str, float]]) -> Fitted | None:
+        """The rest of the law refitted around the pieces' new values, or held where it
+        stands (a one-start refit from medians can land in a worse basin), whichever
+        fits better; None when neither stays within 4x the candidate's RSS."""
+        free = [n for n in cand.global_names if n not in fixed]
+        start = {n: cand.constants[n] for n in free}
+        start.update({n: float(np.median(list(t.values()))) for n, t in cand.local.items()
+                      if n not in fixed_local})
+        options = [self.held(cand, fixed, fixed_local)]
+        try:
+            options.append(self.fit(cand.expr, free, cand.local_names, start, fixed=fixed,
+                                    n_starts=1, fixed_local=fixed_local))
+        except FitError:
+            pass
+        finite = [o for o in options if o is not None and np.isfinite(o.rss)]
+        if not finite:
+            return None
+        best = min(finite, key=lambda o: o.rss)
+        return best if best.rss <= 4 * cand.rss else None
+
+    def held(self, cand: synthesis.Candidate, fixed: Mapping[str, float],
+             fixed_local: Mapping[str, Mapping[str, float]]) -> Fitted | None:
+        """The candidate with ``fixed`` and ``fixed_local`` applied and every other
+        constant held at its current value (no refit)."""
+        constants = {**cand.constants, **fixed}
+        local = {**{n: dict(t) for n, t in cand.local.items()},
+                 **{n: dict(t) for n, t in fixed_local.items()}}
+        pred = self.predict(cand.expr, constants, local)
+        r = to_residual_space(pred, self.space) - self.y_t
+        if not np.all(np.isfinite(r)):
+            return None
+        rss = float(np.sum(r ** 2))
+        tss = float(np.sum((self.y_t - self.y_t.mean()) ** 2))
+        return Fitted(constants, local, 1 - rss / tss if tss > 0 else float("nan"), rss)
 
     def integrity_failure(self, cand: synthesis.Candidate, refs: Sequence[Reference]) -> str:
         """The structure judge's own equivalence test: no published reference
@@ -469,9 +541,11 @@ class WorldBuilder:
             return math.sqrt(cand.rss / max(base_fit.rss, 1e-300)) <= limit
 
         final: Fitted = free
+        keyed = False
         for _ in range(4):  # smaller magnitudes until the variant fits and obeys the rubric
             cand.effects, last = self.shape(cand, targets, resid_sd)
             final = last or final
+            keyed = keyed or last is not None
             if adequate() and not self.rubric_failure(cand.expr, cand.constants, cand.local):
                 break
             targets = [max(EFFECT_MIN, t * 0.7) for t in targets]
@@ -486,7 +560,11 @@ class WorldBuilder:
             f"{cand.r2:.4f} vs {base_fit.r2:.4f}")
         weak = [f"{p.description} ({e:.2f} SD)" for p, e in zip(cand.pieces, cand.effects)
                 if e < EFFECT_MIN and not p.shared]
-        cand.screen["effect"] = "pass" if not weak else f"fail: absorbed by the rest: {weak}"
+        cand.screen["effect"] = (
+            "fail: the keyed magnitude could not be applied (the rest of the law cannot "
+            "follow it), so the variant would stand where the data put it under any key"
+            if not keyed and not all(p.shared for p in cand.pieces) else
+            "pass" if not weak else f"fail: absorbed by the rest: {weak}")
         why = self.rubric_failure(cand.expr, cand.constants, cand.local)
         cand.screen["rubric"] = "pass" if not why else f"fail: {why}"
         base_names = [n for n in cand.global_names if not any(n in p.constants for p in cand.pieces)]
