@@ -21,6 +21,9 @@ SPEC = {s.task_id: s for s in SPECS}
 ROOT = Path(__file__).resolve().parents[2]
 
 
+# the default tier checks the same across processes, against the served library
+# (tests/unit/test_worlds.py::test_the_operator_rebuild_is_byte_identical)
+@pytest.mark.slow
 @pytest.mark.parametrize("task_id", ["mercury_vapour_pressure", "dnase_elisa"])
 def test_rebuild_is_byte_identical(task_id, tmp_path):
     key = worldkey.WorldKey(b"operator key for this test only!")
