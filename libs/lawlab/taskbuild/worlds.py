@@ -775,6 +775,10 @@ def synthesize(builder: WorldBuilder, refs: Sequence[Reference],
     }
     if not admissible:
         raise NoWorld(f"no admissible piece for base {base.name}", record)
+    if not any(combos.values()):
+        raise NoWorld(f"the admissible pieces for base {base.name} are sharing edits only "
+                      f"({', '.join(p.description for p in admissible)}), which enter a "
+                      "world only beside a piece that adds structure", record)
     tried: set[tuple] = set()
     # the key decides how many pieces; a failed draw is replaced by another of the same
     # size first, then by larger sizes, then smaller ones
