@@ -3,9 +3,11 @@ campaign through real services, and writes docs/baselines.md (the table users
 compare LLMs to) with docs/baselines.png.
 
     .venv/bin/python bench/baselines.py [--agents template sr data-blind] [--seed 1]
+        [--tasks all] [--out-dir docs] [--data-dir var/baselines]
 
 State lives in var/baselines: an interrupted run resumes where it stopped
-(finished trials are kept), a finished one is only re-tabulated.
+(finished trials are kept), a finished one is only re-tabulated. The smoke
+run (`make test-bench`) uses two tasks, one agent and temporary directories.
 """
 
 from __future__ import annotations
@@ -47,7 +49,8 @@ def fmt(t, name: str) -> str:
 CONTROLS = ("constant", "lookup_table", "aggregate_constant", "best_reference")
 
 
-def score_controls(cluster: Cluster, library: TaskLibrary) -> dict[str, list[tuple[float, float]]]:
+def score_controls(cluster: Cluster, library: TaskLibrary, only: list[str]
+                   ) -> dict[str, list[tuple[float, float]]]:
     """S_N and S_V of the controls (lawlab.taskbuild.controls) on every real-data task,
     through the real scorer and judge (the sandbox runs each like any submission)."""
     import json
@@ -59,7 +62,8 @@ def score_controls(cluster: Cluster, library: TaskLibrary) -> dict[str, list[tup
     judge = judge_pb2_grpc.JudgeServiceStub(cluster.channel("judge"))
     scorer = scorer_pb2_grpc.ScorerServiceStub(cluster.channel("scorer"))
     out: dict[str, list[tuple[float, float]]] = {c: [] for c in CONTROLS}
-    tasks = [t for t in library if t.meta.suite == "real"]
+    tasks = [t for t in library if t.meta.suite == "real"
+             and (only == ["all"] or t.task_id in only)]
     for i, task in enumerate(tasks, 1):
         best = json.loads((task.root / "eval" / "reference_metrics.json").read_text())
         sources = {c: controls.CONTROLS[c](task) for c in CONTROLS if c in controls.CONTROLS}
@@ -80,14 +84,14 @@ def score_controls(cluster: Cluster, library: TaskLibrary) -> dict[str, list[tup
 
 def run(args: argparse.Namespace) -> tuple[list, dict]:
     library = TaskLibrary(ROOT / "var" / "tasks")
-    data = ROOT / "var" / "baselines"
+    data = Path(args.data_dir)
     cluster = Cluster(library.root, data, log_dir=data / "logs")
     cluster.start()
     try:
         with cluster.channel("agent") as channel:
             stub = agent_pb2_grpc.AgentServiceStub(channel)
             spec = agent_pb2.CampaignSpec(
-                name=args.name, tasks=["all"], settings=[REAL, PARALLEL], seed=args.seed,
+                name=args.name, tasks=list(args.tasks), settings=[REAL, PARALLEL], seed=args.seed,
                 concurrency=args.concurrency, max_attempts=2,
                 agents=[agent_pb2.AgentModel(agent=a) for a in args.agents])
             snap = stub.StartCampaign(agent_pb2.StartCampaignRequest(spec=spec))
@@ -96,7 +100,7 @@ def run(args: argparse.Namespace) -> tuple[list, dict]:
             print(render(last))
             trials = list(stub.ListTrials(agent_pb2.ListTrialsRequest(
                 campaign_id=snap.campaign_id)).trials)
-        return trials, score_controls(cluster, TaskLibrary(library.root))
+        return trials, score_controls(cluster, TaskLibrary(library.root), list(args.tasks))
     finally:
         cluster.stop()
 
@@ -135,7 +139,8 @@ def write(trials: list, control_scores: dict, args: argparse.Namespace) -> None:
     from lawlab.report import write_report
 
     library = TaskLibrary(ROOT / "var" / "tasks")
-    write_report(rows_from_trials(trials, library.root), ROOT / "docs" / "baselines-report",
+    docs = Path(args.out_dir)
+    write_report(rows_from_trials(trials, library.root), docs / "baselines-report",
                  f"built-in agents ({', '.join(args.agents)}), seed {args.seed}")
     agents = args.agents
     by = {(t.agent, t.task_id, t.setting): t for t in trials}
@@ -232,10 +237,10 @@ def write(trials: list, control_scores: dict, args: argparse.Namespace) -> None:
     lines += ["", f"Harness errors (every attempt failed): {len(errors)} of {len(trials)} trials"
               + (": " + ", ".join(f"{t.agent} {t.task_id} ({t.cause}: {t.error[:80]})"
                                   for t in errors) if errors else ".")]
-    out = ROOT / "docs" / "baselines.md"
+    out = docs / "baselines.md"
     out.write_text("\n".join(lines) + "\n")
-    figure(trials, agents, library, ROOT / "docs" / "baselines.png")
-    print(f"wrote {out}, docs/baselines.png and docs/baselines-report/")
+    figure(trials, agents, library, docs / "baselines.png")
+    print(f"wrote {out}, {docs / 'baselines.png'} and {docs / 'baselines-report'}/")
 
 
 if __name__ == "__main__":
@@ -244,6 +249,9 @@ if __name__ == "__main__":
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--concurrency", type=int, default=2)
     ap.add_argument("--name", default="baselines")
+    ap.add_argument("--tasks", nargs="+", default=["all"], help="task ids (default: all)")
+    ap.add_argument("--out-dir", default=str(ROOT / "docs"))
+    ap.add_argument("--data-dir", default=str(ROOT / "var" / "baselines"))
     a = ap.parse_args()
     trials, control_scores = run(a)
     write(trials, control_scores, a)

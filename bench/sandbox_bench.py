@@ -28,7 +28,6 @@ import numpy as np
 
 from lawlab.common.v1 import common_pb2
 from lawlab.launcher import Cluster
-from lawlab.rpc.client import sync_channel
 from lawlab.sandbox.v1 import sandbox_pb2 as pb
 from lawlab.sandbox.v1 import sandbox_pb2_grpc
 
@@ -50,8 +49,10 @@ def pct(values: list[float], q: float) -> float:
     return float(np.percentile(values, q))
 
 
-def stub_for(address: str) -> sandbox_pb2_grpc.SandboxServiceStub:
-    return sandbox_pb2_grpc.SandboxServiceStub(sync_channel(address))
+def stub_for(cluster: Cluster) -> sandbox_pb2_grpc.SandboxServiceStub:
+    """A stub on a channel of its own, carrying the cluster's internal token (the
+    sandbox is an internal service: a call without it is UNAUTHENTICATED)."""
+    return sandbox_pb2_grpc.SandboxServiceStub(cluster.channel("sandbox"))
 
 
 def session(stub, frame_csv: Path | None = None) -> str:
@@ -135,8 +136,8 @@ def unsandboxed_batch(req: pb.RunSubmissionRequest) -> float:
     return time.perf_counter() - t
 
 
-def throughput(address: str, sessions: int, seconds: float) -> float:
-    stubs = [stub_for(address) for _ in range(sessions)]
+def throughput(cluster: Cluster, sessions: int, seconds: float) -> float:
+    stubs = [stub_for(cluster) for _ in range(sessions)]
     sids = [session(s) for s in stubs]
     for s, sid in zip(stubs, sids):  # warm every zygote first
         timed_calls(s, sid, "print(1)", 1)
@@ -164,7 +165,7 @@ def docker_rows(n_cold: int, n_warm: int, secs: float, quick: bool) -> tuple[lis
     svc.start(names=("sandbox",), extra_env={"LAWLAB_SANDBOX_BACKEND": "docker"})
     rows = []
     try:
-        d = stub_for(svc.address("sandbox"))
+        d = stub_for(svc)
         first = []
         for _ in range(max(3, n_cold // 4)):
             first += timed_calls(d, session(d), "print(1)", 1)
@@ -185,7 +186,7 @@ def docker_rows(n_cold: int, n_warm: int, secs: float, quick: bool) -> tuple[lis
             assert resp.status == pb.SUBMISSION_STATUS_OK and all(r.ok for r in resp.results)
         rows.append(("Type II submission batch, 200 groups x 3 seeds (containers)", batch,
                      [unsandboxed_batch(req)]))
-        tput = {k: throughput(svc.address("sandbox"), k, secs) for k in (1, 4, 16)}
+        tput = {k: throughput(svc, k, secs) for k in (1, 4, 16)}
     finally:
         svc.stop()
     return rows, tput
@@ -215,7 +216,7 @@ def main() -> None:
     cold.start(names=("sandbox",), extra_env={"LAWLAB_SANDBOX_MODE": "cold"})
     rows = []
     try:
-        w, c = stub_for(warm.address("sandbox")), stub_for(cold.address("sandbox"))
+        w, c = stub_for(warm), stub_for(cold)
         cold_p1 = timed_calls(c, session(c), "print(1)", n_cold)
         sid = session(w)
         timed_calls(w, sid, "print(1)", 1)  # start the zygote
@@ -236,7 +237,7 @@ def main() -> None:
             assert resp.status == pb.SUBMISSION_STATUS_OK and all(r.ok for r in resp.results)
         rows.append(("Type II submission batch, 200 groups x 3 seeds", batch,
                      [unsandboxed_batch(req)]))
-        tput = {k: throughput(warm.address("sandbox"), k, secs) for k in (1, 4, 16)}
+        tput = {k: throughput(warm, k, secs) for k in (1, 4, 16)}
     finally:
         warm.stop()
         cold.stop()

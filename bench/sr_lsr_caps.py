@@ -9,7 +9,7 @@ the same pyoperon settings and selection rule) once per problem and selects
 from the same Pareto front under both caps, then scores on the held-out ID and
 OOD rows with the scorer's metrics.
 
-    .venv/bin/python bench/sr_lsr_caps.py [--time-limit 20] [--suite lsr-transform]
+    .venv/bin/python bench/sr_lsr_caps.py [--time-limit 20] [--suite lsr-transform] [--limit N]
 """
 
 from __future__ import annotations
@@ -56,10 +56,12 @@ def main() -> int:
     ap.add_argument("--time-limit", type=int, default=20)
     ap.add_argument("--suite", default="lsr-transform")
     ap.add_argument("--out", default=str(ROOT / "bench" / "sr_lsr_caps.json"))
+    ap.add_argument("--limit", type=int, default=0, help="the first N problems only (0: all)")
     args = ap.parse_args()
     ns = runpy.run_path(str(FIT))  # the file the agent sends to the sandbox
     library = TaskLibrary(ROOT / "var" / "tasks")
     tasks = [t for t in library if t.meta.suite == args.suite]
+    tasks = tasks[:args.limit] if args.limit else tasks
     rows = []
     t0 = time.time()
     for i, task in enumerate(tasks, 1):

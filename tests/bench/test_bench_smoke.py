@@ -1,0 +1,62 @@
+"""Every script in bench/ runs as its docstring says, in its smallest mode
+(`make test-bench`), so a benchmark cannot rot unnoticed: bench/sandbox_bench.py
+once failed with UNAUTHENTICATED for months after internal services began to
+require the internal token.
+
+Each runs as a user runs it: a fresh process from the repository root, with no
+LAWLAB_INTERNAL_TOKEN in its environment (the test session's own token would hide
+exactly that kind of breakage). Outputs go to temporary directories; nothing in
+docs/ or bench/ is rewritten.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+pytestmark = pytest.mark.bench
+
+
+def _env() -> dict[str, str]:
+    return {k: v for k, v in os.environ.items() if k != "LAWLAB_INTERNAL_TOKEN"}
+
+
+def _run(args: list[str], timeout: float) -> str:
+    done = subprocess.run([sys.executable, *args], cwd=ROOT, env=_env(), capture_output=True,
+                          text=True, timeout=timeout)
+    assert done.returncode == 0, f"{args[0]} exited {done.returncode}:\n{done.stderr[-3000:]}"
+    return done.stdout
+
+
+@pytest.mark.parametrize("script", ["sandbox_bench.py", "simulator_bench.py", "scoring_bench.py",
+                                    "agent_bench.py", "loadtest.py"])
+def test_quick_mode_prints_its_tables(script):
+    out = _run([f"bench/{script}", "--quick"], timeout=1500)
+    # each prints a Markdown section for bench/RESULTS.md: a heading and a table
+    assert "###" in out and "|---" in out, out[-2000:]
+
+
+def test_sr_caps_on_two_problems(tmp_path):
+    out_file = tmp_path / "caps.json"
+    _run(["bench/sr_lsr_caps.py", "--limit", "2", "--time-limit", "2", "--out", str(out_file)],
+         timeout=600)
+    import json
+    rows = json.loads(out_file.read_text())
+    rows = rows["rows"] if isinstance(rows, dict) else rows
+    assert len(rows) == 2
+
+
+def test_baselines_on_two_tasks(tmp_path):
+    out = tmp_path / "docs"
+    out.mkdir()
+    _run(["bench/baselines.py", "--agents", "data-blind", "--tasks", "dnase_elisa",
+          "mercury_vapour_pressure", "--out-dir", str(out), "--data-dir", str(tmp_path / "data")],
+         timeout=1500)
+    text = (out / "baselines.md").read_text()
+    assert "dnase_elisa" in text and "mercury_vapour_pressure" in text
+    assert (out / "baselines.png").stat().st_size > 0
