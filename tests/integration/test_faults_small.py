@@ -1,15 +1,21 @@
-"""The fault tier's small version (default tier): SIGKILL the sandbox and the
-scorer during a running campaign and restart them; the campaign completes with
-every trial once, finished trials untouched, and the ledger balanced."""
+"""A small fault scenario (fault tier, `make test-faults`): SIGKILL the sandbox and
+the scorer during a running campaign and restart them; the campaign completes
+with every trial once, finished trials untouched, and the ledger balanced."""
 
 from __future__ import annotations
 
 import collections
 
+import pytest
+
 from lawlab.agent.v1 import agent_pb2
 from tests.support import faults, load
 
 
+# fault tier: `make test-faults` (tests/faults kills every service in turn). The
+# default tier keeps the agent's own crash (test_campaign's SIGKILL-and-restart)
+# and the sandbox's (test_sandbox_crash).
+@pytest.mark.faults
 def test_killing_sandbox_and_scorer_mid_campaign_loses_nothing(tasks_dir, tmp_path):
     with load.LoadCluster(tasks_dir, tmp_path, workers=4) as cluster:
         total = faults.start_campaign(cluster, "faults-small", repeats=1, concurrency=4)

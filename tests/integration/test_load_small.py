@@ -16,6 +16,9 @@ def loaded(tasks_dir, tmp_path_factory):
         yield cluster
 
 
+# load tier: tests/load runs 32 at once; the default tier keeps the two cheaper
+# small versions below
+@pytest.mark.load
 def test_concurrent_trials_all_complete(loaded, library):
     r = load.trials(loaded, concurrency=4, per_task=1)
     # Real for every task, Parallel where the library's world key drew a world

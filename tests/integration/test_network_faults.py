@@ -1,5 +1,5 @@
-"""A TCP proxy between the agent and the simulator drops every connection
-(default tier), or stalls them past the calls' deadlines (fault tier), during a
+"""A TCP proxy between the agent and the simulator drops every connection, or
+stalls them past the calls' deadlines (both fault tier, `make test-faults`), during a
 running campaign. The campaign completes, every trial once and completed, and
 the ledger balances: a dropped link costs retries, never budget or trials."""
 
@@ -46,6 +46,7 @@ def _campaign_through_proxy(tasks_dir, tmp_path, name: str, disturb) -> tuple[li
     return done, connections
 
 
+@pytest.mark.faults
 def test_dropped_connections_between_agent_and_simulator(tasks_dir, tmp_path):
     def drop(proxy: FaultProxy) -> None:
         for _ in range(3):  # three outages of a second, a second apart
