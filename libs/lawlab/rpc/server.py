@@ -230,9 +230,11 @@ def preinitialise_metrics(service_descriptors: Iterable[Any]) -> None:
     """Create every (method, code) series at zero so dashboards see them at once."""
     for descriptor in service_descriptors:
         for method in descriptor.methods:
-            rpc_type = "unary"
-            if method.client_streaming or method.server_streaming:
-                rpc_type = "server_stream" if method.server_streaming else "client_stream"
+            # the same names _rpc_type gives the live series (a bidi method was
+            # pre-initialised as server_stream, a second series beside the real one)
+            rpc_type = {(False, False): "unary", (True, False): "client_stream",
+                        (False, True): "server_stream", (True, True): "bidi_stream"}[
+                (bool(method.client_streaming), bool(method.server_streaming))]
             GRPC_STARTED.labels(rpc_type, descriptor.full_name, method.name)
             GRPC_SECONDS.labels(rpc_type, descriptor.full_name, method.name)
             for code in grpc.StatusCode:
