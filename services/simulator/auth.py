@@ -25,6 +25,7 @@ import time
 from dataclasses import dataclass
 
 from lawlab.errors import ResourceExhausted, Unauthenticated
+from lawlab.rpc.server import bearer_token
 from lawlab_simulator.ledger import Ledger, TokenRow
 
 CACHE_SECONDS = 5.0
@@ -96,15 +97,13 @@ class Authenticator:
 
     @staticmethod
     def _bearer(metadata: tuple[tuple[str, str | bytes], ...] | None) -> str:
-        values = [v for k, v in (metadata or ()) if k == "authorization"]
-        if not values:
+        token, problem = bearer_token(metadata)
+        if problem == "missing":
             raise Unauthenticated("missing credentials: send the metadata "
                                   "'authorization: Bearer <token>' (ask the operator for a token)")
-        value = values[0] if isinstance(values[0], str) else values[0].decode(errors="replace")
-        scheme, _, token = value.partition(" ")
-        if scheme.lower() != "bearer" or not token.strip():
+        if token is None:
             raise Unauthenticated("authorization metadata must be 'Bearer <token>'")
-        return token.strip()
+        return token
 
     def _internal_or_none(self, token: str) -> Identity | None:
         if self._internal is not None and hmac.compare_digest(

@@ -85,19 +85,29 @@ OPEN_SERVICES = frozenset({"grpc.health.v1.Health", "grpc.reflection.v1alpha.Ser
                            "grpc.reflection.v1.ServerReflection"})
 
 
-def bearer_matches(metadata: Iterable[Any] | None, token_hash: bytes) -> bool:
-    """Whether ``authorization: Bearer <token>`` carries the token with this
-    SHA-256 (compared in constant time)."""
+def bearer_token(metadata: Iterable[Any] | None) -> tuple[str | None, str]:
+    """The token of the first ``authorization: Bearer <token>`` metadata entry, and
+    what is wrong when there is none: "missing" (no authorization entry) or
+    "malformed" (another scheme, or an empty token). The one parser of bearer
+    credentials (the internal-token check here, team tokens in the simulator)."""
     for key, value in metadata or ():
         if key != "authorization":
             continue
         value = value if isinstance(value, str) else value.decode(errors="replace")
         scheme, _, token = value.partition(" ")
         if scheme.lower() == "bearer" and token.strip():
-            digest = hashlib.sha256(token.strip().encode()).digest()
-            return hmac.compare_digest(digest, token_hash)
+            return token.strip(), ""
+        return None, "malformed"
+    return None, "missing"
+
+
+def bearer_matches(metadata: Iterable[Any] | None, token_hash: bytes) -> bool:
+    """Whether ``authorization: Bearer <token>`` carries the token with this
+    SHA-256 (compared in constant time)."""
+    token, _ = bearer_token(metadata)
+    if token is None:
         return False
-    return False
+    return hmac.compare_digest(hashlib.sha256(token.encode()).digest(), token_hash)
 
 
 def _deny(handler: grpc.RpcMethodHandler, message: str) -> grpc.RpcMethodHandler:
