@@ -27,6 +27,8 @@ import sys
 from pathlib import Path
 from typing import Any, Protocol
 
+from lawlab.rpc.server import own_address
+
 LABEL = "lawlab.dev/campaign"
 
 
@@ -50,7 +52,7 @@ class ProcessLauncher:
     async def launch(self, campaign_id: str, workers: int) -> None:
         self.log_dir.mkdir(parents=True, exist_ok=True)
         procs = self.procs.setdefault(campaign_id, [])
-        address = self.agent_address or os.environ["LAWLAB_SELF_ADDR"]
+        address = self.agent_address or own_address()
         for _ in range(workers):
             self._count += 1
             worker_id = f"{campaign_id}-p{self._count}"

@@ -85,6 +85,18 @@ OPEN_SERVICES = frozenset({"grpc.health.v1.Health", "grpc.reflection.v1alpha.Ser
                            "grpc.reflection.v1.ServerReflection"})
 
 
+_OWN_ADDRESS: list[str] = [""]
+
+
+def own_address() -> str:
+    """host:port this process's gRPC server is bound to (once ``serve`` has bound
+    it; a wildcard host reads as loopback). Read in-process, never through the
+    environment."""
+    if not _OWN_ADDRESS[0]:
+        raise RuntimeError("the gRPC server has not bound its port yet")
+    return _OWN_ADDRESS[0]
+
+
 def bearer_token(metadata: Iterable[Any] | None) -> tuple[str | None, str]:
     """The token of the first ``authorization: Bearer <token>`` metadata entry, and
     what is wrong when there is none: "missing" (no authorization entry) or
@@ -363,7 +375,7 @@ async def run_server(options: ServerOptions, specs: list[ServiceSpec]) -> None:
         raise RuntimeError(f"could not bind {options.host}:{options.port}")
     # the service's own address (a controller hands it to the workers it starts)
     own_host = "127.0.0.1" if options.host in ("0.0.0.0", "::", "[::]", "") else options.host
-    os.environ["LAWLAB_SELF_ADDR"] = f"{own_host}:{port}"
+    _OWN_ADDRESS[0] = f"{own_host}:{port}"
     apps = [s.http_app for s in specs if s.http_app is not None]
     if apps:
         metrics_server = _start_http(options.metrics_port, options.host, apps[0])
