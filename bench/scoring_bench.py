@@ -31,6 +31,7 @@ import numpy as np
 import pandas as pd
 import yaml
 
+from lawlab import worldkey
 from lawlab.common.v1 import common_pb2
 from lawlab.judge.v1 import judge_pb2, judge_pb2_grpc
 from lawlab.launcher import Cluster
@@ -42,8 +43,12 @@ BIG = "chick_growth_200"
 
 
 def build_library(dst: Path) -> Path:
-    """The real library plus the 200-group copy of chick_growth."""
-    shutil.copytree(ROOT / "var" / "tasks", dst)
+    """The real library plus the 200-group copy of chick_growth, with the world key
+    beside it (the simulator refuses a library without the key that built it)."""
+    src_lib = ROOT / "var" / "tasks"
+    shutil.copytree(src_lib, dst)
+    key = worldkey.default_path(src_lib)
+    shutil.copy2(key, worldkey.default_path(dst))
     src = dst / "chick_growth"
     big = dst / BIG
     shutil.copytree(src, big)
