@@ -225,54 +225,39 @@ def test_no_response_leaks_answer_keys(sim, library):
         assert not leaked, f"{task.task_id}: held-out targets {sorted(leaked)[:5]} in responses"
 
 
-def _strings(messages: list) -> list[str]:
-    """Every string value carried by the response messages (map keys included)."""
-    out: list[str] = []
+def _leaves(messages: list) -> list:
+    """Every scalar value the response messages carry (map keys included), walked
+    field by field rather than read from the raw bytes."""
+    out: list = []
 
     def walk(msg) -> None:
         for field, value in msg.ListFields():
             repeated = field.is_repeated if hasattr(field, "is_repeated") \
                 else field.label == field.LABEL_REPEATED
-            if field.type == field.TYPE_MESSAGE:
-                if field.message_type.GetOptions().map_entry:
-                    out.extend(str(k) for k in value.keys())
-                    items = list(value.values())
+            if field.type == field.TYPE_MESSAGE and field.message_type.GetOptions().map_entry:
+                out.extend(value.keys())
+                items = list(value.values())
+            else:
+                items = list(value) if repeated else [value]
+            for item in items:
+                if hasattr(item, "ListFields"):
+                    walk(item)
                 else:
-                    items = list(value) if repeated else [value]
-                for item in items:
-                    if hasattr(item, "ListFields"):
-                        walk(item)
-                    elif isinstance(item, str):
-                        out.append(item)
-            elif field.type == field.TYPE_STRING:
-                out.extend(value if repeated else [value])
+                    out.append(item)
 
     for msg in messages:
         walk(msg)
     return out
+
+
+def _strings(messages: list) -> list[str]:
+    """Every string value carried by the response messages (map keys included)."""
+    return [v for v in _leaves(messages) if isinstance(v, str)]
 
 
 def _doubles(messages: list) -> set[float]:
-    """Every float/double value carried by the response messages, walked field by field."""
-    out: set[float] = set()
-
-    def walk(msg) -> None:
-        for field, value in msg.ListFields():
-            repeated = field.is_repeated if hasattr(field, "is_repeated") \
-                else field.label == field.LABEL_REPEATED
-            if field.type == field.TYPE_MESSAGE:
-                if field.message_type.GetOptions().map_entry:
-                    items = list(value.values())
-                else:
-                    items = list(value) if repeated else [value]
-                for item in items:
-                    walk(item)
-            elif field.type in (field.TYPE_DOUBLE, field.TYPE_FLOAT):
-                out.update(float(v) for v in (value if repeated else [value]))
-
-    for msg in messages:
-        walk(msg)
-    return out
+    """Every float/double value carried by the response messages."""
+    return {float(v) for v in _leaves(messages) if isinstance(v, float)}
 
 
 def test_columns_of_different_lengths_name_the_column(sim):
