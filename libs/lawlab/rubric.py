@@ -281,10 +281,12 @@ def verdict(item: Mapping[str, Any], probes: pd.DataFrame, pred: np.ndarray) -> 
         return lo <= a and b <= hi, (f"f({item['factor']:g} x) / f(x) spans [{a:.4g}, {b:.4g}], "
                                      f"expected in [{lo:.4g}, {hi:.4g}]")
     if kind == "contrast":
-        fa, fb = float(pred[0]), float(pred[1])
+        # numpy scalars: a zero f(a) gives inf or nan (refused below), where Python
+        # floats raised ZeroDivisionError out of the judge and the task builder
+        fa, fb = np.float64(pred[0]), np.float64(pred[1])
         how = item.get("as", "ratio")
         with np.errstate(all="ignore"):
-            value = fb / fa if how == "ratio" else fb - fa
+            value = float(fb / fa if how == "ratio" else fb - fa)
         lo, hi = float(item["lo"]), float(item["hi"])
         word = "f(b) / f(a)" if how == "ratio" else "f(b) - f(a)"
         return (bool(np.isfinite(value)) and lo <= value <= hi,
