@@ -25,8 +25,8 @@ import time
 from dataclasses import dataclass
 
 from lawlab.errors import ResourceExhausted, Unauthenticated
+from lawlab.ledger import Ledger, TokenRow
 from lawlab.rpc.server import bearer_token
-from lawlab_simulator.ledger import Ledger, TokenRow
 
 CACHE_SECONDS = 5.0
 INTERNAL = "internal"

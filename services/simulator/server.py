@@ -10,11 +10,11 @@ import os
 from pathlib import Path
 
 from lawlab import worldkey
+from lawlab.ledger import open_ledger
 from lawlab.rpc.server import ServiceSpec
 from lawlab.simulator.v1 import simulator_pb2, simulator_pb2_grpc
 from lawlab.tasks import TaskLibrary
 from lawlab_simulator.auth import Authenticator
-from lawlab_simulator.ledger import open_ledger
 from lawlab_simulator.servicer import IdentityInterceptor, SimulatorServicer
 from lawlab_simulator.submissions import SubmissionScorer
 

@@ -28,11 +28,11 @@ from lawlab.common.v1 import common_pb2
 from lawlab.contract import static_check
 from lawlab.errors import InvalidArgument
 from lawlab.judge.v1 import judge_pb2, judge_pb2_grpc
+from lawlab.ledger import EpochRow, Ledger, SubmissionRow
 from lawlab.rpc.client import SCORING_CALL, aio_channel
 from lawlab.scorer.v1 import scorer_pb2, scorer_pb2_grpc
 from lawlab.simulator.v1 import simulator_pb2
 from lawlab.tasks import Task
-from lawlab_simulator.ledger import EpochRow, Ledger, SubmissionRow
 
 log = logging.getLogger("lawlab.simulator.submissions")
 

@@ -9,7 +9,7 @@ import uuid
 
 import pytest
 
-from lawlab_simulator.ledger import (
+from lawlab.ledger import (
     BudgetExhausted,
     BudgetMismatch,
     NoOpenEpoch,

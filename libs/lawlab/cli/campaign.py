@@ -315,7 +315,7 @@ def audit_submissions(args: argparse.Namespace) -> int:
     """The trajectories external teams uploaded with their submissions in an epoch,
     audited like lawlab's own (docs/simulator-api.md)."""
     from lawlab.cli.sim import _ledger_url
-    from lawlab_simulator.ledger import open_ledger
+    from lawlab.ledger import open_ledger
 
     ledger = open_ledger(_ledger_url(args))
     try:

@@ -42,9 +42,9 @@ def external_rows(ledger, epoch_id: str, library) -> list:
 
 def cmd_leaderboard(args: argparse.Namespace) -> int:
     from lawlab.cli.sim import _ledger_url
+    from lawlab.ledger import open_ledger
     from lawlab.report import MixedSuites, leaderboard, leaderboard_csv, leaderboard_markdown, strict_json
     from lawlab.tasks import TaskLibrary
-    from lawlab_simulator.ledger import open_ledger
 
     library = TaskLibrary(Path(args.tasks_dir))
     ledger = open_ledger(_ledger_url(args))

@@ -229,7 +229,7 @@ def _ledger_url(args: argparse.Namespace) -> str:
 
 
 def cmd_token(args: argparse.Namespace) -> int:
-    from lawlab_simulator.ledger import open_ledger
+    from lawlab.ledger import open_ledger
 
     ledger = open_ledger(_ledger_url(args))
     try:
@@ -303,7 +303,7 @@ def add_token_parser(sub: argparse._SubParsersAction) -> None:
 # ---- lawlab epoch -----------------------------------------------------------------
 
 def cmd_epoch(args: argparse.Namespace) -> int:
-    from lawlab_simulator.ledger import open_ledger
+    from lawlab.ledger import open_ledger
 
     ledger = open_ledger(_ledger_url(args))
     try:
