@@ -10,6 +10,7 @@ operator's world key and the budget, so no client can choose or learn it.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import dataclasses
 import hashlib
@@ -17,7 +18,7 @@ import logging
 import math
 import time
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -37,13 +38,7 @@ from lawlab.errors import (
     ResourceExhausted,
     Unauthenticated,
 )
-from lawlab.simulator.v1 import simulator_pb2, simulator_pb2_grpc
-from lawlab.tasks import GROUP_COL, Task, TaskLibrary
-from lawlab.world import World
-from lawlab.worldkey import WorldKey
-from lawlab_simulator import submissions
-from lawlab_simulator.auth import Authenticator, Identity, RateLimiter
-from lawlab_simulator.ledger import (
+from lawlab.ledger import (
     BudgetExhausted,
     BudgetMismatch,
     ChargeBatcher,
@@ -55,6 +50,13 @@ from lawlab_simulator.ledger import (
     SessionNotOpen,
     SessionRow,
 )
+from lawlab.rpc.server import refusal, wrap_handler
+from lawlab.simulator.v1 import simulator_pb2, simulator_pb2_grpc
+from lawlab.tasks import GROUP_COL, Task, TaskLibrary
+from lawlab.world import World
+from lawlab.worldkey import WorldKey
+from lawlab_simulator import submissions
+from lawlab_simulator.auth import Authenticator, Identity, RateLimiter
 
 log = logging.getLogger("lawlab.simulator")
 
@@ -114,7 +116,8 @@ def _timestamp(seconds: float) -> Timestamp:
 class IdentityInterceptor(grpc.aio.ServerInterceptor):
     """Resolves the caller of every SimulatorService RPC once, before its request
     is parsed: a call without valid credentials is refused without reading its
-    message, and token lookups that miss the cache run off the event loop."""
+    message, and token lookups that miss the cache run off the event loop. The
+    handler reads the caller from :data:`CALLER`."""
 
     def __init__(self, auth: Authenticator) -> None:
         self.auth = auth
@@ -125,8 +128,7 @@ class IdentityInterceptor(grpc.aio.ServerInterceptor):
         details: grpc.HandlerCallDetails,
     ) -> grpc.RpcMethodHandler:
         handler = await continuation(details)
-        if handler is None or not details.method.startswith(f"/{SERVICE_NAME}/") \
-                or handler.unary_unary is None:
+        if handler is None or not details.method.startswith(f"/{SERVICE_NAME}/"):
             return handler
         metadata = details.invocation_metadata
         try:
@@ -135,27 +137,17 @@ class IdentityInterceptor(grpc.aio.ServerInterceptor):
                 who = await asyncio.to_thread(self.auth.identify, metadata)
         except Unauthenticated as err:
             AUTH_REFUSALS.inc()
-            message = err.message
+            return refusal(handler, grpc.StatusCode.UNAUTHENTICATED, err.message)
 
-            async def deny(request: Any, context: grpc.aio.ServicerContext) -> Any:
-                await context.abort(grpc.StatusCode.UNAUTHENTICATED, message)
-
-            # the message is never parsed: an unauthenticated caller costs nothing
-            return grpc.unary_unary_rpc_method_handler(
-                deny, request_deserializer=lambda raw: None,
-                response_serializer=handler.response_serializer)
-        behaviour = handler.unary_unary
-
-        async def wrapped(request: Any, context: grpc.aio.ServicerContext) -> Any:
+        @contextlib.asynccontextmanager
+        async def as_caller(context: grpc.aio.ServicerContext) -> AsyncIterator[None]:
             token = CALLER.set(who)
             try:
-                return await behaviour(request, context)
+                yield
             finally:
                 CALLER.reset(token)
 
-        return grpc.unary_unary_rpc_method_handler(
-            wrapped, request_deserializer=handler.request_deserializer,
-            response_serializer=handler.response_serializer)
+        return wrap_handler(handler, as_caller)
 
 
 class SimulatorServicer(simulator_pb2_grpc.SimulatorServiceServicer):

@@ -12,13 +12,15 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import hmac
+import inspect
 import json
 import logging
 import os
 import signal
 import sys
 import time
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -122,30 +124,56 @@ def bearer_matches(metadata: Iterable[Any] | None, token_hash: bytes) -> bool:
     return hmac.compare_digest(hashlib.sha256(token.encode()).digest(), token_hash)
 
 
-def _deny(handler: grpc.RpcMethodHandler, message: str) -> grpc.RpcMethodHandler:
-    async def deny(request: Any, context: grpc.aio.ServicerContext) -> Any:
-        await context.abort(grpc.StatusCode.UNAUTHENTICATED, message)
+_HANDLER_KINDS = {(False, False): grpc.unary_unary_rpc_method_handler,
+                  (False, True): grpc.unary_stream_rpc_method_handler,
+                  (True, False): grpc.stream_unary_rpc_method_handler,
+                  (True, True): grpc.stream_stream_rpc_method_handler}
 
-    kinds = {(False, False): grpc.unary_unary_rpc_method_handler,
-             (False, True): grpc.unary_stream_rpc_method_handler,
-             (True, False): grpc.stream_unary_rpc_method_handler,
-             (True, True): grpc.stream_stream_rpc_method_handler}
-    make = kinds[(bool(handler.request_streaming), bool(handler.response_streaming))]
-    return make(deny, request_deserializer=handler.request_deserializer,
-                response_serializer=handler.response_serializer)
+# what an interceptor puts around a call: an async context manager entered before
+# the handler runs and left after it ends (or raises), given the call's context
+Guard = Callable[[grpc.aio.ServicerContext], AbstractAsyncContextManager[None]]
 
 
-class ServerInterceptor(grpc.aio.ServerInterceptor):
-    """Metrics, domain-error translation and request logs for unary handlers;
-    and, on the internal services, the internal token on every RPC.
+def wrap_handler(handler: grpc.RpcMethodHandler, guard: Guard, *,
+                 request_deserializer: Callable[[bytes], Any] | None = None
+                 ) -> grpc.RpcMethodHandler:
+    """The one wrapper every interceptor uses: ``guard(context)`` around the
+    handler's behaviour, for all four kinds of handler (a streamed response may
+    be yielded or written with ``context.write``). ``request_deserializer``
+    replaces the handler's (a refusal need not parse the message)."""
+    inner = (handler.unary_unary or handler.unary_stream or handler.stream_unary
+             or handler.stream_stream)
+    streams_out = bool(handler.response_streaming)
+    if streams_out and inspect.isasyncgenfunction(inner):
+        async def behaviour(request: Any, context: grpc.aio.ServicerContext) -> Any:
+            async with guard(context):
+                async for item in inner(request, context):
+                    yield item
+    else:  # one response, or a stream written through context.write
+        async def behaviour(request: Any, context: grpc.aio.ServicerContext) -> Any:  # type: ignore[misc]
+            async with guard(context):
+                return await inner(request, context)
+    make = _HANDLER_KINDS[(bool(handler.request_streaming), streams_out)]
+    return make(behaviour, request_deserializer=request_deserializer
+                or handler.request_deserializer, response_serializer=handler.response_serializer)
 
-    The final status is read from the context after the handler returns, so a
-    handler that calls ``context.set_code`` or aborts is not counted as OK.
-    """
 
-    def __init__(self, internal_token: str | None = None) -> None:
-        self._token_hash = (hashlib.sha256(internal_token.encode()).digest()
-                            if internal_token else None)
+def refusal(handler: grpc.RpcMethodHandler, code: grpc.StatusCode,
+            message: str) -> grpc.RpcMethodHandler:
+    """A handler of the same kind that aborts with ``code`` without parsing the
+    request (an unauthenticated caller costs nothing)."""
+    @asynccontextmanager
+    async def refuse(context: grpc.aio.ServicerContext) -> AsyncIterator[None]:
+        await context.abort(code, message)
+        yield  # never reached: abort raises
+
+    return wrap_handler(handler, refuse, request_deserializer=lambda raw: None)
+
+
+class MetricsInterceptor(grpc.aio.ServerInterceptor):
+    """grpc_server_{started,handled}_total and handling seconds per method. The
+    final status is read from the context after the handler ends, so a handler
+    that aborts or sets a code is not counted as OK."""
 
     async def intercept_service(
         self,
@@ -155,97 +183,95 @@ class ServerInterceptor(grpc.aio.ServerInterceptor):
         handler = await continuation(details)
         if handler is None:
             return handler
-        service, method = _split_method(details.method)
-        if (self._token_hash is not None and service not in OPEN_SERVICES
-                and not bearer_matches(details.invocation_metadata, self._token_hash)):
-            rpc_type = _rpc_type(handler)
-            GRPC_STARTED.labels(rpc_type, service, method).inc()
-            GRPC_HANDLED.labels(rpc_type, service, method, "UNAUTHENTICATED").inc()
-            log.info("rpc refused", extra={"rpc": method, "code": "UNAUTHENTICATED",
-                                           "reason": "no or wrong internal token"})
-            return _deny(handler, "this is an internal lawlab service: send the metadata "
-                                  "'authorization: Bearer <LAWLAB_INTERNAL_TOKEN>'")
-        if handler.unary_stream is not None:
-            return self._wrap_stream(handler, service, method)
-        if handler.unary_unary is None:
-            return handler
-        behaviour = handler.unary_unary
-        rpc_type = _rpc_type(handler)
+        labels = (_rpc_type(handler), *_split_method(details.method))
 
-        async def wrapped(request: Any, context: grpc.aio.ServicerContext) -> Any:
-            GRPC_STARTED.labels(rpc_type, service, method).inc()
+        @asynccontextmanager
+        async def measured(context: grpc.aio.ServicerContext) -> AsyncIterator[None]:
+            GRPC_STARTED.labels(*labels).inc()
             start = time.perf_counter()
-            code = grpc.StatusCode.OK
+            code = grpc.StatusCode.INTERNAL
             try:
-                response = await behaviour(request, context)
+                yield
                 code = _final_code(context)
-                return response
-            except LawlabError as err:
-                code = err.code
-                log.info("rpc refused", extra={"rpc": method, "code": code.name, "reason": err.message})
-                await context.abort(err.code, err.message,
-                                    trailing_metadata=err.trailing_metadata)
-            except grpc.aio.AbortError:
-                code = _final_code(context)
-                raise
-            except asyncio.CancelledError:
-                code = grpc.StatusCode.CANCELLED
-                raise
-            except Exception:
-                code = grpc.StatusCode.INTERNAL
-                log.exception("rpc failed", extra={"rpc": method})
-                await context.abort(grpc.StatusCode.INTERNAL, f"internal error in {method}")
-            finally:
-                elapsed = time.perf_counter() - start
-                GRPC_HANDLED.labels(rpc_type, service, method, code.name).inc()
-                GRPC_SECONDS.labels(rpc_type, service, method).observe(elapsed)
-
-        return grpc.unary_unary_rpc_method_handler(
-            wrapped,
-            request_deserializer=handler.request_deserializer,
-            response_serializer=handler.response_serializer,
-        )
-
-
-    @staticmethod
-    def _wrap_stream(handler: grpc.RpcMethodHandler, service: str,
-                     method: str) -> grpc.RpcMethodHandler:
-        """Server-streaming handlers: the same metrics and error translation."""
-        behaviour = handler.unary_stream
-        rpc_type = _rpc_type(handler)
-
-        async def wrapped(request: Any, context: grpc.aio.ServicerContext):
-            GRPC_STARTED.labels(rpc_type, service, method).inc()
-            start = time.perf_counter()
-            code = grpc.StatusCode.OK
-            try:
-                async for item in behaviour(request, context):
-                    yield item
-                code = _final_code(context)
-            except LawlabError as err:
-                code = err.code
-                log.info("rpc refused", extra={"rpc": method, "code": code.name, "reason": err.message})
-                await context.abort(err.code, err.message,
-                                    trailing_metadata=err.trailing_metadata)
             except grpc.aio.AbortError:
                 code = _final_code(context)
                 raise
             except (asyncio.CancelledError, GeneratorExit):
                 code = grpc.StatusCode.CANCELLED
                 raise
+            finally:
+                GRPC_HANDLED.labels(*labels, code.name).inc()
+                GRPC_SECONDS.labels(*labels).observe(time.perf_counter() - start)
+
+        return wrap_handler(handler, measured)
+
+
+class ErrorInterceptor(grpc.aio.ServerInterceptor):
+    """Domain errors (:class:`lawlab.errors.LawlabError`) become their status code
+    and message; anything else unexpected is logged and becomes INTERNAL."""
+
+    async def intercept_service(
+        self,
+        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler]],
+        details: grpc.HandlerCallDetails,
+    ) -> grpc.RpcMethodHandler:
+        handler = await continuation(details)
+        if handler is None:
+            return handler
+        method = _split_method(details.method)[1]
+
+        @asynccontextmanager
+        async def translated(context: grpc.aio.ServicerContext) -> AsyncIterator[None]:
+            try:
+                yield
+            except LawlabError as err:
+                log.info("rpc refused", extra={"rpc": method, "code": err.code.name,
+                                               "reason": err.message})
+                await context.abort(err.code, err.message,
+                                    trailing_metadata=err.trailing_metadata)
+            except (grpc.aio.AbortError, asyncio.CancelledError, GeneratorExit):
+                raise
             except Exception:
-                code = grpc.StatusCode.INTERNAL
                 log.exception("rpc failed", extra={"rpc": method})
                 await context.abort(grpc.StatusCode.INTERNAL, f"internal error in {method}")
-            finally:
-                GRPC_HANDLED.labels(rpc_type, service, method, code.name).inc()
-                GRPC_SECONDS.labels(rpc_type, service, method).observe(time.perf_counter() - start)
 
-        return grpc.unary_stream_rpc_method_handler(
-            wrapped,
-            request_deserializer=handler.request_deserializer,
-            response_serializer=handler.response_serializer,
-        )
+        return wrap_handler(handler, translated)
+
+
+class InternalTokenInterceptor(grpc.aio.ServerInterceptor):
+    """On the internal services: every RPC but health and reflection must carry
+    ``authorization: Bearer <LAWLAB_INTERNAL_TOKEN>``; others are refused
+    UNAUTHENTICATED before their message is parsed."""
+
+    def __init__(self, internal_token: str) -> None:
+        self._token_hash = hashlib.sha256(internal_token.encode()).digest()
+
+    async def intercept_service(
+        self,
+        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler]],
+        details: grpc.HandlerCallDetails,
+    ) -> grpc.RpcMethodHandler:
+        handler = await continuation(details)
+        service, method = _split_method(details.method)
+        if (handler is None or service in OPEN_SERVICES
+                or bearer_matches(details.invocation_metadata, self._token_hash)):
+            return handler
+        log.info("rpc refused", extra={"rpc": method, "code": "UNAUTHENTICATED",
+                                       "reason": "no or wrong internal token"})
+        return refusal(handler, grpc.StatusCode.UNAUTHENTICATED,
+                       "this is an internal lawlab service: send the metadata "
+                       "'authorization: Bearer <LAWLAB_INTERNAL_TOKEN>'")
+
+
+def interceptors(internal_token: str | None,
+                 own: Iterable[grpc.aio.ServerInterceptor] = ()) -> list[grpc.aio.ServerInterceptor]:
+    """The chain every lawlab server runs, outermost first: metrics (so it sees
+    every final code, refusals included), error translation, the internal token
+    where required, then the service's own (the simulator's caller identity)."""
+    chain: list[grpc.aio.ServerInterceptor] = [MetricsInterceptor(), ErrorInterceptor()]
+    if internal_token:
+        chain.append(InternalTokenInterceptor(internal_token))
+    return [*chain, *own]
 
 
 def preinitialise_metrics(service_descriptors: Iterable[Any]) -> None:
@@ -273,7 +299,7 @@ class ServiceSpec:
     # optional WSGI app served on the metrics port for every path but /metrics
     # (the agent's status page)
     http_app: Callable[..., Any] | None = None
-    # interceptors of this service, run inside the shared metrics/error one
+    # interceptors of this service, run inside the shared ones (see interceptors())
     interceptors: list[grpc.aio.ServerInterceptor] = field(default_factory=list)
     # a smaller receive limit than MAX_MESSAGE_BYTES (the simulator's public
     # port: oversize messages are refused before they are parsed)
@@ -330,8 +356,8 @@ async def run_server(options: ServerOptions, specs: list[ServiceSpec]) -> None:
     """Serve until SIGTERM/SIGINT, then drain and stop."""
     limits = [s.max_receive_bytes for s in specs if s.max_receive_bytes]
     server = grpc.aio.server(
-        interceptors=[ServerInterceptor(options.internal_token),
-                      *(i for spec in specs for i in spec.interceptors)],
+        interceptors=interceptors(options.internal_token,
+                                  (i for spec in specs for i in spec.interceptors)),
         options=[
             ("grpc.max_receive_message_length", min([MAX_MESSAGE_BYTES, *limits])),
             ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
