@@ -1,6 +1,6 @@
 """One attempt of one trial, wherever it runs (the agent service's own worker
 pool, a local worker process, or a Kubernetes Job): build the policy, run the
-harness, classify a failure. Storage is the caller's business.
+trial (lawlab_agent.trial), classify a failure. Storage is the caller's business.
 """
 
 from __future__ import annotations
@@ -13,9 +13,10 @@ from collections.abc import Callable
 import grpc
 from prometheus_client import Counter
 
-from lawlab_agent.harness import Clients, run_trial
 from lawlab_agent.policy import AttemptFailed, ConfigurationError, Policy
 from lawlab_agent.store import Trajectory, TrialRecord
+from lawlab_agent.trial.opening import Clients
+from lawlab_agent.trial.runner import run_trial
 
 log = logging.getLogger("lawlab.agent")
 

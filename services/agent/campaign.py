@@ -10,19 +10,17 @@ from __future__ import annotations
 
 import hashlib
 import json
-import random
 import time
-from collections import Counter, defaultdict
+from collections import defaultdict
 
 from lawlab import convert
 from lawlab.agent.v1 import agent_pb2
 from lawlab.common.v1 import common_pb2
 from lawlab.errors import InvalidArgument
-from lawlab_agent.store import AttemptRow, CampaignRow, Cell, TrialRecord
+from lawlab_agent.store import CampaignRow, Cell, Tally
 from lawlab_agent.views import CONTEXTS
 
 MAX_CELLS = 100_000
-BACKOFF_CAP = 60.0
 _STATE = {
     "running": agent_pb2.CAMPAIGN_STATE_RUNNING,
     "finished": agent_pb2.CAMPAIGN_STATE_FINISHED,
@@ -208,51 +206,33 @@ def expand(doc: dict, tasks: list[common_pb2.TaskMetadata]) -> list[Cell]:
     return cells
 
 
-def backoff(attempt: int, base: float, rng: random.Random) -> float:
-    """Delay before attempt ``attempt + 1``: exponential, full jitter in [0.5, 1.5), capped."""
-    return min(BACKOFF_CAP, base * 2 ** max(attempt - 1, 0)) * rng.uniform(0.5, 1.5)
+FINISHED = ("completed", "completed_forced_final", "max_turns_reached", "error")
+# the campaign's totals: which trial statuses count as which state
+STATE_OF = {"completed": "completed", "completed_forced_final": "completed",
+            "max_turns_reached": "unsubmitted", "error": "failed", "running": "running",
+            "retrying": "running"}  # anything else (pending, interrupted) is pending
 
 
-def _counts(cells: list[Cell], records: dict[str, TrialRecord],
-            retries: Counter) -> agent_pb2.CampaignCounts:
-    c = agent_pb2.CampaignCounts(total=len(cells))
-    sums: dict[str, list[float]] = defaultdict(list)
-    for cell in cells:
-        r = records.get(cell.trial_id)
-        status = r.status if r else "pending"
-        if status in ("completed", "completed_forced_final"):
-            c.completed += 1
-        elif status == "max_turns_reached":
-            c.unsubmitted += 1
-        elif status == "error":
-            c.failed += 1
-        elif status in ("running", "retrying"):
-            c.running += 1
-        else:  # pending, interrupted
-            c.pending += 1
-        c.retries += retries.get(cell.trial_id, 0)
-        if r is not None and status in ("completed", "completed_forced_final",
-                                        "max_turns_reached", "error"):
-            # strict: a missing or failed score counts 0
-            for name in (("s_n", "s_v") if cell.setting == "real" else ("s_s",)):
-                value = getattr(r, name)
-                sums[name].append(value if value is not None and value == value else 0.0)
-    for name, values in sums.items():
-        setattr(c, f"mean_{name}", sum(values) / len(values))
+def _counts(rows: list[tuple], retries: int) -> agent_pb2.CampaignCounts:
+    """Counts and strict means of the tally rows of one slice (or of all)."""
+    c = agent_pb2.CampaignCounts(retries=retries)
+    sums: dict[str, list[float]] = defaultdict(lambda: [0.0, 0])
+    for _agent, _model, setting, status, n, s_n, s_v, s_s, _wall in rows:
+        c.total += n
+        state = STATE_OF.get(status, "pending")
+        setattr(c, state, getattr(c, state) + n)
+        if status in FINISHED:  # strict: a missing or failed score counts 0
+            for name, value in ((("s_n", s_n), ("s_v", s_v)) if setting == "real"
+                                else (("s_s", s_s),)):
+                sums[name][0] += value
+                sums[name][1] += n
+    for name, (total, n) in sums.items():
+        setattr(c, f"mean_{name}", total / n)
     return c
 
 
-def summarize(row: CampaignRow, cells: list[Cell], records: list[TrialRecord],
-              attempts: list[AttemptRow]) -> agent_pb2.Campaign:
-    by_id = {r.trial_id: r for r in records}
-    ids = {c.trial_id for c in cells}
-    retries: Counter = Counter()
-    causes: Counter = Counter()
-    for a in attempts:
-        if a.trial_id in ids and a.outcome not in ("ok", "running"):
-            causes[a.cause or a.outcome] += 1
-        if a.trial_id in ids and a.attempt > 1:
-            retries[a.trial_id] += 1
+def summarize(row: CampaignRow, tally: Tally) -> agent_pb2.Campaign:
+    """The campaign's progress from the store's aggregate counts (TrialStore.tally)."""
     spec = agent_pb2.CampaignSpec(
         name=row.spec["name"], tasks=row.spec["tasks"], contexts=row.spec["contexts"],
         repeats=row.spec["repeats"], seed=row.spec["seed"],
@@ -264,22 +244,24 @@ def summarize(row: CampaignRow, cells: list[Cell], records: list[TrialRecord],
         settings=[convert.setting_from_name(s) for s in row.spec["settings"]])
     out = agent_pb2.Campaign(campaign_id=row.campaign_id, spec=spec, state=_STATE[row.state],
                              error=row.error, created=row.created, updated=row.updated,
-                             totals=_counts(cells, by_id, retries))
-    out.retries_by_cause.update(dict(causes))
-    slices: dict[tuple[str, str, str], list[Cell]] = defaultdict(list)
-    for cell in cells:
-        slices[(cell.agent, cell.model, cell.setting)].append(cell)
-    for (agent, model, setting), group in slices.items():
-        s = _counts(group, by_id, retries)
-        s.agent, s.model, s.setting = agent, model, convert.setting_from_name(setting)
+                             totals=_counts(tally.rows, sum(tally.retries.values())))
+    out.retries_by_cause.update(tally.causes)
+    slices: dict[tuple[str, str, str], list[tuple]] = defaultdict(list)
+    for r in tally.rows:
+        slices[r[:3]].append(r)
+    # in grid order: the spec's agents, then its settings
+    agents = [(e[0], e[1]) for e in row.spec["agents"]]
+    for key in sorted(slices, key=lambda k: (agents.index(k[:2]) if k[:2] in agents else 0,
+                                             row.spec["settings"].index(k[2])
+                                             if k[2] in row.spec["settings"] else 0)):
+        s = _counts(slices[key], tally.retries.get(key, 0))
+        s.agent, s.model, s.setting = key[0], key[1], convert.setting_from_name(key[2])
         out.slices.append(s)
     t = out.totals
-    finished = [by_id[c.trial_id] for c in cells if c.trial_id in by_id
-                and by_id[c.trial_id].status in ("completed", "completed_forced_final",
-                                                 "max_turns_reached", "error")]
+    finished = sum(r[4] for r in tally.rows if r[3] in FINISHED)
     remaining = t.pending + t.running
     if row.state == "running" and finished and remaining:
-        per_trial = sum(r.wall_seconds for r in finished) / len(finished)
+        per_trial = sum(r[8] for r in tally.rows if r[3] in FINISHED) / finished
         out.eta_seconds = per_trial * remaining / max(1, min(row.spec["concurrency"], remaining))
     out.updated = max(out.updated, time.time() if row.state == "running" else 0.0)
     return out

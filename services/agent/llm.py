@@ -78,7 +78,9 @@ class OpenAIChatPolicy:
         self.decoding = decoding_for(model, decoding)
         self.usage = {"prompt_tokens": 0, "completion_tokens": 0}
         self.last_usage: dict[str, int] = {}
+        self.last_failures: list[dict] = []
         self.last_reasoning = ""
+        self.extra_imports: tuple[str, ...] = ()
 
     async def close(self) -> None:
         return None

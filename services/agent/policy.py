@@ -19,7 +19,21 @@ class TrialContext:
 
 
 class Policy(Protocol):
+    """Everything the trial runner reads from a policy. Built-in agents inherit
+    the defaults from :class:`PolicyDefaults`; an LLM backend sets them per turn."""
+
     name: str
+    # modules the sandbox must allow for this policy's code (pyoperon for sr)
+    extra_imports: tuple[str, ...]
+    # the decoding settings sent to the model (written to the trajectory), or None
+    decoding: dict | None
+    # token counts of the whole attempt, and of the last reply
+    usage: dict[str, int]
+    last_usage: dict[str, int]
+    # model calls that failed inside the last turn (kept in the trajectory)
+    last_failures: list[dict]
+    # the model's reasoning text of the last reply (logged, never fed back)
+    last_reasoning: str
 
     async def reply(self, ctx: TrialContext, forced: bool) -> str:
         """The model's next reply text, holding (ideally) one tool block."""
@@ -27,6 +41,20 @@ class Policy(Protocol):
 
     async def close(self) -> None:
         ...
+
+
+class PolicyDefaults:
+    """The attributes of :class:`Policy` for an agent that has none of them."""
+
+    extra_imports: tuple[str, ...] = ()
+    decoding: dict | None = None
+    usage: dict[str, int] = {}  # noqa: RUF012  (read-only default, never mutated)
+    last_usage: dict[str, int] = {}  # noqa: RUF012
+    last_failures: list[dict] = []  # noqa: RUF012
+    last_reasoning: str = ""
+
+    async def close(self) -> None:
+        return None
 
 
 class AttemptFailed(Exception):

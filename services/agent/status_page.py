@@ -21,10 +21,8 @@ STATE_COLOURS = {"running": "#2b7bb9", "finished": "#1e6b43", "failed": "#c0392b
 
 def snapshot(store: TrialStore, recent: int = 20) -> dict:
     campaigns = []
-    attempts = store.attempts()
     for row in reversed(store.campaigns()):
-        c = camp.summarize(row, store.cells(row.campaign_id),
-                           store.campaign_trials(row.campaign_id), attempts)
+        c = camp.summarize(row, store.tally(row.campaign_id))
         t = c.totals
         campaigns.append({
             "campaign_id": c.campaign_id, "state": row.state, "error": c.error,
@@ -35,7 +33,7 @@ def snapshot(store: TrialStore, recent: int = 20) -> dict:
             "mean_s_v": t.mean_s_v if t.HasField("mean_s_v") else None,
             "mean_s_s": t.mean_s_s if t.HasField("mean_s_s") else None,
         })
-    trials = sorted(store.all(), key=lambda r: r.updated, reverse=True)[:recent]
+    trials = store.recent(recent)
     return {"generated": time.time(), "campaigns": campaigns, "recent_trials": [
         {"trial_id": r.trial_id, "task_id": r.task_id, "setting": r.setting,
          "agent": r.agent + (f"/{r.model}" if r.model else ""), "status": r.status,

@@ -216,6 +216,13 @@ class TrialStore:
             rows = ex(f"SELECT {', '.join(COLUMNS)} FROM trials ORDER BY updated").fetchall()
         return [TrialRecord(*r) for r in rows]
 
+    def recent(self, limit: int) -> list[TrialRecord]:
+        """The ``limit`` most recently updated trials, newest first."""
+        with self.db.read() as ex:
+            rows = ex(f"SELECT {', '.join(COLUMNS)} FROM trials ORDER BY updated DESC LIMIT ?",
+                      (int(limit),)).fetchall()
+        return [TrialRecord(*r) for r in rows]
+
     def begin_attempt(self, record: TrialRecord) -> TrialRecord:
         """Count a new attempt of ``record`` (status running) in one transaction.
         The turns spent by earlier attempts carry over: a retry resumes the trial."""
@@ -322,6 +329,59 @@ class TrialStore:
                       "ON t.trial_id = c.trial_id WHERE c.campaign_id = ? ORDER BY c.position",
                       (campaign_id,)).fetchall()
         return [TrialRecord(*r) for r in rows]
+
+    def tally(self, campaign_id: str) -> Tally:
+        """The campaign's progress by aggregate queries: the database counts, so a
+        summary costs the same whether the store holds one campaign or a thousand."""
+        keys = "c.agent, c.model, c.setting"
+        with self.db.read() as ex:
+            rows = ex(f"SELECT {keys}, COALESCE(t.status, 'pending'), COUNT(*), "
+                      f"{_finite('s_n')}, {_finite('s_v')}, {_finite('s_s')}, "
+                      "SUM(COALESCE(t.wall_seconds, 0)) FROM campaign_trials c "
+                      "LEFT JOIN trials t ON t.trial_id = c.trial_id WHERE c.campaign_id = ? "
+                      f"GROUP BY {keys}, COALESCE(t.status, 'pending')",
+                      (campaign_id,)).fetchall()
+            retries = ex(f"SELECT {keys}, COUNT(*) FROM campaign_trials c JOIN attempts a "
+                         "ON a.trial_id = c.trial_id WHERE c.campaign_id = ? AND a.attempt > 1 "
+                         f"GROUP BY {keys}", (campaign_id,)).fetchall()
+            causes = ex("SELECT CASE WHEN a.cause <> '' THEN a.cause ELSE a.outcome END, "
+                        "COUNT(*) FROM campaign_trials c JOIN attempts a "
+                        "ON a.trial_id = c.trial_id WHERE c.campaign_id = ? "
+                        "AND a.outcome NOT IN ('ok', 'running') "
+                        "GROUP BY CASE WHEN a.cause <> '' THEN a.cause ELSE a.outcome END",
+                        (campaign_id,)).fetchall()
+        return Tally(rows=[(a, m, s, st, int(n), float(sn or 0), float(sv or 0),
+                            float(ss or 0), float(w or 0))
+                           for a, m, s, st, n, sn, sv, ss, w in rows],
+                     retries={(a, m, s): int(n) for a, m, s, n in retries},
+                     causes={str(c): int(n) for c, n in causes})
+
+    def running_tally(self) -> dict[str, int]:
+        """Trials by status over every campaign in state running (the metrics)."""
+        with self.db.read() as ex:
+            rows = ex("SELECT COALESCE(t.status, 'pending'), COUNT(*) FROM campaign_trials c "
+                      "JOIN campaigns k ON k.campaign_id = c.campaign_id "
+                      "LEFT JOIN trials t ON t.trial_id = c.trial_id WHERE k.state = 'running' "
+                      "GROUP BY COALESCE(t.status, 'pending')").fetchall()
+        return {str(status): int(n) for status, n in rows}
+
+
+@dataclass(frozen=True)
+class Tally:
+    """One campaign's trials counted in the store, per (agent, model, setting,
+    status): how many, their score sums (a missing or non-finite score adds 0:
+    the strict mean) and wall time. ``retries`` per (agent, model, setting);
+    ``causes``: failed attempts by cause."""
+
+    rows: list[tuple[str, str, str, str, int, float, float, float, float]]
+    retries: dict[tuple[str, str, str], int]
+    causes: dict[str, int]
+
+
+# a score that is NULL, NaN or infinite adds 0 (SQLite stores NaN as NULL;
+# PostgreSQL orders NaN above every number)
+def _finite(col: str) -> str:
+    return f"SUM(CASE WHEN t.{col} BETWEEN -1e300 AND 1e300 THEN t.{col} ELSE 0 END)"
 
 
 def open_store(url: str) -> TrialStore:

@@ -29,8 +29,8 @@ from lawlab_agent import attempt
 from lawlab_agent import campaign as camp
 from lawlab_agent.builtin import BUILTIN_AGENTS
 from lawlab_agent.server import make_clients
-from lawlab_agent.servicer import record_to_proto
 from lawlab_agent.store import Trajectory, TrialRecord
+from lawlab_agent.wire import record_to_proto
 
 log = logging.getLogger("lawlab.agent.worker")
 CONFIG_EXIT = 3

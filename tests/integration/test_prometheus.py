@@ -91,19 +91,30 @@ def test_prometheus_scrapes_every_service_during_a_trial(cluster, prometheus):
     # conventions: no id-like label values (cardinality), counters end in _total
     for r in _query(prometheus, '{__name__=~"lawlab_.+|grpc_server_.+"}'):
         for key, value in r["metric"].items():
-            assert key not in ("trial_id", "session_id", "request_id"), r["metric"]
+            assert key not in ("trial_id", "session_id", "request_id", "campaign"), r["metric"]
             assert len(value) < 64, r["metric"]
 
 
 def test_campaign_progress_is_scraped(cluster, prometheus):
+    """Progress gauges sum over the running campaigns, without a campaign label."""
     stub = agent_pb2_grpc.AgentServiceStub(cluster.channel("agent"))
+    tasks = ["brain_body_allometry", "dnase_elisa", "puromycin_enzyme_kinetics", "newton_cooling"]
     spec = agent_pb2.CampaignSpec(name="prom", agents=[agent_pb2.AgentModel(agent="data-blind")],
-                                  tasks=["brain_body_allometry", "dnase_elisa"],
-                                  settings=[common_pb2.SETTING_REAL])
+                                  tasks=tasks, settings=[common_pb2.SETTING_REAL], concurrency=1)
     stub.StartCampaign(agent_pb2.StartCampaignRequest(spec=spec))
+    seen_running, seen_total = 0.0, 0.0
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and not (seen_running and seen_total):
+        seen_running = _total(prometheus, "lawlab_campaigns_running")
+        seen_total = _total(prometheus, "sum(lawlab_campaign_trials)")
+        time.sleep(0.5)
+    assert seen_running == 1 and seen_total == len(tasks), (seen_running, seen_total)
     *_, last = stub.WatchCampaign(agent_pb2.GetCampaignRequest(campaign_id="prom"))
-    assert last.state == agent_pb2.CAMPAIGN_STATE_FINISHED
+    assert last.state == agent_pb2.CAMPAIGN_STATE_FINISHED and last.totals.completed == len(tasks)
     time.sleep(3)  # at least two scrapes
-    assert _total(prometheus, 'lawlab_campaign_trials{campaign="prom",state="completed"}') == 2
-    assert _total(prometheus, 'lawlab_campaign_trials{campaign="prom",state="pending"}') == 0
-    assert _total(prometheus, 'lawlab_campaign_running{campaign="prom"}') == 0
+    series = _query(prometheus, "lawlab_campaign_trials")
+    assert {r["metric"]["state"] for r in series} == {"pending", "running", "completed",
+                                                      "unsubmitted", "failed"}
+    assert all("campaign" not in r["metric"] for r in series)
+    assert _total(prometheus, "sum(lawlab_campaign_trials)") == 0  # nothing runs any more
+    assert _total(prometheus, "lawlab_campaigns_running") == 0

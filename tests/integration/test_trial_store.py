@@ -88,3 +88,56 @@ def test_records_written_before_new_columns_are_migrated(tmp_path):
     old = s.get("old")
     assert old.s_n == 0.7 and old.context == "full" and old.prompt_tokens == 0
     s.close()
+
+
+def test_campaign_summary_is_counted_by_the_database(store):
+    """summarize(tally) on both backends: states, strict means (a missing or NaN score
+    counts 0, unfinished trials are not averaged), retries and causes per slice."""
+    from lawlab_agent import campaign as camp
+
+    cid = "t-" + uuid.uuid4().hex[:10]
+    cells = [Cell(f"{cid}-{i}", "dnase_elisa", setting, agent, "", i, "full")
+             for i, (setting, agent) in enumerate([("real", "sr")] * 4 + [("parallel", "sr")] * 2
+                                                  + [("real", "template")] * 2)]
+    spec = {"name": cid, "tasks": [], "contexts": ["full"], "repeats": 1, "seed": 0,
+            "concurrency": 2, "max_attempts": 3, "backoff_seconds": 1.0,
+            "agents": [["sr", ""], ["template", ""]], "settings": ["real", "parallel"]}
+    row = store.create_campaign(cid, spec, cells)
+
+    def put(i, **kw):
+        c = cells[i]
+        store.put(TrialRecord(c.trial_id, c.task_id, c.setting, c.agent, c.model, c.seed,
+                              wall_seconds=10.0, **kw))
+
+    put(0, status="completed", s_n=0.8, s_v=1.0)
+    put(1, status="max_turns_reached", s_n=0.0, s_v=float("nan"))
+    put(2, status="error", s_n=None, s_v=None)
+    # cell 3 never started: pending
+    put(4, status="completed", s_s=0.75)
+    put(5, status="running")
+    put(6, status="completed_forced_final", s_n=0.4, s_v=0.5)
+    put(7, status="retrying")
+    for trial, attempts in ((cells[2].trial_id, ("transport", "crash", "ok")),
+                            (cells[7].trial_id, ("rate_limit",))):
+        for outcome in attempts:
+            r = store.begin_attempt(_record(trial))
+            store.end_attempt(r, outcome, "" if outcome == "ok" else outcome)
+    put(2, status="error", s_n=None, s_v=None)  # end_attempt above rewrote the rows
+    put(7, status="retrying")
+
+    out = camp.summarize(row, store.tally(cid))
+    t = out.totals
+    assert (t.total, t.completed, t.unsubmitted, t.failed, t.running, t.pending) == (
+        8, 3, 1, 1, 2, 1)
+    assert t.mean_s_n == pytest.approx((0.8 + 0.0 + 0.0 + 0.4) / 4)
+    assert t.mean_s_v == pytest.approx((1.0 + 0.0 + 0.0 + 0.5) / 4)
+    assert t.mean_s_s == pytest.approx(0.75)
+    assert t.retries == 2 and dict(out.retries_by_cause) == {"transport": 1, "crash": 1,
+                                                             "rate_limit": 1}
+    assert [(s.agent, s.setting, s.total, s.completed) for s in out.slices] == [
+        ("sr", 1, 4, 1), ("sr", 2, 2, 1), ("template", 1, 2, 1)]
+    sr_real = out.slices[0]
+    assert sr_real.retries == 2 and sr_real.mean_s_n == pytest.approx(0.8 / 3)
+    assert not out.slices[1].HasField("mean_s_n") and out.slices[1].mean_s_s == 0.75
+    assert out.eta_seconds == pytest.approx(10.0 * 3 / 2)  # 3 left, 2 at a time
+    assert [r.trial_id for r in store.recent(2)] == [cells[7].trial_id, cells[2].trial_id]

@@ -11,8 +11,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from lawlab.common.v1 import common_pb2
-from lawlab_agent.harness import _experiment_request
 from lawlab_agent.payloads import PayloadError, parse_experiment
+from lawlab_agent.trial.tools import experiment_request
 from lawlab_agent.views import make_view
 
 ONE = ["temperature"]
@@ -96,7 +96,7 @@ def _task(multi: bool) -> common_pb2.TaskMetadata:
 def test_any_json_document_is_a_query_or_a_payload_error(doc, multi):
     view = make_view(_task(multi), "full")
     try:
-        req = _experiment_request(json.dumps(doc), "s", "r", view)
+        req = experiment_request(json.dumps(doc), "s", "r", view)
     except PayloadError:
         return
     assert set(req.inputs) == set(TWO)
@@ -107,6 +107,6 @@ def test_any_json_document_is_a_query_or_a_payload_error(doc, multi):
 def test_any_text_is_a_query_or_a_payload_error(text, multi):
     view = make_view(_task(multi), "anonymous_names")
     try:
-        _experiment_request(text, "s", "r", view)
+        experiment_request(text, "s", "r", view)
     except PayloadError:
         pass

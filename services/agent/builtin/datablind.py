@@ -17,7 +17,7 @@ import math
 from lawlab.common.v1 import common_pb2
 from lawlab.contract import law_module
 from lawlab_agent.builtin.template import design
-from lawlab_agent.policy import TrialContext
+from lawlab_agent.policy import PolicyDefaults, TrialContext
 
 
 def _words(task: common_pb2.TaskMetadata) -> str:
@@ -67,14 +67,11 @@ def propose(task: common_pb2.TaskMetadata) -> tuple[str, str, dict[str, float], 
     return "linear", f"a + b * {n}", {"a": t.min - slope * x.min, "b": slope}, n
 
 
-class DataBlindAgent:
+class DataBlindAgent(PolicyDefaults):
     name = "data-blind"
 
     def __init__(self) -> None:
         self._experimented = False
-
-    async def close(self) -> None:
-        return None
 
     async def reply(self, ctx: TrialContext, forced: bool) -> str:
         if ctx.parallel and not self._experimented and not forced:

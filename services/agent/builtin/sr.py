@@ -22,7 +22,7 @@ from lawlab.common.v1 import common_pb2
 from lawlab.contract import law_module
 from lawlab.expr import Expression, ExpressionError
 from lawlab_agent.builtin.template import TemplateAgent, design
-from lawlab_agent.policy import TrialContext
+from lawlab_agent.policy import PolicyDefaults, TrialContext
 
 FIT_SOURCE = Path(__file__).with_name("sr_fit.py").read_text()
 DESIGN_CALLS = 3
@@ -56,7 +56,7 @@ def parameterise(expr: str) -> tuple[str, dict[str, float]]:
     return text, values
 
 
-class SRAgent:
+class SRAgent(PolicyDefaults):
     name = "sr"
     extra_imports = ("pyoperon",)
 
@@ -64,9 +64,6 @@ class SRAgent:
         self._experiments = 0
         self._fits = 0
         self._refined = False
-
-    async def close(self) -> None:
-        return None
 
     def _fit_call(self, ctx: TrialContext, hotspots: int) -> str:
         caps = ctx.task.caps

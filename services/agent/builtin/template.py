@@ -16,7 +16,7 @@ import numpy as np
 
 from lawlab.common.v1 import common_pb2
 from lawlab.contract import law_module
-from lawlab_agent.policy import TrialContext
+from lawlab_agent.policy import PolicyDefaults, TrialContext
 
 FIT_CODE = Path(__file__).with_name("template_fit.py").read_text() + "\nmain()\n"
 EXPERIMENT_CALLS = 4
@@ -45,15 +45,12 @@ def design(task: common_pb2.TaskMetadata, call: int, seed: int) -> dict:
     return payload
 
 
-class TemplateAgent:
+class TemplateAgent(PolicyDefaults):
     name = "template"
 
     def __init__(self) -> None:
         self._experiments = 0
         self._fit_attempts = 0
-
-    async def close(self) -> None:
-        return None
 
     async def reply(self, ctx: TrialContext, forced: bool) -> str:
         result = self._last_result(ctx)

@@ -1,0 +1,131 @@
+"""The campaign scheduler alone: a real SQLite trial store, a fake clock, a
+launcher that records what it is asked, and workers played by the test through
+lease / renew / complete. Leases expire by the clock, retries wait their
+backoff, the one retry policy gives up or stops the campaign."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+
+import pytest
+
+from lawlab_agent.campaigns import retry
+from lawlab_agent.campaigns.scheduler import CampaignScheduler, Report
+from lawlab_agent.store import Cell, open_store
+
+SPEC = {"name": "c", "tasks": [], "contexts": ["full"], "repeats": 1, "seed": 0,
+        "concurrency": 2, "max_attempts": 2, "backoff_seconds": 10.0,
+        "agents": [["template", ""]], "settings": ["real"]}
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class Launcher:
+    def __init__(self) -> None:
+        self.launched: list[int] = []
+        self.workers = 0
+
+    async def launch(self, campaign_id: str, workers: int) -> None:
+        self.launched.append(workers)
+        self.workers += workers
+
+    async def alive(self, campaign_id: str) -> int:
+        return self.workers
+
+    async def cleanup(self, campaign_id: str) -> None:
+        self.workers = 0
+
+
+@pytest.fixture
+def world(tmp_path):
+    store = open_store(f"sqlite:///{tmp_path / 'trials.sqlite'}")
+    cells = [Cell(f"t{i}", "dnase_elisa", "real", "template", "", i, "full") for i in range(2)]
+    store.create_campaign("c", SPEC, cells)
+    clock, launcher = Clock(), Launcher()
+    sched = CampaignScheduler(store, launcher, lambda t, a: tmp_path / f"{t}.{a}.jsonl",
+                              lease_seconds=60.0, poll_seconds=0.01, clock=clock,
+                              rng=random.Random(1))
+    yield sched, store, clock, launcher
+    store.close()
+
+
+def _ok() -> Report:
+    return Report(status="completed", turns=3, scores={"s_n": 0.7, "s_v": 1.0}, trajectory=[])
+
+
+async def _until(predicate, what: str) -> None:
+    for _ in range(500):
+        if predicate():
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def test_a_lease_that_expires_is_written_off_retried_after_backoff_then_given_up(world):
+    sched, store, clock, launcher = world
+
+    async def play():
+        sched.start("c")
+        await _until(lambda: launcher.launched, "a launch")
+        assert launcher.launched == [2]  # min(concurrency, queued)
+        a = (await sched.lease("c", "w1")).lease
+        b = (await sched.lease("c", "w2")).lease
+        assert a.attempt == b.attempt == 1 and {a.cell.trial_id, b.cell.trial_id} == {"t0", "t1"}
+        assert (await sched.lease("c", "w3")).done  # nothing queued, nothing delayed
+        assert await sched.complete("w2", b.cell.trial_id, 1, _ok())
+        assert not await sched.complete("w2", b.cell.trial_id, 1, _ok())  # once only
+        clock.now += 30
+        assert sched.renew("c", "w1", a.cell.trial_id, 1)  # deadline now +60 from here
+        assert not sched.renew("c", "intruder", a.cell.trial_id, 1)
+        clock.now += 61  # w1 vanished: its lease expires
+        await _until(lambda: store.get(a.cell.trial_id).cause == "killed", "the write-off")
+        assert not await sched.complete("w1", a.cell.trial_id, 1, _ok())  # too late
+        wait = await sched.lease("c", "w1")
+        assert wait.lease is None and not wait.done and 0.1 <= wait.retry_after <= 5.0
+        clock.now += 16  # backoff of the first retry: 10 s x [0.5, 1.5)
+        await asyncio.sleep(0.05)
+        again = (await sched.lease("c", "w1")).lease
+        assert again.cell.trial_id == a.cell.trial_id and again.attempt == 2
+        failed = Report(status="retrying", cause="transport", error="UNAVAILABLE", trajectory=[])
+        assert await sched.complete("w1", a.cell.trial_id, 2, failed)
+        await _until(lambda: not sched.running("c"), "the campaign's end")
+
+    asyncio.run(play())
+    gave_up = store.get("t0") if store.get("t0").status == "error" else store.get("t1")
+    assert gave_up.status == "error" and gave_up.cause == "transport"  # 2 of 2 attempts used
+    assert store.campaign("c").state == "finished"
+    assert [a.outcome for a in store.attempts(gave_up.trial_id)] == ["killed", "transport"]
+
+
+def test_a_configuration_error_stops_the_campaign_and_skips_the_queue(world):
+    sched, store, clock, launcher = world
+
+    async def play():
+        sched.start("c")
+        await _until(lambda: launcher.launched, "a launch")
+        lease = (await sched.lease("c", "w1")).lease
+        bad = Report(status="error", cause="config", error="no LLM endpoint", trajectory=[])
+        assert await sched.complete("w1", lease.cell.trial_id, 1, bad)
+        assert (await sched.lease("c", "w1")).done  # the other trial is never leased
+        await _until(lambda: not sched.running("c"), "the campaign's end")
+
+    asyncio.run(play())
+    row = store.campaign("c")
+    assert row.state == "failed" and "no LLM endpoint" in row.error
+    assert len(store.campaign_trials("c")) == 1
+
+
+def test_the_retry_policy():
+    rng = random.Random(0)
+    assert retry.after_failure("config", 1, 5, 2.0, rng).action == "stop_campaign"
+    assert retry.after_failure("transport", 3, 3, 2.0, rng).action == "give_up"
+    delays = [retry.after_failure("crash", k, 99, 2.0, rng).delay for k in (1, 2, 3, 9)]
+    assert 1.0 <= delays[0] < 3.0 and 2.0 <= delays[1] < 6.0 and 4.0 <= delays[2] < 12.0
+    assert delays[3] <= retry.BACKOFF_CAP * 1.5
