@@ -15,6 +15,7 @@ once.
 from __future__ import annotations
 
 import asyncio
+import difflib
 import json
 import logging
 import os
@@ -79,7 +80,10 @@ class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
         tasks = await self._tasks()
         task = next((t for t in tasks if t.task_id == task_id), None)
         if task is None:
-            close = [t.task_id for t in tasks if task_id.lower() in t.task_id.lower()][:3]
+            ids = [t.task_id for t in tasks]
+            close = list(dict.fromkeys(
+                [i for i in ids if task_id.lower() in i.lower()]
+                + difflib.get_close_matches(task_id, ids, n=3, cutoff=0.75)))[:3]
             raise NotFound(f"task {task_id!r} not found"
                            + (f"; did you mean {', '.join(close)}?" if close else "")
                            + " (`lawlab tasks list` lists them)")
