@@ -11,6 +11,7 @@ import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from lawlab.expr import Expression
 
@@ -96,6 +97,78 @@ def law_module(
     return "\n".join(lines) + "\n"
 
 
+@dataclass(frozen=True)
+class LawModule:
+    """A law module read without running it: its top-level names and literals.
+
+    The one reader every part of lawlab uses (the submission checks, the
+    importer, the structure judge, the CLI); ``predict``'s expression is read by
+    :mod:`lawlab.predict`."""
+
+    tree: ast.Module
+    top: dict[str, ast.AST]  # top-level functions, and the values of assigned names
+    literals: dict[str, Any]  # the names assigned a Python literal, with its value
+
+    def function(self, *names: str) -> ast.FunctionDef | None:
+        """The first of ``names`` defined as a top-level function."""
+        for name in names:
+            node = self.top.get(name)
+            if isinstance(node, ast.FunctionDef):
+                return node
+        return None
+
+    @property
+    def predict(self) -> ast.FunctionDef | None:
+        return self.function("predict")
+
+    @property
+    def has_fit(self) -> bool:
+        return "fit" in self.top
+
+    def used_inputs(self, default: Sequence[str] = ()) -> list[str]:
+        return [str(u) for u in self.literals.get("USED_INPUTS", default)]
+
+    def constants(self, names: Sequence[str] = ("LAW_CONSTANTS", "OTHER_CONSTANTS")
+                  ) -> dict[str, float]:
+        """The declared constants of the dicts ``names``, later ones overriding."""
+        out: dict[str, float] = {}
+        for name in names:
+            out.update({str(k): float(v) for k, v in dict(self.literals.get(name, {})).items()})
+        return out
+
+    def local_init(self) -> dict[str, float]:
+        """LOCAL_FITTABLE's parameters with their starting values (1.0 if none)."""
+        out = {}
+        for name, spec in dict(self.literals.get("LOCAL_FITTABLE", {})).items():
+            init = spec.get("init", 1.0) if isinstance(spec, dict) else spec
+            out[str(name)] = float(init[0] if isinstance(init, (list, tuple)) else init)
+        return out
+
+    def dict_size(self, name: str) -> int | None:
+        """Entries of the top-level dict literal ``name`` (None if it is not one)."""
+        node = self.top.get(name)
+        return len(node.keys) if isinstance(node, ast.Dict) else None
+
+
+def read_module(source: str) -> LawModule:
+    """Parses ``source`` (SyntaxError propagates) and collects its top level."""
+    tree = ast.parse(source)
+    top: dict[str, ast.AST] = {}
+    literals: dict[str, Any] = {}
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            top[node.name] = node
+        elif isinstance(node, ast.Assign):
+            for t in node.targets:
+                if isinstance(t, ast.Name):
+                    top[t.id] = node.value
+                    try:
+                        literals[t.id] = ast.literal_eval(node.value)
+                    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+                        literals.pop(t.id, None)
+    return LawModule(tree, top, literals)
+
+
 def extract_final_formula(text: str) -> str | None:
     m = FINAL_RE.search(text)
     return m.group(1).strip("\n") if m else None
@@ -114,30 +187,21 @@ class StaticReport:
 def static_check(source: str, inputs: Sequence[str], multi_group: bool) -> StaticReport:
     """Names, USED_INPUTS and Type I/II shape, from the AST alone."""
     try:
-        tree = ast.parse(source)
+        module = read_module(source)
     except SyntaxError as err:
         return StaticReport(False, [f"syntax error: {err.msg} (line {err.lineno})"])
-    top: dict[str, ast.AST] = {}
-    for node in tree.body:
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            top[node.name] = node
-        elif isinstance(node, ast.Assign):
-            for t in node.targets:
-                if isinstance(t, ast.Name):
-                    top[t.id] = node.value
-    problems = [f"missing {name}" for name in REQUIRED_NAMES if name not in top]
+    problems = [f"missing {name}" for name in REQUIRED_NAMES if name not in module.top]
     used: list[str] = []
-    if "USED_INPUTS" in top:
-        try:
-            used = list(ast.literal_eval(top["USED_INPUTS"]))
-        except ValueError:
+    if "USED_INPUTS" in module.top:
+        if "USED_INPUTS" in module.literals:
+            used = module.used_inputs()
+        else:
             problems.append("USED_INPUTS must be a literal list of input names")
         unknown = [u for u in used if u not in inputs]
         if unknown:
             problems.append(f"USED_INPUTS names unknown inputs {unknown}; inputs are {list(inputs)}")
-    has_fit = "fit" in top
-    if multi_group and not has_fit:
+    if multi_group and not module.has_fit:
         problems.append("Type II submissions must define fit(X, y, **LAW_CONSTANTS)")
-    if not multi_group and has_fit:
+    if not multi_group and module.has_fit:
         problems.append("Type I submissions must not define fit")
-    return StaticReport(not problems, problems, used, has_fit)
+    return StaticReport(not problems, problems, used, module.has_fit)

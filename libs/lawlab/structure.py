@@ -45,19 +45,12 @@ import sympy
 from scipy.optimize import least_squares
 from scipy.stats import spearmanr
 
-from lawlab.expr import Expression
+from lawlab.contract import read_module
+from lawlab.expr import SYMPY_FUNCTIONS, Expression
+from lawlab.predict import PredictWalker
 
 MATCH_TOL = 1e-4  # RMS misfit relative to the target's spread, in residual space
 PERTURBATION = 0.12  # relative size of the per-group moves in family tests
-_NP_FUNCS = {
-    "exp": sympy.exp, "log": sympy.log, "log10": lambda x: sympy.log(x, 10),
-    "log2": lambda x: sympy.log(x, 2), "sqrt": sympy.sqrt, "sin": sympy.sin, "cos": sympy.cos,
-    "tan": sympy.tan, "tanh": sympy.tanh, "sinh": sympy.sinh, "cosh": sympy.cosh,
-    "arctan": sympy.atan, "atan": sympy.atan, "abs": sympy.Abs, "power": lambda a, b: a**b,
-    "square": lambda a: a**2, "reciprocal": lambda a: 1 / a, "erf": sympy.erf,
-}
-_PASSTHROUGH = {"asarray", "array", "broadcast_to", "float", "float64", "asanyarray",
-                "atleast_1d", "ravel", "copy"}
 
 
 class TranslationError(ValueError):
@@ -166,18 +159,23 @@ def _fold(node: ast.AST) -> float | None:
     return None
 
 
-class _Translator:
+class _Translator(PredictWalker[sympy.Expr]):
+    """predict()'s body -> a sympy form whose declared constants and (unless small
+    integers or simple rational exponents) literal numbers are free parameters."""
+
     def __init__(self, used_inputs: Sequence[str], constants: Mapping[str, float],
                  local_names: set[str], free_literals: bool = False) -> None:
-        self.used = list(used_inputs)
+        super().__init__(used_inputs)
         self.constants = dict(constants)
         self.local_names = local_names
         self.free_literals = free_literals
-        self.env: dict[str, sympy.Expr] = {}
         self.params: list[sympy.Symbol] = []
         self.init: list[float] = []
         self.local: list[bool] = []
-        self.x_names: set[str] = {"X"}
+        self._declared: dict[str, sympy.Expr] = {}
+
+    def fail(self, node: ast.AST | None, reason: str) -> TranslationError:
+        return TranslationError(reason)
 
     def _param(self, value: float, local: bool = False) -> sympy.Symbol:
         p = sympy.Symbol(f"c{len(self.params)}", real=True)
@@ -186,115 +184,57 @@ class _Translator:
         self.local.append(local)
         return p
 
-    def number(self, value: float) -> sympy.Expr:
+    def number(self, value: float, node: ast.AST) -> sympy.Expr:
         if not self.free_literals and float(value).is_integer() and abs(value) <= 3:
             return sympy.Integer(int(value))
         return self._param(value)
 
-    def constant(self, name: str) -> sympy.Expr:
+    def integer(self, value: int) -> sympy.Expr:
+        return sympy.Integer(value)
+
+    def declared(self, name: str, node: ast.AST) -> sympy.Expr:
         """A declared constant (or local parameter): always a free parameter."""
         if name not in self.constants:
-            raise TranslationError(f"constant {name!r} has no declared value")
-        if name not in self.env:
-            self.env[name] = self._param(self.constants[name], name in self.local_names)
-        return self.env[name]
+            raise TranslationError(f"unknown name {name!r}" if isinstance(node, ast.Name)
+                                   else f"constant {name!r} has no declared value")
+        if name not in self._declared:
+            self._declared[name] = self._param(self.constants[name], name in self.local_names)
+        return self._declared[name]
 
-    def expr(self, node: ast.AST) -> sympy.Expr:
-        if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)):
-            return self.number(float(node.value))
-        if isinstance(node, ast.Name):
-            if node.id in self.env:
-                return self.env[node.id]
-            if node.id in self.constants:
-                return self.constant(node.id)
-            raise TranslationError(f"unknown name {node.id!r}")
-        if isinstance(node, ast.BinOp):
-            a = self.expr(node.left)
-            fixed = self.fixed_exponent(node.right) if isinstance(node.op, ast.Pow) else None
-            b = fixed if fixed is not None else self.expr(node.right)
-            ops = {ast.Add: lambda: a + b, ast.Sub: lambda: a - b, ast.Mult: lambda: a * b,
-                   ast.Div: lambda: a / b, ast.Pow: lambda: a**b}
-            if type(node.op) not in ops:
-                raise TranslationError(f"operator {type(node.op).__name__}")
-            return ops[type(node.op)]()
-        if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
-            v = self.expr(node.operand)
-            return -v if isinstance(node.op, ast.USub) else v
-        if isinstance(node, ast.Subscript):
-            return self.subscript(node)
-        if isinstance(node, ast.Call):
-            return self.call(node)
-        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) \
-                and node.value.id in ("np", "numpy", "math") and node.attr in ("pi", "e"):
-            value = sympy.pi if node.attr == "pi" else sympy.E
-            return self._param(float(value)) if self.free_literals else value
-        raise TranslationError(f"{type(node).__name__} is outside the translatable subset")
+    def column(self, name: str) -> sympy.Expr:
+        return sympy.Symbol(name, real=True)
 
-    def fixed_exponent(self, node: ast.AST) -> sympy.Rational | None:
+    def operator(self, op: type[ast.operator], left: sympy.Expr,
+                 right: sympy.Expr) -> sympy.Expr:
+        if op is ast.Add:
+            return left + right
+        if op is ast.Sub:
+            return left - right
+        if op is ast.Mult:
+            return left * right
+        if op is ast.Div:
+            return left / right
+        return left**right
+
+    def negate(self, value: sympy.Expr) -> sympy.Expr:
+        return -value
+
+    def function(self, name: str, arg: sympy.Expr) -> sympy.Expr:
+        return SYMPY_FUNCTIONS[name](arg)
+
+    def math_constant(self, name: str) -> sympy.Expr:
+        value = sympy.pi if name == "pi" else sympy.E
+        return self._param(float(value)) if self.free_literals else value
+
+    def exponent(self, node: ast.AST) -> sympy.Expr:
         """A literal exponent that is a simple rational (m ** 0.75, x ** (1/3)) is a
-        structural choice, not a fitted constant; anything else is left to number()."""
+        structural choice, not a fitted constant; anything else is an expression."""
         value = _fold(node)
-        if value is None:
-            return None
-        rational = sympy.Rational(value).limit_denominator(12)
-        if abs(float(rational) - value) < 1e-9:
-            return rational
-        return None
-
-    def subscript(self, node: ast.Subscript) -> sympy.Expr:
-        base = node.value
-        if isinstance(base, ast.Name) and base.id in self.x_names:
-            sl = node.slice
-            if isinstance(sl, ast.Tuple) and len(sl.elts) == 2 and isinstance(sl.elts[1], ast.Constant):
-                i = int(sl.elts[1].value)
-                if not 0 <= i < len(self.used):
-                    raise TranslationError(f"column {i} of X is not in USED_INPUTS")
-                return sympy.Symbol(self.used[i], real=True)
-        if isinstance(base, ast.Name) and base.id in ("constants", "kwargs", "params") \
-                and isinstance(node.slice, ast.Constant):
-            return self.constant(str(node.slice.value))
-        raise TranslationError(f"subscript {ast.unparse(node)!r}")
-
-    def call(self, node: ast.Call) -> sympy.Expr:
-        func = node.func
-        name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
-        if isinstance(func, ast.Attribute) and func.attr == "get" and isinstance(func.value, ast.Name) \
-                and node.args and isinstance(node.args[0], ast.Constant):
-            return self.constant(str(node.args[0].value))
-        if isinstance(func, ast.Attribute) and func.attr == "copy":
-            return self.expr(func.value)
-        if name in _PASSTHROUGH and node.args:
-            return self.expr(node.args[0])
-        if name in _NP_FUNCS:
-            return _NP_FUNCS[name](*[self.expr(a) for a in node.args])
-        raise TranslationError(f"call of {name or ast.unparse(func)!r}")
-
-    def body(self, stmts: Sequence[ast.stmt]) -> sympy.Expr | None:
-        for st in stmts:
-            if isinstance(st, ast.Return):
-                if st.value is None:
-                    raise TranslationError("predict returns nothing")
-                return self.expr(st.value)
-            if isinstance(st, ast.Assign) and len(st.targets) == 1:
-                target = st.targets[0]
-                if isinstance(target, ast.Name):
-                    if isinstance(st.value, ast.Call) and getattr(st.value.func, "attr", "") in (
-                            "asarray", "array", "atleast_2d") and st.value.args \
-                            and isinstance(st.value.args[0], ast.Name) \
-                            and st.value.args[0].id in self.x_names:
-                        self.x_names.add(target.id)
-                        continue
-                    self.env[target.id] = self.expr(st.value)
-                    continue
-            if isinstance(st, ast.With):
-                out = self.body(st.body)
-                if out is not None:
-                    return out
-                continue
-            if isinstance(st, (ast.Expr, ast.Pass)) and not isinstance(getattr(st, "value", None), ast.Call):
-                continue
-            raise TranslationError(f"statement {ast.unparse(st)[:60]!r}")
-        return None
+        if value is not None:
+            rational = sympy.Rational(value).limit_denominator(12)
+            if abs(float(rational) - value) < 1e-9:
+                return rational
+        return self.expr(node)
 
 
 def translate(source: str, free_literals: bool = False) -> Form:
@@ -302,34 +242,15 @@ def translate(source: str, free_literals: bool = False) -> Form:
     parameters are marked per group. ``free_literals`` makes every literal number
     (pi and small integers too, but not simple rational exponents) a free parameter,
     as LLM-SRBench's symbolic accuracy does with placeholders."""
-    tree = ast.parse(source)
-    values: dict[str, object] = {}
-    predict = None
-    for node in tree.body:
-        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
-            try:
-                values[node.targets[0].id] = ast.literal_eval(node.value)
-            except ValueError:
-                pass
-        if isinstance(node, ast.FunctionDef) and node.name == "predict":
-            predict = node
-    if predict is None:
+    module = read_module(source)
+    if module.predict is None:
         raise TranslationError("no predict function")
-    used = list(values.get("USED_INPUTS", []))  # type: ignore[arg-type]
-    constants: dict[str, float] = {}
-    for name in ("LAW_CONSTANTS", "OTHER_CONSTANTS"):
-        constants.update({k: float(v) for k, v in dict(values.get(name, {})).items()})  # type: ignore[arg-type]
-    local_names: set[str] = set()
-    for name, spec in dict(values.get("LOCAL_FITTABLE", {})).items():  # type: ignore[arg-type]
-        init = spec.get("init", 1.0) if isinstance(spec, dict) else 1.0
-        constants[name] = float(init[0] if isinstance(init, (list, tuple)) else init)
-        local_names.add(name)
+    used = module.used_inputs()
+    local = module.local_init()
+    constants = {**module.constants(), **local}
+    local_names = set(local)
     tr = _Translator(used, constants, local_names, free_literals)
-    if predict.args.args:
-        tr.x_names.add(predict.args.args[0].arg)
-    out = tr.body(predict.body)
-    if out is None:
-        raise TranslationError("predict has no return")
+    out = tr.read(module.predict)
     return Form(out, tr.params, tr.init, used, tr.local)
 
 

@@ -13,7 +13,6 @@ cannot steer a search for the hidden structure).
 
 from __future__ import annotations
 
-import ast
 import asyncio
 import json
 import logging
@@ -25,7 +24,7 @@ from prometheus_client import Counter
 
 from lawlab import antihack, config, convert, validity
 from lawlab.common.v1 import common_pb2
-from lawlab.contract import static_check
+from lawlab.contract import read_module, static_check
 from lawlab.errors import InvalidArgument
 from lawlab.judge.v1 import judge_pb2, judge_pb2_grpc
 from lawlab.ledger import EpochRow, Ledger, SubmissionRow
@@ -47,14 +46,6 @@ _STATES = {"queued": simulator_pb2.SUBMISSION_STATE_QUEUED,
            "failed": simulator_pb2.SUBMISSION_STATE_FAILED}
 
 
-def _dict_keys(tree: ast.Module, name: str) -> int | None:
-    for node in tree.body:
-        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name
-                                                for t in node.targets):
-            return len(node.value.keys) if isinstance(node.value, ast.Dict) else None
-    return None
-
-
 def validate(task: Task, source: str) -> None:
     """The checks a submission must pass before it is recorded (InvalidArgument
     naming submission.source and the reason): size, syntax, the contract's names,
@@ -68,11 +59,11 @@ def validate(task: Task, source: str) -> None:
     report = static_check(source, meta.input_names, meta.multi_group)
     if not report.ok:
         raise InvalidArgument(field, "; ".join(report.problems))
-    tree = ast.parse(source)
+    module = read_module(source)
     caps = meta.caps
     for name, cap in (("LAW_CONSTANTS", caps.max_law_constants),
                       ("LOCAL_FITTABLE", caps.max_local_params)):
-        n = _dict_keys(tree, name)
+        n = module.dict_size(name)
         if n is not None and n > cap:
             raise InvalidArgument(field, f"{name} has {n} entries; this task allows {cap}")
     gate = antihack.check(source, caps.max_law_constants + caps.max_local_params,

@@ -29,3 +29,49 @@ def test_the_core_imports_no_service():
     assert len(sources) > 50
     offenders = {str(p.relative_to(ROOT)): sorted(_imports(p) & SERVICES) for p in sources}
     assert {k: v for k, v in offenders.items() if v} == {}
+
+
+def test_the_sandbox_runner_checks_the_cores_contract_names():
+    """The box's runner is standalone (it imports nothing of lawlab), so it keeps its
+    own list of the contract's names; it must be the core's."""
+    from lawlab.contract import REQUIRED_NAMES
+
+    tree = ast.parse((ROOT / "services" / "sandbox" / "runner.py").read_text(encoding="utf-8"))
+    (value,) = [ast.literal_eval(n.value) for n in tree.body if isinstance(n, ast.Assign)
+                and any(isinstance(t, ast.Name) and t.id == "REQUIRED" for t in n.targets)]
+    assert tuple(value) == tuple(REQUIRED_NAMES)
+
+
+def test_one_reader_of_law_modules():
+    """Law modules are parsed by lawlab.contract.read_module and predict() bodies
+    walked by lawlab.predict: no other module of the core or the services walks a
+    predict function or collects a module's literals itself."""
+    readers = []
+    for path in [*(ROOT / "libs" / "lawlab").rglob("*.py"), *(ROOT / "services").rglob("*.py")]:
+        if path.name.endswith(("_pb2.py", "_pb2_grpc.py")) or path.name in ("contract.py",
+                                                                            "predict.py"):
+            continue
+        text = path.read_text(encoding="utf-8")
+        if "literal_eval(node.value)" in text or '.name == "predict"' in text \
+                or "name == 'predict'" in text:
+            readers.append(str(path.relative_to(ROOT)))
+    # the sandbox runner executes modules in the box (it must not import lawlab)
+    assert readers == [] or readers == ["services/sandbox/runner.py"], readers
+
+
+def test_every_package_is_in_the_wheel():
+    """pyproject lists packages by name (the images install the wheel): a new
+    subpackage left out imports fine in the editable checkout and is missing
+    from every image."""
+    import tomllib
+
+    doc = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    listed = set(doc["tool"]["setuptools"]["packages"])
+    dirs = doc["tool"]["setuptools"]["package-dir"]
+    found = set()
+    for top, folder in dirs.items():
+        for init in (ROOT / folder).rglob("__init__.py"):
+            rel = init.parent.relative_to(ROOT / folder)
+            if "__pycache__" not in rel.parts:
+                found.add(".".join([top, *rel.parts]))
+    assert found - listed == set()

@@ -150,23 +150,19 @@ def cmd_judge(args: argparse.Namespace) -> int:
 def _structure_offline(args: argparse.Namespace, source: str) -> int:
     """--law/--base: expressions over the submission's USED_INPUTS, compared on probes
     drawn from --range NAME=LO:HI (default 1:10 for every input)."""
-    import ast
 
     import numpy as np
 
     from lawlab import structure
+    from lawlab.contract import read_module
     from lawlab.expr import Expression, ExpressionError
 
     if not args.base:
         raise SystemExit("lawlab judge structure: --base is required with --law")
     try:
-        tree = ast.parse(source)
+        used = read_module(source).used_inputs()
     except SyntaxError as err:
         raise SystemExit(f"--submission: {err}") from None
-    used: list[str] = []
-    for node in tree.body:
-        if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", "") == "USED_INPUTS":
-            used = list(ast.literal_eval(node.value))
     if not used:
         raise SystemExit("--submission: no USED_INPUTS list")
     ranges = {n: (1.0, 10.0) for n in used}

@@ -43,18 +43,12 @@ import pandas as pd
 import yaml
 
 from lawlab import metrics
+from lawlab.contract import read_module
 from lawlab.expr import Expression
 from lawlab.fitting import FitError, fit_expression
+from lawlab.predict import PredictWalker
 from lawlab.tasks import GROUP_COL, Task
 
-NP_FUNCS = {"exp": "exp", "log": "log", "log10": "log10", "log2": "log2", "sqrt": "sqrt",
-            "sin": "sin", "cos": "cos", "tan": "tan", "tanh": "tanh", "sinh": "sinh",
-            "cosh": "cosh", "arctan": "atan", "arcsin": "asin", "abs": "abs",
-            "absolute": "abs", "fabs": "abs", "erf": "erf"}
-PASSTHROUGH = {"asarray", "array", "float64", "float", "asanyarray", "ravel", "copy"}
-BRANCHES = {"where": "np.where", "piecewise": "np.piecewise", "select": "np.select",
-            "clip": "np.clip", "maximum": "np.maximum", "minimum": "np.minimum",
-            "heaviside": "np.heaviside", "sign": "np.sign", "interp": "np.interp"}
 GROUP_ALIASES = ("group_id", "cluster", "group", "cluster_id")
 
 
@@ -83,136 +77,59 @@ class ImportReport:
         return not self.problems
 
 
-def _literals(tree: ast.Module) -> dict[str, Any]:
-    values: dict[str, Any] = {}
-    for node in tree.body:
-        if isinstance(node, ast.Assign) and len(node.targets) == 1 \
-                and isinstance(node.targets[0], ast.Name):
-            try:
-                values[node.targets[0].id] = ast.literal_eval(node.value)
-            except ValueError:
-                pass
-    return values
-
-
-class _ToExpr:
-    """predict()'s body -> restricted-expression text (straight-line code only)."""
+class _ToExpr(PredictWalker[str]):
+    """predict()'s body -> restricted-expression text (the walker's rules)."""
 
     def __init__(self, path: str, used: list[str], names: set[str]) -> None:
+        super().__init__(used)
         self.path = path
-        self.used = used
         self.names = names  # constants and local parameters
-        self.env: dict[str, str] = {}
-        self.x_names = {"X"}
 
-    def fail(self, node: ast.AST, reason: str) -> Unconvertible:
+    def fail(self, node: ast.AST | None, reason: str) -> Unconvertible:
         return Unconvertible(f"{self.path}:{getattr(node, 'lineno', '?')}", reason)
 
-    def expr(self, node: ast.AST) -> str:
-        if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) \
-                and not isinstance(node.value, bool):
-            return repr(node.value)
+    def number(self, value: float, node: ast.AST) -> str:
+        literal = node.value if isinstance(node, ast.Constant) else value
+        return repr(literal)
+
+    def integer(self, value: int) -> str:
+        return str(value)
+
+    def declared(self, name: str, node: ast.AST) -> str:
+        if name in self.names:
+            return name
         if isinstance(node, ast.Name):
-            if node.id in self.env:
-                return f"({self.env[node.id]})"
-            if node.id in self.names:
-                return node.id
-            raise self.fail(node, f"unknown name {node.id!r}")
-        if isinstance(node, ast.BinOp):
-            ops = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.Pow: "**"}
-            if type(node.op) not in ops:
-                raise self.fail(node, f"operator {type(node.op).__name__} is not supported")
-            return f"({self.expr(node.left)} {ops[type(node.op)]} {self.expr(node.right)})"
-        if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
-            return f"({'-' if isinstance(node.op, ast.USub) else '+'}{self.expr(node.operand)})"
-        if isinstance(node, ast.IfExp):
-            raise self.fail(node, "branch (conditional expression): laws with branches cannot "
-                                  "be converted")
-        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) \
-                and node.value.id in ("np", "numpy", "math") and node.attr in ("pi", "e"):
-            return node.attr
-        if isinstance(node, ast.Subscript):
-            return self.subscript(node)
-        if isinstance(node, ast.Call):
-            return self.call(node)
-        raise self.fail(node, f"{type(node).__name__} is outside the convertible subset")
+            raise self.fail(node, f"unknown name {name!r}")
+        raise self.fail(node, f"{ast.unparse(node)!r} is not an input column or constant")
 
-    def subscript(self, node: ast.Subscript) -> str:
-        base, sl = node.value, node.slice
-        if isinstance(base, ast.Name) and base.id in self.x_names:
-            whole = (isinstance(sl, ast.Tuple) and len(sl.elts) == 2
-                     and isinstance(sl.elts[0], ast.Slice) and sl.elts[0].lower is None
-                     and sl.elts[0].upper is None and sl.elts[0].step is None)
-            if whole and isinstance(sl.elts[1], ast.Constant):
-                i = int(sl.elts[1].value)
-                if 0 <= i < len(self.used):
-                    return self.used[i]
-            if isinstance(sl, ast.Constant) and isinstance(sl.value, str) and sl.value in self.used:
-                return sl.value
-        if isinstance(base, ast.Name) and base.id in ("constants", "kwargs", "params") \
-                and isinstance(sl, ast.Constant) and str(sl.value) in self.names:
-            return str(sl.value)
-        raise self.fail(node, f"subscript {ast.unparse(node)!r} is not an input column or constant")
+    def column(self, name: str) -> str:
+        return name
 
-    def call(self, node: ast.Call) -> str:
-        func = node.func
-        name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
-        if name in BRANCHES:
-            raise self.fail(node, f"branch ({BRANCHES[name]}): laws with branches cannot be "
-                                  "converted")
-        if name in PASSTHROUGH and node.args:
-            return self.expr(node.args[0])
-        if name == "power" and len(node.args) == 2:
-            return f"({self.expr(node.args[0])} ** {self.expr(node.args[1])})"
-        if name in NP_FUNCS and len(node.args) == 1 and not node.keywords:
-            return f"{NP_FUNCS[name]}({self.expr(node.args[0])})"
-        if isinstance(func, ast.Attribute) and func.attr == "get" and node.args \
-                and isinstance(node.args[0], ast.Constant) and str(node.args[0].value) in self.names:
-            return str(node.args[0].value)
-        raise self.fail(node, f"call of {ast.unparse(func)!r} is not supported")
+    def reuse(self, value: str) -> str:
+        return f"({value})"
 
-    def body(self, stmts: list[ast.stmt]) -> str:
-        for st in stmts:
-            if isinstance(st, ast.Return) and st.value is not None:
-                return self.expr(st.value)
-            if isinstance(st, ast.Assign) and len(st.targets) == 1 \
-                    and isinstance(st.targets[0], ast.Name):
-                target, value = st.targets[0].id, st.value
-                if isinstance(value, ast.Call) and getattr(value.func, "attr", "") in (
-                        "asarray", "array", "atleast_2d") and value.args \
-                        and isinstance(value.args[0], ast.Name) and value.args[0].id in self.x_names:
-                    self.x_names.add(target)
-                    continue
-                self.env[target] = self.expr(value)
-                continue
-            if isinstance(st, ast.With):
-                return self.body(st.body)
-            if isinstance(st, ast.Expr) and isinstance(st.value, ast.Constant):
-                continue  # a docstring
-            if isinstance(st, (ast.If, ast.For, ast.While, ast.Try)):
-                kind = {ast.If: "branch (if)", ast.For: "loop (for)", ast.While: "loop (while)",
-                        ast.Try: "try/except"}[type(st)]
-                raise self.fail(st, f"{kind}: laws with control flow cannot be converted")
-            raise self.fail(st, f"statement {ast.unparse(st)[:60]!r} is not supported")
-        raise Unconvertible(self.path, "predict has no return")
+    def operator(self, op: type[ast.operator], left: str, right: str) -> str:
+        sign = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.Pow: "**"}[op]
+        return f"({left} {sign} {right})"
+
+    def negate(self, value: str) -> str:
+        return f"(-{value})"
+
+    def function(self, name: str, arg: str) -> str:
+        return f"{name}({arg})"
+
+    def math_constant(self, name: str) -> str:
+        return name
 
 
 def convert_module(source: str, path: str, inputs: list[str]) -> Converted:
-    tree = ast.parse(source)
-    values = _literals(tree)
-    funcs = [n for n in tree.body if isinstance(n, ast.FunctionDef)]
-    fn = next((f for f in funcs if f.name == "predict"), None) or next(
-        (f for f in funcs if f.name in ("formula", "law", "f", "model")), None)
+    module = read_module(source)
+    fn = module.function("predict", "formula", "law", "f", "model")
     if fn is None:
         raise Unconvertible(path, "no predict (or formula/law) function")
-    used = list(values.get("USED_INPUTS", inputs))
-    constants: dict[str, float] = {}
-    for key in ("LAW_CONSTANTS", "OTHER_CONSTANTS", "CONSTANTS", "PARAMS"):
-        constants.update({k: float(v) for k, v in dict(values.get(key, {})).items()})
-    local: dict[str, float] = {}
-    for k, spec in dict(values.get("LOCAL_FITTABLE", {})).items():
-        init = spec.get("init", 1.0) if isinstance(spec, dict) else spec
-        local[k] = float(init[0] if isinstance(init, (list, tuple)) else init)
+    used = module.used_inputs(inputs)
+    constants = module.constants(("LAW_CONSTANTS", "OTHER_CONSTANTS", "CONSTANTS", "PARAMS"))
+    local = module.local_init()
     params = [a.arg for a in fn.args.args[1:]] + [a.arg for a in fn.args.kwonlyargs]
     defaults = fn.args.defaults
     for a, d in zip(fn.args.args[len(fn.args.args) - len(defaults):], defaults):
@@ -229,9 +146,7 @@ def convert_module(source: str, path: str, inputs: list[str]) -> Converted:
     if clash:
         raise Unconvertible(path, f"constant names clash with inputs or e/pi: {clash}")
     tr = _ToExpr(path, used, set(constants) | set(local))
-    if fn.args.args:
-        tr.x_names.add(fn.args.args[0].arg)
-    text = ast.unparse(ast.parse(tr.body(fn.body), mode="eval"))  # minimal parentheses
+    text = ast.unparse(ast.parse(tr.read(fn), mode="eval"))  # minimal parentheses
     Expression(text)  # must be a valid restricted expression
     return Converted(text, used, constants, local)
 

@@ -6,7 +6,6 @@ one retry of an unreadable forced submission)."""
 
 from __future__ import annotations
 
-import ast
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -16,6 +15,7 @@ import numpy as np
 
 from lawlab import convert
 from lawlab.common.v1 import common_pb2
+from lawlab.contract import read_module
 from lawlab.rpc.client import EXECUTE_CALL, FAST_CALL
 from lawlab.sandbox.v1 import sandbox_pb2
 from lawlab.simulator.v1 import simulator_pb2
@@ -66,12 +66,10 @@ def unreadable(source: str) -> str:
     """Why a submission cannot be read as a module ('' if it can): a syntax error or
     no predict function. Whether it honours the contract is the scorer's business."""
     try:
-        tree = ast.parse(source)
+        module = read_module(source)
     except SyntaxError as err:
         return f"line {err.lineno}: {err.msg}"
-    if not any(isinstance(n, ast.FunctionDef) and n.name == "predict" for n in tree.body):
-        return "it defines no predict function"
-    return ""
+    return "" if module.predict is not None else "it defines no predict function"
 
 
 def preview(resp: simulator_pb2.QueryResponse, target: str) -> str:
