@@ -28,12 +28,18 @@ mkdir -p build/wheels
 
 mkdir -p build
 : > build/images.txt.new
+# each service's default ports (lawlab.config), for EXPOSE
+ports() { "$py" -c 'import sys; from lawlab import config; s = sys.argv[1]; print(config.DEFAULT_GRPC_PORTS[s], config.DEFAULT_METRICS_PORTS[s])' "$1"; }
 for s in "${services[@]}"; do
   echo "building lawlab/$s:$tag on $base ($base_id)"
   start=$(date +%s)
-  # the legacy builder (no BuildKit here); it never pulls: the base is local, pinned by id
-  DOCKER_BUILDKIT=0 docker build -q --network host -f "services/$s/Dockerfile" \
-    --build-arg BASE_IMAGE="$base_id" -t "lawlab/$s:$tag" . 2>&1 >/dev/null \
+  read -r grpc_port metrics_port < <(ports "$s")
+  # one Dockerfile for every service (SERVICE picks it); the legacy builder (no
+  # BuildKit here) never pulls: the base is local, pinned by id
+  DOCKER_BUILDKIT=0 docker build -q --network host -f deploy/docker/Dockerfile \
+    --build-arg BASE_IMAGE="$base_id" --build-arg SERVICE="$s" \
+    --build-arg GRPC_PORT="$grpc_port" --build-arg METRICS_PORT="$metrics_port" \
+    -t "lawlab/$s:$tag" . 2>&1 >/dev/null \
     | { grep -vE "DEPRECATED: The legacy builder|BuildKit is currently disabled|environment-variable\.|^$" || true; } >&2
   id=$(docker image inspect -f '{{.Id}}' "lawlab/$s:$tag")
   size=$(docker image inspect -f '{{.Size}}' "lawlab/$s:$tag")
