@@ -13,7 +13,7 @@ WORLD_KEY ?= $(dir $(TASKS_DIR))world-key
 PROTOS := $(shell find protos -name '*.proto')
 GEN_STAMP := libs/lawlab/common/v1/common_pb2.py
 
-.PHONY: install apt deps proto sandbox-access tasks node-client certs run test test-all baselines lint clean distclean deploy deploy-dry-run undeploy docker base-image images push-images test-images test-load test-faults test-fuzz test-redteam test-bench loadtest
+.PHONY: install apt deps proto sandbox-access tasks node-client certs run test typecheck test-all baselines lint clean distclean deploy deploy-dry-run undeploy docker base-image images push-images test-images test-load test-faults test-fuzz test-redteam test-bench loadtest
 
 install: apt deps proto sandbox-access tasks node-client
 
@@ -92,7 +92,20 @@ run: install
 
 test: install
 	$(BIN)/ruff check libs services tests bench
+	$(TYPECHECK)
 	$(BIN)/pytest -q
+
+# Static types (mypy, settings in pyproject.toml): the core, then the five
+# services. Their packages are named lawlab_<name> but live in services/<name>:
+# build/mypy maps the names for mypy.
+define TYPECHECK
+@mkdir -p build/mypy && for s in simulator sandbox agent judge scorer; do ln -sfn ../../services/$$s build/mypy/lawlab_$$s; done
+$(BIN)/mypy libs/lawlab
+MYPYPATH=build/mypy:libs $(BIN)/mypy -p lawlab_simulator -p lawlab_sandbox -p lawlab_agent -p lawlab_judge -p lawlab_scorer
+endef
+
+typecheck: install
+	$(TYPECHECK)
 
 test-all: install
 	$(BIN)/pytest -q -m ''

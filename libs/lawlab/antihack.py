@@ -255,7 +255,7 @@ def _declarations(tree: ast.Module) -> tuple[int, set[int]]:
     """The number of declared degrees of freedom (entries of LAW_CONSTANTS,
     OTHER_CONSTANTS and LOCAL_FITTABLE, whatever their values) and the ids of the
     nodes inside those declarations."""
-    count, ids = 0, set()
+    count, ids = 0, set[int]()
     for node in tree.body:
         if isinstance(node, ast.Assign) and any(
                 isinstance(t, ast.Name) and t.id in DECLARATIONS for t in node.targets):
@@ -276,7 +276,7 @@ def _state(tree: ast.Module) -> str:
         if isinstance(node, (ast.Global, ast.Nonlocal)):
             return (f"a {'global' if isinstance(node, ast.Global) else 'nonlocal'} statement "
                     f"(line {node.lineno}): state kept between calls can hold data")
-    module_names = set()
+    module_names: set[str] = set()
     for node in tree.body:
         if isinstance(node, (ast.Assign, ast.AnnAssign)):
             for t in (node.targets if isinstance(node, ast.Assign) else [node.target]):
@@ -308,7 +308,8 @@ def _state(tree: ast.Module) -> str:
                     and sub.func.id == "setattr":
                 return f"setattr (line {sub.lineno}): state kept between calls can hold data"
             if root is not None and root in module_names and root not in local:
-                return (f"writes module state {root!r} at run time (line {sub.lineno}): state "
+                line = getattr(sub, "lineno", "?")
+                return (f"writes module state {root!r} at run time (line {line}): state "
                         "kept between calls can hold data")
     return ""
 

@@ -78,13 +78,13 @@ def _default(relative: str) -> Path:
 
 def tasks_dir() -> Path:
     """The task library (answer keys included): only simulator, scorer, judge read it."""
-    return Path(_env("LAWLAB_TASKS_DIR")).resolve() if _env("LAWLAB_TASKS_DIR") else \
+    return Path(_env("LAWLAB_TASKS_DIR") or ".").resolve() if _env("LAWLAB_TASKS_DIR") else \
         _default("var/tasks")
 
 
 def data_dir() -> Path:
     """Durable state of the embedded default: SQLite files, trajectories."""
-    return Path(_env("LAWLAB_DATA_DIR")).resolve() if _env("LAWLAB_DATA_DIR") else \
+    return Path(_env("LAWLAB_DATA_DIR") or ".").resolve() if _env("LAWLAB_DATA_DIR") else \
         _default("var/run")
 
 

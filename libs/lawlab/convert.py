@@ -87,11 +87,12 @@ def meta_to_proto(meta: TaskMeta, group_ids: Sequence[str],
 
 
 def setting_name(setting: int) -> str:
-    return {common_pb2.SETTING_REAL: "real", common_pb2.SETTING_PARALLEL: "parallel"}.get(
-        setting, "unspecified")
+    names: dict[int, str] = {common_pb2.SETTING_REAL: "real",
+                             common_pb2.SETTING_PARALLEL: "parallel"}
+    return names.get(setting, "unspecified")
 
 
-def setting_from_name(name: str) -> int:
+def setting_from_name(name: str) -> common_pb2.Setting:
     try:
         return {"real": common_pb2.SETTING_REAL, "parallel": common_pb2.SETTING_PARALLEL}[name.lower()]
     except KeyError:

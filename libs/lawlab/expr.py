@@ -12,7 +12,7 @@ from __future__ import annotations
 import ast
 import math
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import scipy.special
@@ -135,8 +135,8 @@ class Expression:
         if isinstance(node, ast.UnaryOp):
             value = self._eval(node.operand, env)
             return -value if isinstance(node.op, ast.USub) else value
-        if isinstance(node, ast.Constant):
-            return float(node.value)
+        if isinstance(node, ast.Constant):  # a number: the parser refused anything else
+            return float(cast(float, node.value))
         if isinstance(node, ast.Name):
             if node.id in NAMED_NUMBERS:
                 return NAMED_NUMBERS[node.id]
@@ -167,7 +167,8 @@ class Expression:
             value = self._sym(node.operand, table)
             return -value if isinstance(node.op, ast.USub) else value
         if isinstance(node, ast.Constant):
-            return sympy.nsimplify(node.value) if float(node.value).is_integer() else sympy.Float(node.value)
+            number = cast(float, node.value)
+            return sympy.nsimplify(number) if float(number).is_integer() else sympy.Float(number)
         if isinstance(node, ast.Name):
             if node.id == "pi":
                 return sympy.pi

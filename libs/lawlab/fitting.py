@@ -164,7 +164,7 @@ def _ridge(jac: np.ndarray | None, names: Sequence[str]) -> tuple[float, str, st
         corr = np.abs(cov / np.outer(d, d))
     np.fill_diagonal(corr, 0.0)
     corr = np.where(np.isfinite(corr), corr, 0.0)
-    i, j = np.unravel_index(int(np.argmax(corr)), corr.shape)
+    i, j = (int(k) for k in np.unravel_index(int(np.argmax(corr)), corr.shape))
     return (float(corr[i, j]), names[i], names[j])
 
 
@@ -208,14 +208,14 @@ def fit_expression(
     env = {k: np.asarray(v, dtype=float) for k, v in data.items()}
 
     def residuals(theta: np.ndarray) -> np.ndarray:
-        local_env = dict(env)
+        local_env: dict[str, np.ndarray | float] = dict(env)
         local_env.update(zip(names, theta))
         pred = np.broadcast_to(expr.evaluate(local_env), y_t.shape)
         r = to_residual_space(pred, space) - y_t
         return np.where(np.isfinite(r), r, 1e6)
 
     def jacobian(theta: np.ndarray) -> np.ndarray:
-        local_env = dict(env)
+        local_env: dict[str, np.ndarray | float] = dict(env)
         local_env.update(zip(names, theta))
         pred = np.broadcast_to(np.asarray(expr.evaluate(local_env), float), y_t.shape)
         grad = _gradient(expr, local_env, names, len(y_t))
@@ -263,7 +263,7 @@ def fit_grouped(
     index = np.array([labels.index(g) for g in groups])
     n_g, n_glob, n_loc = len(labels), len(global_names), len(local_names)
     y_t = to_residual_space(y, space)
-    env = {k: np.asarray(v, dtype=float) for k, v in data.items()}
+    env: dict[str, np.ndarray | float] = {k: np.asarray(v, dtype=float) for k, v in data.items()}
 
     def unpack(theta: np.ndarray) -> dict[str, np.ndarray | float]:
         values: dict[str, np.ndarray | float] = dict(zip(global_names, theta[:n_glob]))

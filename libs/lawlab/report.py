@@ -23,6 +23,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from itertools import combinations
 from pathlib import Path
+from typing import Any
 
 BOOTSTRAP_DRAWS = 2000
 BOOTSTRAP_SEED = 20260514
@@ -78,6 +79,11 @@ def strict_json(value) -> str:
 
 def finite(x: float | None) -> bool:
     return x is not None and not math.isnan(x) and not math.isinf(x)
+
+
+def or_zero(x: float | None) -> float:
+    """The score, or 0 where it is missing or not finite (the strict convention)."""
+    return x if x is not None and finite(x) else 0.0
 
 
 def task_means(rows: Iterable[Row], score: str, strict: bool) -> dict[str, float]:
@@ -172,10 +178,10 @@ def concordance(rows: Sequence[Row], margins: Sequence[float] = (0.0, 0.05, 0.1,
         for task, rs in by_task.items():
             c = d = t = 0
             for a, b in combinations(rs, 2):
-                dn = a.s_n - b.s_n
+                dn = or_zero(a.s_n) - or_zero(b.s_n)  # finite here: filtered above
                 if abs(dn) <= m or dn == 0:
                     continue
-                dv = (a.s_v - b.s_v) * (1 if dn > 0 else -1)
+                dv = (or_zero(a.s_v) - or_zero(b.s_v)) * (1 if dn > 0 else -1)
                 if dv > 0:
                     c += 1
                 elif dv < 0:
@@ -222,7 +228,7 @@ def best_of_n(rows: Sequence[Row], ns: Sequence[int] = (1, 2, 3, 5)) -> list[dic
     by: dict[tuple[str, str], list[float]] = defaultdict(list)
     for r in rows:
         if r.setting == "real":
-            by[(r.agent, r.task_id)].append(r.s_n if finite(r.s_n) else 0.0)
+            by[(r.agent, r.task_id)].append(or_zero(r.s_n))
     out = []
     for agent in sorted({a for a, _ in by}):
         for n in ns:
@@ -284,7 +290,7 @@ def selection_study(rows: Sequence[Row], select=None, group: int = 5) -> dict:
         pool = sorted(pool, key=lambda r: r.seed)
         if len(pool) < group:
             continue
-        pts = [(r.s_n if finite(r.s_n) else 0.0, r.s_v if finite(r.s_v) else 0.0) for r in pool]
+        pts = [(or_zero(r.s_n), or_zero(r.s_v)) for r in pool]
         jb = joint_balance(pts)
         a = per_agent[agent]
         a["tasks"].append(1.0)
@@ -312,7 +318,7 @@ def selection_study(rows: Sequence[Row], select=None, group: int = 5) -> dict:
             a["final_on_front"].append(float(on_front(pts[final], pts)))
     out = {}
     for agent, stats in per_agent.items():
-        entry = {"tasks": len(stats.pop("tasks")), "group": group}
+        entry: dict[str, Any] = {"tasks": len(stats.pop("tasks")), "group": group}
         for key, vals in stats.items():
             per_task = {str(i): v for i, v in enumerate(vals)}
             lo, hi = bootstrap_ci(per_task)
@@ -456,8 +462,8 @@ def validity_figure(rows: Sequence[Row], board: list[dict]):
     fig, ax = plt.subplots(figsize=(5, 4.4))
     for agent in sorted({r.agent for r in pts}):
         mine = [r for r in pts if r.agent == agent]
-        ax.scatter([r.s_n + rng.uniform(-0.012, 0.012) for r in mine],
-                   [r.s_v + rng.uniform(-0.012, 0.012) for r in mine], s=16, alpha=0.6,
+        ax.scatter([or_zero(r.s_n) + rng.uniform(-0.012, 0.012) for r in mine],
+                   [or_zero(r.s_v) + rng.uniform(-0.012, 0.012) for r in mine], s=16, alpha=0.6,
                    color=colours[agent], edgecolor="none", label=f"{agent} ({len(mine)} trials)")
     ax.axvline(0.5, color="grey", lw=0.8, ls="--")
     ax.set_xlabel("S_N (fit; 0.5 = best published)")

@@ -53,9 +53,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-KINDS = {"finite", "positive", "nonnegative", "bounded", "monotone", "depends_on", "limit",
-         "curvature", "slope", "ratio", "contrast", "level", "separable", "interaction", "peak",
-         "periodic"}
+from lawlab.vocab import RubricKind
+
+KINDS = frozenset(RubricKind)
 ONE_INPUT = {"monotone", "depends_on", "limit", "curvature", "slope", "ratio", "contrast",
              "level", "peak", "periodic"}
 EXPECT = {"approaches", "plateau", "increasing", "decreasing", "finite_positive", "below",

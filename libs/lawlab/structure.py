@@ -49,6 +49,9 @@ from lawlab.contract import read_module
 from lawlab.expr import SYMPY_FUNCTIONS, Expression
 from lawlab.predict import PredictWalker
 
+# parameter values: a list or an array
+Params = Sequence[float] | np.ndarray
+
 MATCH_TOL = 1e-4  # RMS misfit relative to the target's spread, in residual space
 PERTURBATION = 0.12  # relative size of the per-group moves in family tests
 
@@ -72,14 +75,14 @@ class Form:
     inputs: list[str]
     local: list[bool] = field(default_factory=list)
 
-    _compiled: object = field(default=None, repr=False, compare=False)
-    _gradient: object = field(default=None, repr=False, compare=False)
+    _compiled: Any = field(default=None, repr=False, compare=False)
+    _gradient: Any = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if not self.local:
             self.local = [False] * len(self.params)
 
-    def gradient(self, data: Mapping[str, np.ndarray], theta: Sequence[float]
+    def gradient(self, data: Mapping[str, np.ndarray], theta: Params
                  ) -> np.ndarray | None:
         """d expr / d params, (n, len(params)), or None where sympy cannot."""
         if self._gradient is None:
@@ -103,7 +106,7 @@ class Form:
             out[:, j] = np.broadcast_to(np.asarray(c, dtype=float), (n,))
         return out
 
-    def evaluate(self, data: Mapping[str, np.ndarray], theta: Sequence[float]) -> np.ndarray:
+    def evaluate(self, data: Mapping[str, np.ndarray], theta: Params) -> np.ndarray:
         if self._compiled is None:  # lambdify once: evaluate runs inside the refit loops
             syms = [sympy.Symbol(n, real=True) for n in self.inputs]
             self._compiled = sympy.lambdify([*syms, *self.params], self.expr, modules="numpy")
@@ -267,7 +270,7 @@ def misfit(form: Form, data: Mapping[str, np.ndarray], target: np.ndarray, space
 
 
 def family_rank(form: Form, data: Sequence[Mapping[str, np.ndarray]],
-                values: Sequence[Sequence[float]], space: str, tol: float = 1e-7) -> int:
+                values: Sequence[Params], space: str, tol: float = 1e-7) -> int:
     """The local dimension of a form's family at these parameter values: the
     numerical rank of its (grouped) Jacobian on the probes, columns normalised.
     Two forms that describe the same family have the same rank; a form with an
@@ -277,8 +280,8 @@ def family_rank(form: Form, data: Sequence[Mapping[str, np.ndarray]],
     loc = [i for i, is_local in enumerate(form.local) if is_local]
     blocks = []
     width = len(glob) + len(loc) * len(data)
-    for k, (d, v) in enumerate(zip(data, values)):
-        v = np.asarray(v, float)
+    for k, (d, given) in enumerate(zip(data, values)):
+        v = np.asarray(given, float)
         grad = form.gradient(d, v)
         if grad is None:  # central differences
             n = len(next(iter(d.values())))
@@ -313,7 +316,7 @@ def family_rank(form: Form, data: Sequence[Mapping[str, np.ndarray]],
 
 def grouped_misfit(form: Form, data: Sequence[Mapping[str, np.ndarray]],
                    targets: Sequence[np.ndarray], space: str, starts: int = 8,
-                   init: Sequence[Sequence[float]] | None = None, max_nfev: int | None = None
+                   init: Sequence[Params] | None = None, max_nfev: int | None = None
                    ) -> tuple[float, list[np.ndarray]]:
     """Min over parameters of the RMS misfit relative to the targets' spread, the
     form's shared parameters fitted once and its local ones per group. Returns

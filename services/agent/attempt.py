@@ -13,6 +13,7 @@ from collections.abc import Callable
 import grpc
 from prometheus_client import Counter
 
+from lawlab.vocab import Cause, TrialStatus
 from lawlab_agent.policy import AttemptFailed, ConfigurationError, Policy
 from lawlab_agent.store import Trajectory, TrialRecord
 from lawlab_agent.trial.opening import Clients
@@ -30,12 +31,12 @@ def classify(err: BaseException) -> str:
     """rate_limit / api_timeout / api_server (from the model backend), transport
     (another service unreachable), config, or crash (anything else)."""
     if isinstance(err, ConfigurationError):
-        return "config"
+        return Cause.CONFIG
     if isinstance(err, AttemptFailed):
-        return err.cause
+        return Cause(err.cause) if err.cause in Cause.__members__.values() else Cause.CRASH
     if isinstance(err, grpc.aio.AioRpcError):
-        return "transport" if err.code() in TRANSPORT_CODES else "crash"
-    return "crash"
+        return Cause.TRANSPORT if err.code() in TRANSPORT_CODES else Cause.CRASH
+    return Cause.CRASH
 
 
 def describe(err: BaseException) -> str:
@@ -61,7 +62,7 @@ async def execute(record: TrialRecord, policies: dict[str, Callable[[str, dict],
         raise
     except Exception as err:  # noqa: BLE001  (classified and recorded)
         cause, error = classify(err), describe(err)
-        if cause == "crash":
+        if cause == Cause.CRASH:
             log.exception("trial attempt crashed", extra={"trial_id": record.trial_id})
     finally:
         if policy is not None:
@@ -69,6 +70,6 @@ async def execute(record: TrialRecord, policies: dict[str, Callable[[str, dict],
     if cause:
         ATTEMPT_FAILURES.labels(cause).inc()
         trajectory.write({"type": "error", "cause": cause, "error": error})
-        record.status = "error" if cause == "config" else "retrying"
+        record.status = TrialStatus.ERROR if cause == Cause.CONFIG else TrialStatus.RETRYING
         record.cause, record.error = cause, error
     return record, cause, error

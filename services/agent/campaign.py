@@ -12,6 +12,7 @@ import hashlib
 import json
 import time
 from collections import defaultdict
+from typing import Any
 
 from lawlab import convert
 from lawlab.agent.v1 import agent_pb2
@@ -114,7 +115,7 @@ def normalise(spec: agent_pb2.CampaignSpec, agents: set[str]) -> dict:
         raise InvalidArgument("spec.backoff_seconds", "must be a number >= 0")
     if spec.concurrency > 64:
         raise InvalidArgument("spec.concurrency", "at most 64 trials at once")
-    doc = {
+    doc: dict[str, Any] = {
         "agents": pairs,
         "tasks": list(spec.tasks),
         "settings": sorted(set(settings or ["real", "parallel"]), key=["real", "parallel"].index),

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from lawlab.rpc.server import own_address
+from lawlab.settings import AgentSettings
 
 LABEL = "lawlab.dev/campaign"
 
@@ -216,17 +217,14 @@ class KubernetesLauncher:
                                 propagation_policy="Background")
 
 
-def from_env(log_dir: Path) -> Launcher | None:
-    """LAWLAB_AGENT_EXECUTOR: local (default: in-process), processes, kubernetes."""
-    kind = os.environ.get("LAWLAB_AGENT_EXECUTOR", "local")
-    if kind == "local":
-        return None
-    if kind == "processes":
+def from_settings(settings: AgentSettings, log_dir: Path) -> Launcher | None:
+    """LAWLAB_AGENT_EXECUTOR: local (default: in-process, None here), processes, kubernetes."""
+    if settings.executor == "processes":
         return ProcessLauncher(None, log_dir)
-    if kind == "kubernetes":
-        return KubernetesLauncher(
-            namespace=os.environ.get("LAWLAB_NAMESPACE", "lawlab"),
-            image=os.environ["LAWLAB_WORKER_IMAGE"],
-            agent_address=os.environ.get("LAWLAB_AGENT_ADDR", "lawlab-agent:50053"),
-            retain=os.environ.get("LAWLAB_RETAIN_JOBS", "") == "1")
-    raise ValueError(f"LAWLAB_AGENT_EXECUTOR={kind!r}: use local, processes or kubernetes")
+    if settings.executor == "kubernetes":
+        if not settings.worker_image:
+            raise ValueError("LAWLAB_AGENT_EXECUTOR=kubernetes needs LAWLAB_WORKER_IMAGE")
+        return KubernetesLauncher(namespace=settings.namespace, image=settings.worker_image,
+                                  agent_address=settings.agent_address,
+                                  retain=settings.retain_jobs)
+    return None

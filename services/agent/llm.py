@@ -1,7 +1,8 @@
 """An OpenAI-compatible chat-completions backend (OpenAI, vLLM, llama.cpp, Ollama, ...).
 
-Configuration (environment of the agent service; a campaign's decoding settings
-override the defaults, docs/agents.md):
+Configuration (environment of the agent service, read once into
+lawlab.settings.LLMEndpoint; a campaign's decoding settings override the
+defaults, docs/agents.md):
   LAWLAB_LLM_BASE_URL      e.g. https://api.openai.com/v1 or http://127.0.0.1:8000/v1
   LAWLAB_LLM_API_KEY       the key (falls back to OPENAI_API_KEY); may be empty for local servers
   LAWLAB_LLM_API_KEY_FILE  or a file holding it (a mounted Kubernetes Secret)
@@ -25,7 +26,6 @@ import asyncio
 import http.client
 import json
 import logging
-import os
 import time
 import urllib.error
 from collections.abc import Mapping
@@ -34,6 +34,7 @@ from typing import Any
 from prometheus_client import Counter, Histogram
 
 from lawlab import chat
+from lawlab.settings import LLMEndpoint
 from lawlab_agent.policy import ConfigurationError, TrialContext
 
 log = logging.getLogger("lawlab.agent.llm")
@@ -42,7 +43,6 @@ LLM_SECONDS = Histogram("lawlab_llm_request_seconds", "LLM request latency.", ["
                         buckets=(0.1, 0.5, 1, 2, 5, 10, 30, 60, 120))
 LLM_TOKENS = Counter("lawlab_llm_tokens_total", "LLM tokens used.", ["model", "kind"])
 LLM_ERRORS = Counter("lawlab_llm_errors_total", "Failed LLM requests, by cause.", ["model", "cause"])
-TIMEOUT = float(os.environ.get("LAWLAB_LLM_TIMEOUT", "600"))  # seconds per call
 
 
 LLMConfigError = ConfigurationError  # the name older callers import
@@ -51,8 +51,10 @@ LLMConfigError = ConfigurationError  # the name older callers import
 class OpenAIChatPolicy:
     name = "openai"
 
-    def __init__(self, model: str, decoding: Mapping[str, Any] | None = None) -> None:
-        self.base_url = os.environ.get("LAWLAB_LLM_BASE_URL", "").rstrip("/")
+    def __init__(self, model: str, decoding: Mapping[str, Any] | None = None,
+                 endpoint: LLMEndpoint | None = None) -> None:
+        self.endpoint = endpoint or LLMEndpoint()
+        self.base_url = self.endpoint.base_url
         if not self.base_url:
             raise LLMConfigError("LAWLAB_LLM_BASE_URL is not set in the agent service's "
                                  "environment (the process that runs trials, not this shell): "
@@ -62,19 +64,15 @@ class OpenAIChatPolicy:
         if not model:
             raise LLMConfigError("the openai agent needs a model name (--model)")
         self.model = model
-        self.key = os.environ.get("LAWLAB_LLM_API_KEY") or os.environ.get("OPENAI_API_KEY", "")
-        key_file = os.environ.get("LAWLAB_LLM_API_KEY_FILE")
+        self.key = self.endpoint.api_key
+        key_file = self.endpoint.api_key_file
         if not self.key and key_file:
             try:
                 self.key = open(key_file, encoding="utf-8").read().strip()
             except OSError as err:
                 raise LLMConfigError(f"LAWLAB_LLM_API_KEY_FILE: cannot read {key_file}: "
                                      f"{err.strerror}") from None
-        try:
-            self.retries = max(1, int(os.environ.get("LAWLAB_LLM_RETRIES", "4")))
-            self.backoff = max(0.0, float(os.environ.get("LAWLAB_LLM_BACKOFF", "2")))
-        except ValueError as err:
-            raise LLMConfigError(f"LLM settings: {err}") from None
+        self.retries, self.backoff = self.endpoint.retries, self.endpoint.backoff
         self.decoding = decoding_for(model, decoding)
         self.usage = {"prompt_tokens": 0, "completion_tokens": 0}
         self.last_usage: dict[str, int] = {}
@@ -92,7 +90,7 @@ class OpenAIChatPolicy:
             doc["reasoning_effort"] = self.decoding["reasoning_effort"]
         if self.decoding.get("temperature") is not None:
             doc["temperature"] = self.decoding["temperature"]
-        return chat.completion(self.base_url, self.key, doc, TIMEOUT)
+        return chat.completion(self.base_url, self.key, doc, self.endpoint.timeout)
 
     async def reply(self, ctx: TrialContext, forced: bool) -> str:
         messages = [{"role": m["role"], "content": m["content"]} for m in ctx.messages]

@@ -22,18 +22,39 @@ class Policy(Protocol):
     """Everything the trial runner reads from a policy. Built-in agents inherit
     the defaults from :class:`PolicyDefaults`; an LLM backend sets them per turn."""
 
-    name: str
-    # modules the sandbox must allow for this policy's code (pyoperon for sr)
-    extra_imports: tuple[str, ...]
-    # the decoding settings sent to the model (written to the trajectory), or None
-    decoding: dict | None
-    # token counts of the whole attempt, and of the last reply
-    usage: dict[str, int]
-    last_usage: dict[str, int]
-    # model calls that failed inside the last turn (kept in the trajectory)
-    last_failures: list[dict]
-    # the model's reasoning text of the last reply (logged, never fed back)
-    last_reasoning: str
+    # read-only to the runner (properties: a policy may narrow the types)
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def extra_imports(self) -> tuple[str, ...]:
+        """Modules the sandbox must allow for this policy's code (pyoperon for sr)."""
+        ...
+
+    @property
+    def decoding(self) -> dict | None:
+        """The decoding settings sent to the model (written to the trajectory)."""
+        ...
+
+    @property
+    def usage(self) -> dict[str, int]:
+        """Token counts of the whole attempt."""
+        ...
+
+    @property
+    def last_usage(self) -> dict[str, int]:
+        """Token counts of the last reply."""
+        ...
+
+    @property
+    def last_failures(self) -> list[dict]:
+        """Model calls that failed inside the last turn (kept in the trajectory)."""
+        ...
+
+    @property
+    def last_reasoning(self) -> str:
+        """The model's reasoning text of the last reply (logged, never fed back)."""
+        ...
 
     async def reply(self, ctx: TrialContext, forced: bool) -> str:
         """The model's next reply text, holding (ideally) one tool block."""

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import logging
-import os
 from pathlib import Path
 
 from lawlab import config
@@ -14,6 +13,7 @@ from lawlab.rpc.client import aio_channel
 from lawlab.rpc.server import ServiceSpec
 from lawlab.sandbox.v1 import sandbox_pb2_grpc
 from lawlab.scorer.v1 import scorer_pb2_grpc
+from lawlab.settings import Settings
 from lawlab.simulator.v1 import simulator_pb2_grpc
 from lawlab_agent import launchers, status_page
 from lawlab_agent.servicer import AgentServicer
@@ -35,20 +35,20 @@ def make_clients() -> tuple[dict, Clients]:
     )
 
 
-async def build(args: argparse.Namespace):
+async def build(args: argparse.Namespace, settings: Settings):
     data_dir = Path(args.data_dir)
     # Retrying on UNAVAILABLE is safe for every call made here: a Query retry
     # carries the same request id, so it is charged once.
     channels, clients = make_clients()
-    url = os.environ.get("LAWLAB_TRIAL_STORE_URL") or (
-        f"sqlite:///{data_dir.resolve() / 'agent' / 'trials.sqlite'}")
+    own = settings.agent
+    url = own.trial_store_url or f"sqlite:///{data_dir.resolve() / 'agent' / 'trials.sqlite'}"
     store = open_store(url)
-    servicer = AgentServicer(store, clients, data_dir,
-                             launcher=launchers.from_env(data_dir / "workers"))
+    servicer = AgentServicer(store, clients, data_dir, settings=own,
+                             launcher=launchers.from_settings(own, data_dir / "workers"))
 
     async def resume() -> None:
         # campaigns that were running when the service last stopped go on by themselves
-        if os.environ.get("LAWLAB_AGENT_RESUME", "1") != "0":
+        if own.resume:
             resumed = await servicer.resume_interrupted()
             if resumed:
                 log.info("resuming campaigns", extra={"campaigns": resumed})

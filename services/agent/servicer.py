@@ -18,18 +18,20 @@ import asyncio
 import difflib
 import json
 import logging
-import os
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
+
+import grpc
 
 from lawlab import convert
 from lawlab.agent.v1 import agent_pb2, agent_pb2_grpc
 from lawlab.common.v1 import common_pb2
 from lawlab.errors import FailedPrecondition, InvalidArgument, NotFound
 from lawlab.rpc.client import FAST_CALL
+from lawlab.settings import AgentSettings
 from lawlab.simulator.v1 import simulator_pb2
 from lawlab_agent import campaign as camp
-from lawlab_agent.builtin import BUILTIN_AGENTS
+from lawlab_agent.builtin import BUILTIN_AGENTS, builtin_agents
 from lawlab_agent.campaign import trial_id_for
 from lawlab_agent.campaigns.local import LocalWorkers
 from lawlab_agent.campaigns.scheduler import CampaignScheduler
@@ -47,19 +49,21 @@ __all__ = ["AgentServicer", "BUILTIN_AGENTS", "record_to_proto", "trial_id_for"]
 
 class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
     def __init__(self, store: TrialStore, clients: Clients, data_dir: Path,
+                 settings: AgentSettings | None = None,
                  policies: dict[str, Callable[[str, dict], Policy]] | None = None,
-                 workers: int | None = None, launcher: Launcher | None = None) -> None:
+                 launcher: Launcher | None = None) -> None:
+        settings = settings or AgentSettings()
         self.store = store
         self.clients = clients
         self.data_dir = data_dir
-        self.policies = dict(policies or BUILTIN_AGENTS)
+        self.policies = dict(policies or builtin_agents(settings.llm))
         self.local = LocalWorkers(store, clients, self.policies, self._trajectory_path,
-                                  workers or int(os.environ.get("LAWLAB_AGENT_WORKERS", "8")))
+                                  settings.workers)
         # None: campaign trials run in this process; otherwise workers (local processes
         # or Kubernetes Jobs) lease them over gRPC (LeaseTrial / CompleteTrial)
         self.scheduler = CampaignScheduler(
             store, launcher or self.local, self._trajectory_path,
-            lease_seconds=float(os.environ.get("LAWLAB_TRIAL_LEASE_SECONDS", "3600")))
+            lease_seconds=settings.lease_seconds)
         self.local.scheduler = self.scheduler
         recovered = store.recover()
         if recovered:
@@ -129,14 +133,16 @@ class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
                     request.seed, context, decoding)
 
     # ---- trials ------------------------------------------------------------------------
-    async def RunTrial(self, request: agent_pb2.RunTrialRequest, context) -> agent_pb2.Trial:
+    async def RunTrial(self, request: agent_pb2.RunTrialRequest,
+                       context: grpc.aio.ServicerContext) -> agent_pb2.Trial:
         cell = await self._cell(request)
         try:
             return record_to_proto(await self.local.run_now(cell))
         except ConfigurationError as err:
             raise FailedPrecondition(str(err)) from None
 
-    async def GetTrial(self, request: agent_pb2.GetTrialRequest, context) -> agent_pb2.Trial:
+    async def GetTrial(self, request: agent_pb2.GetTrialRequest,
+                       context: grpc.aio.ServicerContext) -> agent_pb2.Trial:
         if not request.trial_id:
             raise InvalidArgument("trial_id", "is required")
         record = await asyncio.to_thread(self.store.get, request.trial_id)
@@ -145,7 +151,7 @@ class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
         return record_to_proto(record)
 
     async def ListTrials(self, request: agent_pb2.ListTrialsRequest,
-                         context) -> agent_pb2.ListTrialsResponse:
+                         context: grpc.aio.ServicerContext) -> agent_pb2.ListTrialsResponse:
         if request.campaign_id:
             if await asyncio.to_thread(self.store.campaign, request.campaign_id) is None:
                 raise NotFound(f"campaign {request.campaign_id!r} not found")
@@ -155,7 +161,7 @@ class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
         return agent_pb2.ListTrialsResponse(trials=[record_to_proto(r) for r in records])
 
     async def GetTrajectory(self, request: agent_pb2.GetTrajectoryRequest,
-                            context) -> agent_pb2.GetTrajectoryResponse:
+                            context: grpc.aio.ServicerContext) -> agent_pb2.GetTrajectoryResponse:
         record = await asyncio.to_thread(self.store.get, request.trial_id)
         if record is None:
             raise NotFound(f"trial {request.trial_id!r} not found")
@@ -171,7 +177,7 @@ class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
 
     # ---- workers -----------------------------------------------------------------------
     async def LeaseTrial(self, request: agent_pb2.LeaseTrialRequest,
-                         context) -> agent_pb2.LeaseTrialResponse:
+                         context: grpc.aio.ServicerContext) -> agent_pb2.LeaseTrialResponse:
         if not request.campaign_id:
             raise InvalidArgument("campaign_id", "is required")
         if not request.worker_id:
@@ -191,14 +197,14 @@ class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
                                             turns_used=lease.turns_used)
 
     async def CompleteTrial(self, request: agent_pb2.CompleteTrialRequest,
-                            context) -> agent_pb2.CompleteTrialResponse:
+                            context: grpc.aio.ServicerContext) -> agent_pb2.CompleteTrialResponse:
         accepted = await self.scheduler.complete(request.worker_id, request.trial_id,
                                                  request.attempt, report_from_proto(request))
         return agent_pb2.CompleteTrialResponse(accepted=accepted)
 
     # ---- campaigns ---------------------------------------------------------------------
     async def StartCampaign(self, request: agent_pb2.StartCampaignRequest,
-                            context) -> agent_pb2.Campaign:
+                            context: grpc.aio.ServicerContext) -> agent_pb2.Campaign:
         doc = camp.normalise(request.spec, set(self.policies))
         for agent, model, decoding in doc["agents"]:
             await self._check_policy(agent, model, camp.decoding_json(decoding), "spec.agents")
@@ -224,25 +230,26 @@ class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
         return await self.scheduler.snapshot(campaign_id)
 
     async def GetCampaign(self, request: agent_pb2.GetCampaignRequest,
-                          context) -> agent_pb2.Campaign:
+                          context: grpc.aio.ServicerContext) -> agent_pb2.Campaign:
         if not request.campaign_id:
             raise InvalidArgument("campaign_id", "is required")
         return await self.scheduler.snapshot(request.campaign_id)
 
     async def ListCampaigns(self, request: agent_pb2.ListCampaignsRequest,
-                            context) -> agent_pb2.ListCampaignsResponse:
+                            context: grpc.aio.ServicerContext) -> agent_pb2.ListCampaignsResponse:
         rows = await asyncio.to_thread(self.store.campaigns)
         return agent_pb2.ListCampaignsResponse(
             campaigns=[await self.scheduler.snapshot(r.campaign_id) for r in rows])
 
-    async def WatchCampaign(self, request: agent_pb2.GetCampaignRequest, context):
+    async def WatchCampaign(self, request: agent_pb2.GetCampaignRequest,
+                            context: grpc.aio.ServicerContext) -> AsyncIterator[agent_pb2.Campaign]:
         if not request.campaign_id:
             raise InvalidArgument("campaign_id", "is required")
         async for snapshot in self.scheduler.watch(request.campaign_id):
             yield snapshot
 
     async def CancelCampaign(self, request: agent_pb2.GetCampaignRequest,
-                             context) -> agent_pb2.Campaign:
+                             context: grpc.aio.ServicerContext) -> agent_pb2.Campaign:
         await self.scheduler.cancel(request.campaign_id)
         return await self.scheduler.snapshot(request.campaign_id)
 

@@ -19,12 +19,13 @@ import time
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
+from lawlab import vocab
 from lawlab.db import Database, open_database
 
 TRAJECTORY_VERSION = 1
-FINAL_STATUSES = {"completed", "completed_forced_final", "max_turns_reached"}
-# a campaign counts these as done; "error" is final for the campaign run that gave up
-DONE_STATUSES = FINAL_STATUSES | {"error"}
+# trial statuses: lawlab.vocab.TrialStatus
+FINAL_STATUSES = vocab.FINAL_STATUSES
+DONE_STATUSES = vocab.DONE_STATUSES
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS trials (

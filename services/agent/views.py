@@ -58,16 +58,21 @@ class View:
             return source  # the scorer reports the compile error
         spans: list[tuple[int, int, int, str]] = []
         for node in tree.body:
-            targets = node.targets if isinstance(node, ast.Assign) else (
-                [node.target] if isinstance(node, ast.AnnAssign) else [])
+            value: ast.expr | None
+            if isinstance(node, ast.Assign):
+                targets, value = node.targets, node.value
+            elif isinstance(node, ast.AnnAssign):
+                targets, value = [node.target], node.value
+            else:
+                continue
             if not any(isinstance(t, ast.Name) and t.id == "USED_INPUTS" for t in targets):
                 continue
-            value = node.value
             if not isinstance(value, (ast.List, ast.Tuple)):
                 continue
             for elt in value.elts:
                 if (isinstance(elt, ast.Constant) and isinstance(elt.value, str)
-                        and elt.value in self.to_task and elt.lineno == elt.end_lineno):
+                        and elt.value in self.to_task and elt.lineno == elt.end_lineno
+                        and elt.end_col_offset is not None):
                     spans.append((elt.lineno, elt.col_offset, elt.end_col_offset,
                                   repr(self.to_task[elt.value])))
         lines = source.splitlines(keepends=True)

@@ -25,9 +25,10 @@ from lawlab import config
 from lawlab.agent.v1 import agent_pb2, agent_pb2_grpc
 from lawlab.log import setup as setup_logging
 from lawlab.rpc.client import FAST_CALL, aio_channel
+from lawlab.settings import Settings, SettingsError
 from lawlab_agent import attempt
 from lawlab_agent import campaign as camp
-from lawlab_agent.builtin import BUILTIN_AGENTS
+from lawlab_agent.builtin import builtin_agents
 from lawlab_agent.server import make_clients
 from lawlab_agent.store import Trajectory, TrialRecord
 from lawlab_agent.wire import record_to_proto
@@ -53,7 +54,8 @@ async def heartbeat(agent, args: argparse.Namespace, trial_id: str, attempt_no: 
             return
 
 
-async def work(args: argparse.Namespace) -> int:
+async def work(args: argparse.Namespace, settings: Settings) -> int:
+    policies = builtin_agents(settings.agent.llm)
     channels, clients = make_clients()
     scratch = Path(tempfile.mkdtemp(prefix="lawlab-worker-"))
     done = 0
@@ -84,7 +86,7 @@ async def work(args: argparse.Namespace) -> int:
                 beat = asyncio.create_task(heartbeat(agent, args, c.trial_id, lease.attempt,
                                                      lease.lease_seconds))
                 try:
-                    record, cause, error = await attempt.execute(record, BUILTIN_AGENTS, clients,
+                    record, cause, error = await attempt.execute(record, policies, clients,
                                                                  trajectory)
                 finally:
                     beat.cancel()
@@ -108,12 +110,16 @@ async def work(args: argparse.Namespace) -> int:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="lawlab_agent.worker", description=__doc__)
     ap.add_argument("--campaign", required=True)
-    ap.add_argument("--agent-addr", default=os.environ.get("LAWLAB_AGENT_ADDR")
-                    or config.service_address("agent"))
+    ap.add_argument("--agent-addr", default=config.service_address("agent"))
     ap.add_argument("--worker-id", default=f"{socket.gethostname()}-{os.getpid()}")
     args = ap.parse_args(argv)
     setup_logging("agent-worker")
-    return asyncio.run(work(args))
+    try:
+        settings = Settings.from_env()
+    except SettingsError as err:
+        print(f"lawlab_agent.worker: {err}", file=sys.stderr)
+        return CONFIG_EXIT
+    return asyncio.run(work(args, settings))
 
 
 if __name__ == "__main__":

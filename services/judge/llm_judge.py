@@ -18,11 +18,11 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import urllib.error
 from dataclasses import dataclass
 
 from lawlab import chat
+from lawlab.settings import JudgeSettings
 
 LEVELS = (0.0, 0.25, 0.5, 0.75, 1.0)
 
@@ -77,12 +77,10 @@ class LLMConfig:
     timeout: float = 120.0
 
     @classmethod
-    def from_env(cls) -> LLMConfig | None:
-        url = os.environ.get("LAWLAB_JUDGE_LLM_BASE_URL", "")
-        model = os.environ.get("LAWLAB_JUDGE_LLM_MODEL", "")
-        if not url or not model:
+    def from_settings(cls, settings: JudgeSettings) -> LLMConfig | None:
+        if not settings.llm_base_url or not settings.llm_model:
             return None
-        return cls(url.rstrip("/"), model, os.environ.get("LAWLAB_JUDGE_LLM_API_KEY", ""))
+        return cls(settings.llm_base_url, settings.llm_model, settings.llm_api_key)
 
 
 def _post(cfg: LLMConfig, prompt: str) -> str:

@@ -10,16 +10,17 @@ from lawlab.judge.v1 import judge_pb2, judge_pb2_grpc
 from lawlab.rpc.client import aio_channel
 from lawlab.rpc.server import ServiceSpec
 from lawlab.sandbox.v1 import sandbox_pb2_grpc
+from lawlab.settings import Settings
 from lawlab.tasks import TaskLibrary
 from lawlab_judge.llm_judge import LLMConfig
 from lawlab_judge.servicer import JudgeServicer
 
 
-async def build(args: argparse.Namespace):
+async def build(args: argparse.Namespace, settings: Settings):
     channel = aio_channel(config.service_address("sandbox"))
     servicer = JudgeServicer(TaskLibrary(Path(args.tasks_dir)),
                              sandbox_pb2_grpc.SandboxServiceStub(channel),
-                             llm=LLMConfig.from_env())
+                             llm=LLMConfig.from_settings(settings.judge))
 
     async def close() -> None:
         await channel.close()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
+import grpc
 from prometheus_client import Counter, Histogram
 
 from lawlab import antihack, structure, validity
@@ -12,6 +13,7 @@ from lawlab.judge.v1 import judge_pb2, judge_pb2_grpc
 from lawlab.sandbox.v1 import sandbox_pb2_grpc
 from lawlab.submission_runs import Job, run_jobs
 from lawlab.tasks import Task, TaskLibrary
+from lawlab.vocab import JudgeBackend
 from lawlab_judge import llm_judge
 
 VERDICTS = Counter("lawlab_judge_verdicts_total", "Verdicts given, by kind and status.",
@@ -29,16 +31,19 @@ class JudgeServicer(judge_pb2_grpc.JudgeServiceServicer):
         self.sandbox = sandbox
         self.llm = llm
 
-    def _backend(self, request) -> str:
-        backend = request.backend or "deterministic"
-        if backend not in ("deterministic", "llm"):
-            raise InvalidArgument("backend", "use deterministic (default) or llm")
-        if backend == "llm" and self.llm is None:
+    def _backend(self, request: judge_pb2.JudgeRequest) -> JudgeBackend:
+        try:
+            backend = JudgeBackend(request.backend or JudgeBackend.DETERMINISTIC)
+        except ValueError:
+            raise InvalidArgument("backend", "use deterministic (default) or llm") from None
+        if backend == JudgeBackend.LLM and self.llm is None:
             raise FailedPrecondition("this judge has no LLM backend: set LAWLAB_JUDGE_LLM_BASE_URL "
                                      "and LAWLAB_JUDGE_LLM_MODEL in its environment")
         return backend
 
     async def _ask(self, prompt: str, parse):
+        if self.llm is None:  # _backend refuses "llm" without one first
+            raise FailedPrecondition("this judge has no LLM backend")
         try:
             return await llm_judge.ask_json(self.llm, prompt, parse)
         except llm_judge.LLMJudgeUnavailable as err:
@@ -105,7 +110,8 @@ class JudgeServicer(judge_pb2_grpc.JudgeServiceServicer):
             raise InvalidArgument("submission.source", "is empty")
         return self.library.get(request.task_id), request.submission.source
 
-    async def JudgeValidity(self, request, context):
+    async def JudgeValidity(self, request: judge_pb2.JudgeRequest,
+                            context: grpc.aio.ServicerContext) -> judge_pb2.ValidityVerdict:
         task, source = self._request(request)
         backend = self._backend(request)
         meta = task.meta
@@ -144,7 +150,8 @@ class JudgeServicer(judge_pb2_grpc.JudgeServiceServicer):
             anti_hacking_passed=gate.passed, anti_hacking_reason=gate.reason,
             status=status, message=message)
 
-    async def JudgeStructure(self, request, context):
+    async def JudgeStructure(self, request: judge_pb2.JudgeRequest,
+                             context: grpc.aio.ServicerContext) -> judge_pb2.StructureVerdict:
         task, source = self._request(request)
         if self._backend(request) == "llm":
             if not task.has_world():

@@ -11,6 +11,7 @@ whole process group. Kernel-enforced: nothing here inspects the code.
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
 import shutil
 import signal
@@ -21,6 +22,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 RUNNER = Path(__file__).with_name("runner.py")
 SESSION_UID_BASE = 61000  # warm session k runs as uid/gid SESSION_UID_BASE + k
@@ -186,7 +188,8 @@ async def _drain(stream: asyncio.StreamReader, cap: int, flood: asyncio.Event) -
     """Keep the first ``cap`` bytes and read (discarding) to EOF: asyncio only
     reports a process as finished once every pipe is closed. ``flood`` is set
     as soon as the cap is passed, so the supervisor can kill at once."""
-    chunks, size = [], 0
+    chunks: list[bytes] = []
+    size = 0
     while True:
         chunk = await stream.read(65536)
         if not chunk:
@@ -234,6 +237,7 @@ async def _run_box(mode: str, request: bytes, data_file: Path | None, timeout: f
             pass
 
     async def feed() -> None:
+        assert proc.stdin is not None  # started with stdin=PIPE
         try:
             proc.stdin.write(request)
             await proc.stdin.drain()
@@ -250,7 +254,8 @@ async def _run_box(mode: str, request: bytes, data_file: Path | None, timeout: f
     status = None
     try:
         readers = asyncio.gather(out_task, err_task)
-        done, _ = await asyncio.wait({readers, flood_task}, timeout=timeout,
+        waited: set[asyncio.Future[Any]] = {readers, flood_task}
+        done, _ = await asyncio.wait(waited, timeout=timeout,
                                      return_when=asyncio.FIRST_COMPLETED)
         if flood_task in done:
             status = "output_limit"
@@ -340,7 +345,7 @@ class Zygote:
         readers = []
         for fd in (out_r, err_r):
             reader = asyncio.StreamReader(limit=2**20)
-            await loop.connect_read_pipe(lambda r=reader: asyncio.StreamReaderProtocol(r),
+            await loop.connect_read_pipe(functools.partial(asyncio.StreamReaderProtocol, reader),
                                          os.fdopen(fd, "rb"))
             readers.append(asyncio.ensure_future(_drain(reader, output_cap, flood)))
         sock = self.sock

@@ -29,6 +29,7 @@ import socket
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from lawlab_sandbox import box
 
@@ -48,7 +49,7 @@ def default_image() -> str:
         tag = version("lawlab")
     except PackageNotFoundError:  # pragma: no cover - lawlab is always installed
         tag = "0.1.0"
-    return os.environ.get("LAWLAB_SANDBOX_IMAGE") or f"lawlab/sandbox:{tag}"
+    return f"lawlab/sandbox:{tag}"
 
 
 class DockerBackend:
@@ -62,7 +63,7 @@ class DockerBackend:
             raise box.SandboxUnavailable("the docker backend needs the docker SDK "
                                          "(pip install docker)") from err
         self.work_dir = work_dir
-        self.image = image or default_image()
+        self.image = image or default_image()  # LAWLAB_SANDBOX_IMAGE, via the settings
         self.cpus = cpus
         self.owner = f"{socket.gethostname()}:{os.getpid()}"
         try:
@@ -165,7 +166,7 @@ class DockerZygote(box.Zygote):
     def __init__(self, backend: DockerBackend, data_file: Path | None) -> None:
         super().__init__(None, data_file)  # type: ignore[arg-type]
         self.backend = backend
-        self.container = None
+        self.container: Any = None  # a docker Container once started
         self.ctl_dir: Path | None = None
 
     @property

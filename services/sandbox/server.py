@@ -3,22 +3,19 @@
 from __future__ import annotations
 
 import argparse
-import os
 import shutil
 import tempfile
 from pathlib import Path
 
 from lawlab.rpc.server import ServiceSpec
 from lawlab.sandbox.v1 import sandbox_pb2, sandbox_pb2_grpc
+from lawlab.settings import Settings
 from lawlab_sandbox import access, box
 from lawlab_sandbox.servicer import SandboxServicer
 
 
-async def build(args: argparse.Namespace):
-    backend_name = os.environ.get("LAWLAB_SANDBOX_BACKEND", "local")
-    if backend_name not in ("local", "docker"):
-        raise box.SandboxUnavailable(
-            f"LAWLAB_SANDBOX_BACKEND must be local or docker, not {backend_name!r}")
+async def build(args: argparse.Namespace, settings: Settings):
+    backend_name = settings.sandbox.backend
     if backend_name == "local":
         if shutil.which("bwrap") is None:
             raise box.SandboxUnavailable("bubblewrap (bwrap) is not installed; run `make install`")
@@ -33,12 +30,12 @@ async def build(args: argparse.Namespace):
     work = Path(tempfile.mkdtemp(prefix="lawlab-sandbox-"))
     work.chmod(0o711)
     box.reap_stale_scratch()
-    mode = os.environ.get("LAWLAB_SANDBOX_MODE", "zygote")
+    mode = settings.sandbox.mode
     backend = None
     if backend_name == "docker":
         from lawlab_sandbox.docker_backend import DockerBackend
 
-        backend = DockerBackend(work)
+        backend = DockerBackend(work, image=settings.sandbox.image)
     servicer = SandboxServicer(work, mode=mode, backend=backend)
 
     async def cleanup() -> None:

@@ -12,6 +12,7 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import grpc
 import pandas as pd
 from prometheus_client import Counter, Gauge, Histogram
 
@@ -134,7 +135,8 @@ class SandboxServicer(sandbox_pb2_grpc.SandboxServiceServicer):
         except KeyError:
             raise NotFound(f"sandbox session {session_id!r} not found") from None
 
-    async def CreateSession(self, request, context):
+    async def CreateSession(self, request: sandbox_pb2.CreateSessionRequest,
+                            context: grpc.aio.ServicerContext) -> sandbox_pb2.SandboxSession:
         if not request.target_col:
             raise InvalidArgument("target_col", "is required")
         if not request.input_cols:
@@ -169,7 +171,8 @@ class SandboxServicer(sandbox_pb2_grpc.SandboxServiceServicer):
         SESSIONS.set(len(self.sessions))
         return sandbox_pb2.SandboxSession(session_id=sid, n_rows=len(frame))
 
-    async def AppendRows(self, request, context):
+    async def AppendRows(self, request: sandbox_pb2.AppendRowsRequest,
+                         context: grpc.aio.ServicerContext) -> sandbox_pb2.SandboxSession:
         session = self._session(request.session_id)
         rows = convert.table_to_frame(request.rows, "rows")
         missing = [c for c in session.frame.columns if c not in rows.columns]
@@ -181,7 +184,8 @@ class SandboxServicer(sandbox_pb2_grpc.SandboxServiceServicer):
             session.frame.to_csv(session.data_file, index=False)
         return sandbox_pb2.SandboxSession(session_id=session.session_id, n_rows=len(session.frame))
 
-    async def CloseSession(self, request, context):
+    async def CloseSession(self, request: sandbox_pb2.CloseSessionRequest,
+                           context: grpc.aio.ServicerContext) -> sandbox_pb2.SandboxSession:
         session = self._session(request.session_id)
         self.sessions.pop(session.session_id, None)
         async with session.lock:
@@ -192,7 +196,8 @@ class SandboxServicer(sandbox_pb2_grpc.SandboxServiceServicer):
         SESSIONS.set(len(self.sessions))
         return sandbox_pb2.SandboxSession(session_id=session.session_id, n_rows=len(session.frame))
 
-    async def Execute(self, request, context):
+    async def Execute(self, request: sandbox_pb2.ExecuteRequest,
+                      context: grpc.aio.ServicerContext) -> sandbox_pb2.ExecuteResponse:
         session = self._session(request.session_id)
         if len(request.code.encode()) > MAX_CODE_BYTES:
             raise InvalidArgument("code", f"longer than {MAX_CODE_BYTES} bytes")
@@ -227,7 +232,8 @@ class SandboxServicer(sandbox_pb2_grpc.SandboxServiceServicer):
             status=_STATUS[result.status], stdout=stdout, stderr=stderr, truncated=t1 or t2,
             wall_seconds=result.wall_seconds, exit_code=result.exit_code)
 
-    async def RunSubmission(self, request, context):
+    async def RunSubmission(self, request: sandbox_pb2.RunSubmissionRequest,
+                            context: grpc.aio.ServicerContext) -> sandbox_pb2.RunSubmissionResponse:
         if not request.submission.source.strip():
             raise InvalidArgument("submission.source", "is empty")
         if len(request.submission.source.encode()) > MAX_CODE_BYTES:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 
+import grpc
 from prometheus_client import Counter, Histogram
 
 from lawlab.errors import FailedPrecondition, InvalidArgument, NotFound
@@ -51,7 +52,8 @@ class ScorerServicer(scorer_pb2_grpc.ScorerServiceServicer):
                 self._ref_metrics[task.task_id] = out
         return self._ref_metrics[task.task_id]
 
-    async def ScoreSubmission(self, request, context):
+    async def ScoreSubmission(self, request: scorer_pb2.ScoreRequest,
+                              context: grpc.aio.ServicerContext) -> scorer_pb2.NumericScore:
         task = self._task(request.task_id)
         if not request.submission.source.strip():
             raise InvalidArgument("submission.source", "is empty")

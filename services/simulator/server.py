@@ -6,12 +6,12 @@ import argparse
 import asyncio
 import contextlib
 import logging
-import os
 from pathlib import Path
 
 from lawlab import worldkey
 from lawlab.ledger import open_ledger
 from lawlab.rpc.server import ServiceSpec
+from lawlab.settings import Settings
 from lawlab.simulator.v1 import simulator_pb2, simulator_pb2_grpc
 from lawlab.tasks import TaskLibrary
 from lawlab_simulator.auth import Authenticator
@@ -20,25 +20,11 @@ from lawlab_simulator.submissions import SubmissionScorer
 
 log = logging.getLogger("lawlab.simulator")
 
-# The public port's receive limit: a Query is at most a few thousand numbers.
-DEFAULT_MAX_RECEIVE_BYTES = 1024 * 1024
+# The public port's receive limit (LAWLAB_SIMULATOR_MAX_RECEIVE_BYTES, default 1 MiB):
+# a Query is at most a few thousand numbers.
 # LAWLAB_SIMULATOR_PROCESSES=N serves the port from N processes sharing the ledger
 # (SQLite serialises their writes; PostgreSQL too, across machines)
 MULTI_PROCESS = True
-DEFAULT_IDLE_SECONDS = 3600.0
-
-
-def _number(name: str, default: float) -> float:
-    raw = os.environ.get(name)
-    if not raw:
-        return default
-    try:
-        value = float(raw)
-    except ValueError:
-        raise SystemExit(f"{name}={raw!r}: expected a number") from None
-    if value < 0:
-        raise SystemExit(f"{name}={raw!r}: expected a number >= 0")
-    return value
 
 
 def load_world_key(tasks_dir: Path, library: TaskLibrary) -> worldkey.WorldKey:
@@ -57,26 +43,26 @@ def load_world_key(tasks_dir: Path, library: TaskLibrary) -> worldkey.WorldKey:
     return key
 
 
-async def build(args: argparse.Namespace):
+async def build(args: argparse.Namespace, settings: Settings):
+    own = settings.simulator
     library = TaskLibrary(Path(args.tasks_dir))
     key = load_world_key(Path(args.tasks_dir), library)
-    url = os.environ.get("LAWLAB_LEDGER_URL") or (
+    url = own.ledger_url or (
         f"sqlite:///{Path(args.data_dir).resolve() / 'simulator' / 'ledger.sqlite'}")
-    idle = _number("LAWLAB_SESSION_IDLE_SECONDS", DEFAULT_IDLE_SECONDS)
+    idle = own.idle_seconds
     ledger = open_ledger(url, idle_seconds=idle or None)
-    mode = os.environ.get("LAWLAB_SIMULATOR_AUTH", "tokens")
-    auth = Authenticator(ledger, os.environ.get("LAWLAB_INTERNAL_TOKEN") or None, mode)
-    if mode == "none":
+    auth = Authenticator(ledger, settings.internal_token or None, own.auth)
+    if own.auth == "none":
         log.warning("LAWLAB_SIMULATOR_AUTH=none: every caller is trusted as internal; "
                     "never expose this port beyond a single-user machine")
-    elif not os.environ.get("LAWLAB_INTERNAL_TOKEN"):
+    elif not settings.internal_token:
         log.warning("LAWLAB_INTERNAL_TOKEN is not set: only team and operator tokens "
                     "(lawlab token create) are accepted")
     scoring = SubmissionScorer(ledger, library)
     servicer = SimulatorServicer(library, ledger, key, auth,
                                  data_dir=Path(args.data_dir).resolve() / "simulator",
                                  scoring=scoring)
-    max_receive = int(_number("LAWLAB_SIMULATOR_MAX_RECEIVE_BYTES", DEFAULT_MAX_RECEIVE_BYTES))
+    max_receive = own.max_receive_bytes
     sweeper: list[asyncio.Task] = []
 
     async def sweep() -> None:

@@ -256,20 +256,23 @@ class SimulatorServicer(simulator_pb2_grpc.SimulatorServiceServicer):
             world_fingerprint=self.world_key.fingerprint)
 
     # ---- catalogue -----------------------------------------------------------
-    async def ListTasks(self, request, context):
+    async def ListTasks(self, request: simulator_pb2.ListTasksRequest,
+                        context: grpc.aio.ServicerContext) -> simulator_pb2.ListTasksResponse:
         await self._who(context)
         return simulator_pb2.ListTasksResponse(
             tasks=[convert.meta_to_proto(t.meta, t.group_ids, t.has_world())
                    for t in self.library])
 
-    async def GetTask(self, request, context):
+    async def GetTask(self, request: simulator_pb2.GetTaskRequest,
+                      context: grpc.aio.ServicerContext) -> simulator_pb2.GetTaskResponse:
         await self._who(context)
         task = self._task(request.task_id)
         return simulator_pb2.GetTaskResponse(task=convert.meta_to_proto(task.meta, task.group_ids,
                                                                         task.has_world()))
 
     # ---- sessions --------------------------------------------------------------
-    async def OpenSession(self, request, context):
+    async def OpenSession(self, request: simulator_pb2.OpenSessionRequest,
+                          context: grpc.aio.ServicerContext) -> simulator_pb2.Session:
         who = await self._who(context, rate_limited=True)
         if any(f.field_number == 3 for f in unknown_fields.UnknownFieldSet(request)):
             # clients built from the old contract still send it: say why it is gone
@@ -310,11 +313,13 @@ class SimulatorServicer(simulator_pb2_grpc.SimulatorServiceServicer):
             TEAM_SESSIONS.labels(who.team).inc()
         return self._session_proto(row)
 
-    async def GetSession(self, request, context):
+    async def GetSession(self, request: simulator_pb2.GetSessionRequest,
+                         context: grpc.aio.ServicerContext) -> simulator_pb2.Session:
         return self._session_proto(await self._session(request.session_id,
                                                        await self._who(context)))
 
-    async def ListSessions(self, request, context):
+    async def ListSessions(self, request: simulator_pb2.ListSessionsRequest,
+                           context: grpc.aio.ServicerContext) -> simulator_pb2.ListSessionsResponse:
         who = await self._who(context, rate_limited=True)
         rows = await asyncio.to_thread(
             self.ledger.list_sessions, None if who.sees_all_sessions else who.team,
@@ -323,14 +328,16 @@ class SimulatorServicer(simulator_pb2_grpc.SimulatorServiceServicer):
             rows = [r for r in rows if self.ledger.effective_state(r) == "open"]
         return simulator_pb2.ListSessionsResponse(sessions=[self._session_proto(r) for r in rows])
 
-    async def CloseSession(self, request, context):
+    async def CloseSession(self, request: simulator_pb2.CloseSessionRequest,
+                           context: grpc.aio.ServicerContext) -> simulator_pb2.Session:
         who = await self._who(context, rate_limited=True)
         row = await self._session(request.session_id, who)
         closed = await asyncio.to_thread(self.ledger.close_session, row.session_id, who.team)
         assert closed is not None
         return self._session_proto(closed)
 
-    async def GetTrainingData(self, request, context):
+    async def GetTrainingData(self, request: simulator_pb2.GetTrainingDataRequest,
+                              context: grpc.aio.ServicerContext) -> simulator_pb2.GetTrainingDataResponse:
         row = await self._session(request.session_id, await self._who(context))
         if row.setting != "real":
             raise FailedPrecondition("training data is served to Real sessions only; "
@@ -415,7 +422,8 @@ class SimulatorServicer(simulator_pb2_grpc.SimulatorServiceServicer):
                 clipped=np.repeat(clipped, n_samples).tolist(),
             ).SerializeToString()
 
-    async def Query(self, request, context):
+    async def Query(self, request: simulator_pb2.QueryRequest,
+                    context: grpc.aio.ServicerContext) -> simulator_pb2.QueryResponse:
         who = await self._who(context, rate_limited=True)
         row = await self._facts(request.session_id, who)
         if row.setting != "parallel":
@@ -488,7 +496,8 @@ class SimulatorServicer(simulator_pb2_grpc.SimulatorServiceServicer):
             log.warning("non-finite observations", extra={"task_id": task.task_id})
         return response
 
-    async def GetObservations(self, request, context):
+    async def GetObservations(self, request: simulator_pb2.GetObservationsRequest,
+                              context: grpc.aio.ServicerContext) -> simulator_pb2.GetObservationsResponse:
         who = await self._who(context, rate_limited=True)
         row = await self._session(request.session_id, who)
         if row.setting != "parallel":
@@ -516,7 +525,8 @@ class SimulatorServicer(simulator_pb2_grpc.SimulatorServiceServicer):
         return out
 
     # ---- submissions (issue #22) -------------------------------------------------------
-    async def Submit(self, request, context):
+    async def Submit(self, request: simulator_pb2.SubmitRequest,
+                     context: grpc.aio.ServicerContext) -> simulator_pb2.SubmissionStatus:
         who = await self._who(context, rate_limited=True)
         if not request.request_id:
             raise InvalidArgument("request_id", "is required (a retried upload reuses it)")
@@ -548,7 +558,8 @@ class SimulatorServicer(simulator_pb2_grpc.SimulatorServiceServicer):
         epoch = await asyncio.to_thread(self.ledger.epoch, stored.epoch)
         return submissions.status_proto(stored, epoch, self.world_key.fingerprint, replayed)
 
-    async def GetSubmission(self, request, context):
+    async def GetSubmission(self, request: simulator_pb2.GetSubmissionRequest,
+                            context: grpc.aio.ServicerContext) -> simulator_pb2.SubmissionStatus:
         who = await self._who(context, rate_limited=True)
         if not request.submission_id:
             raise InvalidArgument("submission_id", "is required")
@@ -559,9 +570,13 @@ class SimulatorServicer(simulator_pb2_grpc.SimulatorServiceServicer):
         epoch = await asyncio.to_thread(self.ledger.epoch, row.epoch)
         return submissions.status_proto(row, epoch, self.world_key.fingerprint)
 
-    async def ListSubmissions(self, request, context):
+    async def ListSubmissions(self, request: simulator_pb2.ListSubmissionsRequest,
+                              context: grpc.aio.ServicerContext) -> simulator_pb2.ListSubmissionsResponse:
         who = await self._who(context, rate_limited=True)
-        epoch_id = request.epoch or await asyncio.to_thread(self.ledger.current_epoch) or ""
+        epoch_id = request.epoch
+        if not epoch_id:
+            current: str | None = await asyncio.to_thread(self.ledger.current_epoch)
+            epoch_id = current or ""
         owner = None if who.sees_all_sessions else who.team
         rows = await asyncio.to_thread(self.ledger.submissions, epoch_id, owner)
         epoch = await asyncio.to_thread(self.ledger.epoch, epoch_id)

@@ -5,6 +5,7 @@ factory, one interceptor per concern (metrics, errors, internal token)."""
 from __future__ import annotations
 
 import asyncio
+import time
 
 import grpc
 import pytest
@@ -68,6 +69,15 @@ def _count_of(metric, **labels) -> float:
     return 0.0
 
 
+def _counted(metric, expected: float, **labels) -> float:
+    """The counter once it reaches ``expected`` (the server counts after the status
+    has gone out: under load the client can read it first), else its value after 10 s."""
+    deadline = time.monotonic() + 10
+    while (value := _count_of(metric, **labels)) < expected and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return value
+
+
 @pytest.fixture(params=[None, TOKEN], ids=["open", "internal-token"])
 def served(request):
     """(address, token) of a server with the standard chain; health included."""
@@ -117,8 +127,8 @@ def test_every_kind_of_handler_runs_through_the_chain(served):
         assert rpc_["sum"](iter([b"1", b"2", b"3"]), metadata=md, timeout=10) == b"6"
         assert list(rpc_["chat"](iter([b"a", b"b"]), metadata=md, timeout=10)) == [b"A", b"B"]
         # every kind is counted, with its own type (bidi was not wrapped before)
-        assert _count_of(rpc.GRPC_HANDLED, grpc_method="Chat", grpc_code="OK",
-                         grpc_type="bidi_stream") == before + 1
+        assert _counted(rpc.GRPC_HANDLED, before + 1, grpc_method="Chat", grpc_code="OK",
+                        grpc_type="bidi_stream") == before + 1
 
 
 def test_domain_errors_become_their_code_and_bugs_become_internal(served):
@@ -130,8 +140,8 @@ def test_domain_errors_become_their_code_and_bugs_become_internal(served):
             rpc_["echo"](b"bad", metadata=md, timeout=10)
         assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
         assert "payload" in err.value.details()
-        assert _count_of(rpc.GRPC_HANDLED, grpc_method="Echo",
-                         grpc_code="INVALID_ARGUMENT") == before + 1
+        assert _counted(rpc.GRPC_HANDLED, before + 1, grpc_method="Echo",
+                        grpc_code="INVALID_ARGUMENT") == before + 1
         with pytest.raises(grpc.RpcError) as err:
             rpc_["echo"](b"boom", metadata=md, timeout=10)
         assert err.value.code() == grpc.StatusCode.INTERNAL
@@ -172,8 +182,8 @@ def test_the_internal_token_is_required_before_the_message_is_read(served):
             with pytest.raises(grpc.RpcError) as err:
                 list(rpc_["chat"](iter([b"a"]), metadata=md, timeout=10))
             assert err.value.code() == grpc.StatusCode.UNAUTHENTICATED
-            assert _count_of(rpc.GRPC_HANDLED, grpc_method="Echo",
-                             grpc_code="UNAUTHENTICATED") == before + 1
+            assert _counted(rpc.GRPC_HANDLED, before + 1, grpc_method="Echo",
+                            grpc_code="UNAUTHENTICATED") == before + 1
     assert parsed == []  # no refused message was parsed
     # health stays open without credentials (kubelet probes send none)
     with grpc.insecure_channel(address) as channel:

@@ -26,6 +26,7 @@ from lawlab.rpc import server as rpc
 from lawlab.rpc.client import sync_channel
 from lawlab.sandbox.v1 import sandbox_pb2, sandbox_pb2_grpc
 from lawlab.scorer.v1 import scorer_pb2, scorer_pb2_grpc
+from lawlab.settings import Settings
 from lawlab.simulator.v1 import simulator_pb2, simulator_pb2_grpc
 
 TASK = "dnase_elisa"
@@ -49,7 +50,7 @@ class InProcess:
     def start(self, name: str) -> str:
         async def up() -> str:
             module = importlib.import_module(f"lawlab_{name}.server")
-            specs, on_start, on_stop = await module.build(self.args)
+            specs, on_start, on_stop = await module.build(self.args, Settings.from_env())
             token = None if name == "simulator" else os.environ["LAWLAB_INTERNAL_TOKEN"]
             srv = grpc.aio.server(interceptors=rpc.interceptors(
                 token, [i for s in specs for i in s.interceptors]))

@@ -337,7 +337,7 @@ def audit_submissions(args: argparse.Namespace) -> int:
         flagged += bool(found)
         for turn, label, evidence in found:
             leaks += label.startswith("HIDDEN")
-            rows.append([s.submission_id, s.owner, turn, label, evidence.replace("\n", " ")])
+            rows.append([s.submission_id, s.owner, str(turn), label, evidence.replace("\n", " ")])
     print(f"audited {read} uploaded trajectories of {len(subs)} submissions in epoch {args.epoch}")
     if rows:
         print(table(rows, ["submission", "team", "turn", "finding", "evidence"]))

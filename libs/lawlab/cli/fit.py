@@ -53,9 +53,9 @@ def cmd_fit(args: argparse.Namespace) -> int:
         return 2
     import difflib
 
-    lookalikes = {c: difflib.get_close_matches(c, [str(x) for x in frame.columns], n=1, cutoff=0.75)
-                  for c in constants}
-    lookalikes = {c: m[0] for c, m in lookalikes.items() if m and m[0] != args.target}
+    matches = {c: difflib.get_close_matches(c, [str(x) for x in frame.columns], n=1, cutoff=0.75)
+               for c in constants}
+    lookalikes = {c: m[0] for c, m in matches.items() if m and m[0] != args.target}
     if lookalikes and not args.inputs:
         pairs = ", ".join(f"{c!r} (column {m!r}?)" for c, m in lookalikes.items())
         print(f"error: {pairs} would be fitted as constants but look like misspelt columns; "

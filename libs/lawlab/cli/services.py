@@ -61,7 +61,7 @@ def cmd_up(args: argparse.Namespace) -> int:
     signal.signal(signal.SIGINT, handler)
     try:
         cluster.start(default_ports=not args.ephemeral, progress=sys.stderr)
-        rows = [[n, r.address, f"127.0.0.1:{r.metrics_port}", r.process.pid]
+        rows = [[n, r.address, f"127.0.0.1:{r.metrics_port}", str(r.process.pid)]
                 for n, r in cluster.services.items()]
         print(_table(rows, ["service", "grpc", "metrics", "pid"]))
         print(f"status page: http://127.0.0.1:{cluster.services['agent'].metrics_port}/")

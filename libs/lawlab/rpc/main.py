@@ -11,6 +11,7 @@ from collections.abc import Sequence
 
 from lawlab import config, log
 from lawlab.rpc.server import ServerOptions, run_server
+from lawlab.settings import Settings, SettingsError
 
 
 def service_parser(name: str) -> argparse.ArgumentParser:
@@ -46,12 +47,12 @@ def service_parser(name: str) -> argparse.ArgumentParser:
 LOOPBACK = ("127.0.0.1", "::1", "localhost")
 
 
-def internal_token(name: str, host: str) -> str | None:
+def internal_token(name: str, host: str, settings: Settings) -> str | None:
     """The token every caller of an internal service must send. Without one, an
     internal service serves only on loopback (the single-user machine) and says so."""
     if name == "simulator":  # it authenticates teams, operators and services itself
         return None
-    token = os.environ.get("LAWLAB_INTERNAL_TOKEN") or None
+    token = settings.internal_token or None
     if token is None:
         if host not in LOOPBACK:
             raise SystemExit(f"the {name} service is internal: set LAWLAB_INTERNAL_TOKEN (the "
@@ -90,7 +91,11 @@ def _spawn_siblings(name: str, args: argparse.Namespace, count: int) -> list:
 def service_main(name: str, argv: Sequence[str] | None = None) -> None:
     args = service_parser(name).parse_args(argv)
     log.setup(name, args.log_level)
-    token = internal_token(name, args.host)
+    try:
+        settings = Settings.from_env()
+    except SettingsError as err:
+        raise SystemExit(f"lawlab serve {name}: {err}") from None
+    token = internal_token(name, args.host, settings)
     module = importlib.import_module(f"lawlab_{name}.server")
     processes = int(os.environ.get(f"LAWLAB_{name.upper()}_PROCESSES", "1") or "1")
     siblings: list = []
@@ -103,7 +108,7 @@ def service_main(name: str, argv: Sequence[str] | None = None) -> None:
             extra={"processes": processes, "port": args.port})
 
     async def main() -> None:
-        specs, on_start, on_stop = await module.build(args)
+        specs, on_start, on_stop = await module.build(args, settings)
         options = ServerOptions(
             name=name, host=args.host, port=args.port, metrics_port=args.metrics_port,
             reflection=args.reflection, ready_file=args.ready_file,

@@ -265,7 +265,7 @@ def build_task(spec: TaskSpec, out: Path, proposer: llm_variants.Proposer | None
     }
     (root / "metadata.yaml").write_text(yaml.safe_dump(meta, sort_keys=False, width=100))
     for r in refs_out:
-        (root / "eval" / "references" / f"{r['name']}.py").write_text(r.pop("module"))
+        (root / "eval" / "references" / f"{r['name']}.py").write_text(str(r.pop("module")))
     _dump_json(root / "eval" / "references.json", refs_out)
     _dump_json(root / "eval" / "rubric.json", spec.rubric)
     if spec.multi_group:  # per-group constants of each reference, fitted on the training groups

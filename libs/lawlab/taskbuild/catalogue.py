@@ -94,7 +94,7 @@ def catalogue(root: Path) -> str:
         if t.has_world():
             n_worlds += 1
             spec = t.world_spec()
-            pieces = len(spec["law"].get("pieces", []))
+            pieces: int | str = len(spec["law"].get("pieces", []))
             world = "yes"
             s_min = f"{min(spec['s'].values()):.3f}"
         else:

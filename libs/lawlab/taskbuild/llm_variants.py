@@ -128,7 +128,7 @@ def parse(reply: str, req: ProposalRequest) -> tuple[list[Piece], list[dict[str,
                 raise ExpressionError(f"unknown names {sorted(unknown)}")
             if h not in parsed.names:
                 raise ExpressionError(f"no new constant {h!r}")
-            neutral, init = float(item["neutral"]), float(item.get("init", item["neutral"]))
+            neutral, init = float(item["neutral"]), float(item["init"] if "init" in item else item["neutral"])
             if not (math.isfinite(neutral) and math.isfinite(init)):
                 raise ExpressionError("neutral and init must be finite numbers")
             plausibility = float(item.get("plausibility", PLAUSIBILITY["llm_proposal"][0]))

@@ -50,7 +50,7 @@ def build_problem(problem: Problem, out: Path) -> dict[str, Any]:
     y = train[target].to_numpy(float)
     span = float(y.max() - y.min()) or 1.0
     # the inputs of a re-posed equation are not independent: probe at the records only
-    rubric = [{"id": "finite", "kind": "finite", "domain": "records",
+    rubric: list[dict[str, Any]] = [{"id": "finite", "kind": "finite", "domain": "records",
                "description": "finite at every training record"}]
     rubric += [{"id": f"depends_on_{c}", "kind": "depends_on", "input": c, "domain": "records",
                 "description": f"the law involves {c}"} for c in used]

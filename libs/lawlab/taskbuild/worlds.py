@@ -99,7 +99,7 @@ class Fitted:
 class WorldBuilder:
     def __init__(self, task_id: str, pooled: pd.DataFrame, target: str,
                  inputs: Sequence[Mapping[str, Any]], metric: str, multi_group: bool,
-                 rubric: Sequence[dict], caps: Mapping[str, int], key: WorldKey) -> None:
+                 rubric: Sequence[dict], caps: Mapping[str, float], key: WorldKey) -> None:
         self.task_id = task_id
         self.target = target
         self.inputs = [str(v["name"]) for v in inputs]
@@ -603,7 +603,8 @@ class WorldBuilder:
         arrays = {"coords": self.x, "residuals": debiased, "groups": self.groups.astype(str)}
         world = world_mod.World(spec, arrays)
         rng = np.random.default_rng(self.key.seed("calibration", self.task_id))
-        s_by_group, r2 = {}, {}
+        s_by_group: dict = {}
+        r2: dict = {}
         for g in self.group_labels:
             labels = None if not self.multi else g
             sets = {"records": {n: self._rows(g)[n].to_numpy(float) for n in self.inputs},

@@ -10,16 +10,29 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from lawlab.settings import LLMEndpoint
 from lawlab_agent.builtin.datablind import DataBlindAgent
 from lawlab_agent.builtin.sr import SRAgent
 from lawlab_agent.builtin.template import TemplateAgent
 from lawlab_agent.llm import OpenAIChatPolicy
 from lawlab_agent.policy import Policy
 
-# a factory per agent: (model name, decoding overrides) -> a policy for one attempt
-BUILTIN_AGENTS: dict[str, Callable[[str, dict], Policy]] = {
-    "template": lambda model, decoding: TemplateAgent(),
-    "sr": lambda model, decoding: SRAgent(),
-    "data-blind": lambda model, decoding: DataBlindAgent(),
-    "openai": OpenAIChatPolicy,
-}
+PolicyFactory = Callable[[str, dict], Policy]
+
+
+def builtin_agents(endpoint: LLMEndpoint | None = None) -> dict[str, PolicyFactory]:
+    """A factory per agent: (model name, decoding overrides) -> a policy for one
+    attempt; the openai backend calls ``endpoint`` (the service's settings)."""
+    def openai(model: str, decoding: dict) -> Policy:
+        return OpenAIChatPolicy(model, decoding, endpoint)
+
+    return {
+        "template": lambda model, decoding: TemplateAgent(),
+        "sr": lambda model, decoding: SRAgent(),
+        "data-blind": lambda model, decoding: DataBlindAgent(),
+        "openai": openai,
+    }
+
+
+# the agents' names and, for tools without an LLM endpoint, their factories
+BUILTIN_AGENTS: dict[str, PolicyFactory] = builtin_agents()

@@ -15,6 +15,7 @@ from __future__ import annotations
 import ast
 import json
 from pathlib import Path
+from typing import cast
 
 import numpy as np
 
@@ -41,13 +42,13 @@ def parameterise(expr: str) -> tuple[str, dict[str, float]]:
                 if float(node.value) in (0.0, 1.0, 2.0, 0.5):
                     return node
                 name = f"c{len(values)}"
-                values[name] = float(node.value)
+                values[name] = float(cast(float, node.value))
                 return ast.copy_location(ast.Name(id=name, ctx=ast.Load()), node)
             return node
 
         def visit_UnaryOp(self, node: ast.UnaryOp) -> ast.AST:
             if isinstance(node.op, ast.USub) and isinstance(node.operand, ast.Constant):
-                lifted = self.visit_Constant(ast.Constant(-float(node.operand.value)))
+                lifted = self.visit_Constant(ast.Constant(-float(cast(float, node.operand.value))))
                 return ast.copy_location(lifted, node)
             return self.generic_visit(node)
 

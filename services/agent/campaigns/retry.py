@@ -10,6 +10,8 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
+from lawlab.vocab import Cause
+
 BACKOFF_CAP = 60.0
 
 
@@ -27,7 +29,7 @@ class Decision:
 def after_failure(cause: str, tries: int, max_attempts: int, backoff_base: float,
                   rng: random.Random) -> Decision:
     """What happens to a trial whose ``tries``-th attempt in this run failed with ``cause``."""
-    if cause == "config":
+    if cause == Cause.CONFIG:
         return Decision("stop_campaign")
     if tries >= max_attempts:
         return Decision("give_up")

@@ -19,11 +19,13 @@ import time
 from collections import deque
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from prometheus_client import Counter, Gauge, Histogram
 
 from lawlab.agent.v1 import agent_pb2
 from lawlab.errors import NotFound
+from lawlab.vocab import Cause, TrialStatus
 from lawlab_agent import attempt
 from lawlab_agent import campaign as camp
 from lawlab_agent.campaigns import retry
@@ -119,7 +121,7 @@ def record_finished(record: TrialRecord) -> None:
 
 class CampaignScheduler:
     def __init__(self, store: TrialStore, launcher: Launcher, trajectory_path: Callable[
-            [str, int], object], *, lease_seconds: float = 3600.0, poll_seconds: float = 0.5,
+            [str, int], Path], *, lease_seconds: float = 3600.0, poll_seconds: float = 0.5,
                  clock: Callable[[], float] = time.time,
                  rng: random.Random | None = None) -> None:
         self.store = store
@@ -269,8 +271,8 @@ class CampaignScheduler:
                        report: Report) -> bool:
         """Records a leased attempt's end; False when the lease is not this worker's
         (expired and written off, or never granted)."""
-        found = [(run, run.leases.get(trial_id)) for run in self._runs.values()]
-        found = [(run, lease) for run, lease in found if lease is not None]
+        found = [(run, run.leases[trial_id]) for run in self._runs.values()
+                 if trial_id in run.leases]
         if not found:
             return False
         run, lease = found[0]
@@ -307,10 +309,11 @@ class CampaignScheduler:
             if record is None:
                 continue
             why = "the worker's lease expired"
-            record.status, record.cause, record.error = "retrying", "killed", why
-            await asyncio.to_thread(self.store.end_attempt, record, "killed", "killed", why)
-            attempt.ATTEMPT_FAILURES.labels("killed").inc()
-            await self._after_failure(run, lease.cell, record, "killed")
+            record.status, record.cause, record.error = TrialStatus.RETRYING, Cause.KILLED, why
+            await asyncio.to_thread(self.store.end_attempt, record, Cause.KILLED, Cause.KILLED,
+                                    why)
+            attempt.ATTEMPT_FAILURES.labels(Cause.KILLED).inc()
+            await self._after_failure(run, lease.cell, record, Cause.KILLED)
 
     async def _after_failure(self, run: _Run, cell: Cell, record: TrialRecord,
                              cause: str) -> None:
@@ -321,9 +324,9 @@ class CampaignScheduler:
             run.failure.append(record.error)
             run.stop.set()
         elif decision.action == "give_up":
-            record.status = "error"
+            record.status = TrialStatus.ERROR
             await asyncio.to_thread(self.store.put, record)
-            TRIALS.labels(record.setting, "error").inc()
+            TRIALS.labels(record.setting, TrialStatus.ERROR).inc()
         else:
             RETRIES.labels(cause).inc()
             log.warning("trial attempt failed; retrying",
@@ -392,7 +395,7 @@ def _apply(record: TrialRecord, report: Report, trajectory: str) -> None:
     for name in SCORE_FIELDS:
         setattr(record, name, report.scores.get(name))
     if report.cause:
-        record.status = "error" if report.cause == "config" else "retrying"
+        record.status = TrialStatus.ERROR if report.cause == Cause.CONFIG else TrialStatus.RETRYING
         record.cause, record.error = report.cause, report.error[:2000]
     else:
         record.status, record.cause, record.error = report.status, "", ""

@@ -43,7 +43,7 @@ class OpenTrial:
     heldout: list = field(default_factory=list)
 
 
-async def _starting_data(clients: Clients, view: View, session: simulator_pb2.OpenSessionResponse,
+async def _starting_data(clients: Clients, view: View, session: simulator_pb2.Session,
                          parallel: bool) -> tuple[common_pb2.Table, list, str]:
     """(the solver's first table, held-out input ranges, a note when the trial resumes)."""
     if not parallel:
