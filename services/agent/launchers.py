@@ -79,6 +79,29 @@ def _dns(text: str, limit: int = 63) -> str:
     return name[:limit].rstrip("-") or "x"
 
 
+def _worker_container(campaign_id: str, name: str, image: str, agent_address: str,
+                      env_from_config: str, token_secret: str) -> dict[str, Any]:
+    return {
+        "name": "worker",
+        "image": image,
+        "imagePullPolicy": "IfNotPresent",
+        "command": ["/usr/bin/tini", "--", "/opt/lawlab/bin/python", "-m", "lawlab_agent.worker"],
+        "args": ["--campaign", campaign_id, "--agent-addr", agent_address, "--worker-id", name],
+        "envFrom": [{"configMapRef": {"name": env_from_config}}],
+        "env": [
+            {"name": "LAWLAB_INTERNAL_TOKEN", "valueFrom": {"secretKeyRef": {
+                "name": token_secret, "key": "token"}}},
+            {"name": "LAWLAB_LLM_API_KEY", "valueFrom": {"secretKeyRef": {
+                "name": "lawlab-llm", "key": "api-key", "optional": True}}},
+        ],
+        "resources": {"requests": {"cpu": "250m", "memory": "512Mi"},
+                      "limits": {"cpu": "1", "memory": "2Gi"}},
+        "securityContext": {"allowPrivilegeEscalation": False, "readOnlyRootFilesystem": True,
+                            "capabilities": {"drop": ["ALL"]}},
+        "volumeMounts": [{"name": "tmp", "mountPath": "/tmp"}],
+    }
+
+
 def job_manifest(campaign_id: str, index: int, *, namespace: str, image: str,
                  agent_address: str, owner: dict[str, str], service_account: str = "lawlab-worker",
                  env_from_config: str = "lawlab-config", token_secret: str = "lawlab-internal",
@@ -106,27 +129,8 @@ def job_manifest(campaign_id: str, index: int, *, namespace: str, image: str,
                 "securityContext": {"runAsNonRoot": True, "runAsUser": 10001,
                                     "runAsGroup": 10001, "fsGroup": 10001,
                                     "seccompProfile": {"type": "RuntimeDefault"}},
-                "containers": [{
-                    "name": "worker",
-                    "image": image,
-                    "imagePullPolicy": "IfNotPresent",
-                    "command": ["/usr/bin/tini", "--", "/opt/lawlab/bin/python", "-m", "lawlab_agent.worker"],
-                    "args": ["--campaign", campaign_id, "--agent-addr", agent_address,
-                             "--worker-id", name],
-                    "envFrom": [{"configMapRef": {"name": env_from_config}}],
-                    "env": [
-                        {"name": "LAWLAB_INTERNAL_TOKEN", "valueFrom": {"secretKeyRef": {
-                            "name": token_secret, "key": "token"}}},
-                        {"name": "LAWLAB_LLM_API_KEY", "valueFrom": {"secretKeyRef": {
-                            "name": "lawlab-llm", "key": "api-key", "optional": True}}},
-                    ],
-                    "resources": {"requests": {"cpu": "250m", "memory": "512Mi"},
-                                  "limits": {"cpu": "1", "memory": "2Gi"}},
-                    "securityContext": {"allowPrivilegeEscalation": False,
-                                        "readOnlyRootFilesystem": True,
-                                        "capabilities": {"drop": ["ALL"]}},
-                    "volumeMounts": [{"name": "tmp", "mountPath": "/tmp"}],
-                }],
+                "containers": [_worker_container(campaign_id, name, image, agent_address,
+                                                 env_from_config, token_secret)],
                 "volumes": [{"name": "tmp", "emptyDir": {"sizeLimit": "256Mi"}}],
             },
         },

@@ -80,12 +80,8 @@ def _group_ids(value: object) -> list[str]:
     return out
 
 
-def parse_experiment(payload: str, input_names: Sequence[str], multi_group: bool) -> Experiment:
-    """Read an experiment payload; raises PayloadError with a model-facing message."""
-    if not isinstance(payload, str):
-        raise PayloadError("the experiment payload must be text")
-    if len(payload) > MAX_PAYLOAD_CHARS:
-        raise PayloadError(f"the experiment payload is longer than {MAX_PAYLOAD_CHARS} characters")
+def _json_object(payload: str, input_names: Sequence[str]) -> dict:
+    """The payload's JSON object (a fenced block, comments and trailing commas forgiven)."""
     text = payload.strip()
     if text.startswith("```"):  # a fenced block inside the tags
         text = re.sub(r"^```[A-Za-z]*\s*|\s*```$", "", text)
@@ -103,7 +99,16 @@ def parse_experiment(payload: str, input_names: Sequence[str], multi_group: bool
             raise PayloadError("the experiment payload is nested too deeply") from None
     if not isinstance(doc, Mapping):
         raise PayloadError("the experiment payload must be a JSON object with one list per input")
-    doc = dict(doc)
+    return dict(doc)
+
+
+def parse_experiment(payload: str, input_names: Sequence[str], multi_group: bool) -> Experiment:
+    """Read an experiment payload; raises PayloadError with a model-facing message."""
+    if not isinstance(payload, str):
+        raise PayloadError("the experiment payload must be text")
+    if len(payload) > MAX_PAYLOAD_CHARS:
+        raise PayloadError(f"the experiment payload is longer than {MAX_PAYLOAD_CHARS} characters")
+    doc = _json_object(payload, input_names)
     n_samples = None
     if "n_samples" in doc:
         raw = doc.pop("n_samples")

@@ -71,10 +71,26 @@ def _num(x: float | None) -> str:
     return "&ndash;" if x is None else f"{x:.3f}"
 
 
-def render(data: dict) -> str:
+def _external_section(ext: dict) -> str:
+    e = html.escape
+    if not ext.get("available"):
+        return ("<h2>External submissions</h2><p class=muted>not available: "
+                f"{e(str(ext.get('reason', '')))}</p>")
+    ext_rows = "".join(
+        f"<tr><td>{e(t['team'])}</td><td>{t['submissions']}</td><td>{t['released']}</td>"
+        f"<td>{_num(t['s_n'])}</td><td>{_num(t['s_v'])}</td><td>{_num(t['s_s'])}</td></tr>"
+        for t in ext["teams"]) or "<tr><td colspan=6 class=muted>no submissions yet</td></tr>"
+    return (f"<h2>External submissions, epoch {e(ext.get('epoch') or '(current)')}</h2>"
+            "<p class=muted>Means of released scores (a Parallel epoch releases S_S "
+            "when it closes).</p><table><tr><th>team</th><th>submissions</th>"
+            "<th>released</th><th>S_N</th><th>S_V</th><th>S_S</th></tr>"
+            f"{ext_rows}</table>")
+
+
+def _campaign_rows(campaigns: list[dict]) -> list[str]:
     e = html.escape
     rows = []
-    for c in data["campaigns"]:
+    for c in campaigns:
         frac = c["done"] / c["total"] if c["total"] else 1.0
         colour = STATE_COLOURS.get(c["state"], "#555")
         eta = f"{int(c['eta_seconds'] // 60)} min" if c["eta_seconds"] else "&ndash;"
@@ -87,26 +103,20 @@ def render(data: dict) -> str:
             f"<td>{_num(c['mean_s_n'])}</td><td>{_num(c['mean_s_v'])}</td>"
             f"<td>{_num(c['mean_s_s'])}</td></tr>"
             + (f"<tr><td colspan=10 class=error>{e(c['error'])}</td></tr>" if c["error"] else ""))
+    return rows
+
+
+def render(data: dict) -> str:
+    e = html.escape
+    rows = _campaign_rows(data["campaigns"])
     trials = [
         f"<tr><td>{e(time.strftime('%H:%M:%S', time.localtime(t['updated'])))}</td>"
         f"<td>{e(t['task_id'])}</td><td>{e(t['setting'])}</td><td>{e(t['agent'])}</td>"
         f"<td>{e(t['status'])}</td><td>{t['turns']}</td><td>{_num(t['s_n'])}</td>"
         f"<td>{_num(t['s_v'])}</td><td>{_num(t['s_s'])}</td></tr>"
         for t in data["recent_trials"]]
-    ext = data.get("external") or {"available": False, "reason": "not configured"}
-    if ext.get("available"):
-        ext_rows = "".join(
-            f"<tr><td>{e(t['team'])}</td><td>{t['submissions']}</td><td>{t['released']}</td>"
-            f"<td>{_num(t['s_n'])}</td><td>{_num(t['s_v'])}</td><td>{_num(t['s_s'])}</td></tr>"
-            for t in ext["teams"]) or "<tr><td colspan=6 class=muted>no submissions yet</td></tr>"
-        external = (f"<h2>External submissions, epoch {e(ext.get('epoch') or '(current)')}</h2>"
-                    "<p class=muted>Means of released scores (a Parallel epoch releases S_S "
-                    "when it closes).</p><table><tr><th>team</th><th>submissions</th>"
-                    "<th>released</th><th>S_N</th><th>S_V</th><th>S_S</th></tr>"
-                    f"{ext_rows}</table>")
-    else:
-        external = ("<h2>External submissions</h2><p class=muted>not available: "
-                    f"{e(str(ext.get('reason', '')))}</p>")
+    external = _external_section(data.get("external") or {"available": False,
+                                                          "reason": "not configured"})
     return f"""<!doctype html>
 <html lang=en><head><meta charset=utf-8><meta http-equiv=refresh content=5>
 <title>lawlab status</title>
