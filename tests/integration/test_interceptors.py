@@ -166,10 +166,9 @@ def test_a_stream_written_with_context_write_works(served):
         stream.cancel()
 
 
+@pytest.mark.parametrize("served", [TOKEN], indirect=True, ids=["internal-token"])
 def test_the_internal_token_is_required_before_the_message_is_read(served):
     address, token = served
-    if token is None:
-        pytest.skip("open server")
     parsed.clear()
     for md in ((), (("authorization", "Bearer wrong"),), (("authorization", "Basic x"),)):
         channel, _, rpc_ = _call(address, None)

@@ -129,3 +129,24 @@ def test_the_retry_policy():
     delays = [retry.after_failure("crash", k, 99, 2.0, rng).delay for k in (1, 2, 3, 9)]
     assert 1.0 <= delays[0] < 3.0 and 2.0 <= delays[1] < 6.0 and 4.0 <= delays[2] < 12.0
     assert delays[3] <= retry.BACKOFF_CAP * 1.5
+
+
+def test_a_trial_finished_elsewhere_is_never_leased_again(world):
+    """A queued cell whose trial was finished meanwhile (a RunTrial, or another campaign
+    sharing the cell) is skipped: a finished trial is never run again."""
+    sched, store, clock, launcher = world
+    from lawlab_agent.store import TrialRecord
+
+    async def play():
+        sched.start("c")
+        await _until(lambda: launcher.launched, "a launch")
+        store.put(TrialRecord("t0", "dnase_elisa", "real", "template", "", 0, status="completed",
+                              s_n=0.6))
+        lease = (await sched.lease("c", "w1")).lease
+        assert lease.cell.trial_id == "t1"
+        assert (await sched.lease("c", "w2")).done
+        assert await sched.complete("w1", "t1", 1, _ok())
+        await _until(lambda: not sched.running("c"), "the campaign's end")
+
+    asyncio.run(play())
+    assert store.get("t0").s_n == 0.6 and store.get("t0").attempts == 0

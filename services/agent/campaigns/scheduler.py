@@ -30,7 +30,7 @@ from lawlab_agent import attempt
 from lawlab_agent import campaign as camp
 from lawlab_agent.campaigns import retry
 from lawlab_agent.launchers import Launcher
-from lawlab_agent.store import DONE_STATUSES, Cell, TrialRecord, TrialStore
+from lawlab_agent.store import DONE_STATUSES, FINAL_STATUSES, Cell, TrialRecord, TrialStore
 
 log = logging.getLogger("lawlab.agent")
 
@@ -242,12 +242,19 @@ class CampaignScheduler:
             return Offer(done=row.state != "running", retry_after=2.0)
         if run.stop.is_set():
             return Offer(done=True)
-        if not run.pending:
+        while run.pending:
+            cell = run.pending.popleft()
+            stored = await asyncio.to_thread(self.store.get, cell.trial_id)
+            if stored is None or stored.status not in FINAL_STATUSES:
+                break
+            # finished meanwhile (a RunTrial, or another campaign sharing the cell):
+            # a finished trial is never run again
+            self._notify(campaign_id)
+        else:
             if run.delayed:
                 wait = max(0.1, min(t for t, _ in run.delayed) - self.clock())
                 return Offer(retry_after=min(wait, 5.0))
             return Offer(done=True)
-        cell = run.pending.popleft()
         record = TrialRecord(cell.trial_id, cell.task_id, cell.setting, cell.agent, cell.model,
                              cell.seed, context=cell.context, decoding=cell.decoding)
         record = await asyncio.to_thread(self.store.begin_attempt, record)
