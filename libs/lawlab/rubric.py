@@ -206,7 +206,7 @@ def probe_inputs(
 def _transform(values: np.ndarray, how: str) -> np.ndarray:
     with np.errstate(all="ignore"):
         if how == "log":
-            return np.log(values)
+            return np.asarray(np.log(values))
         if how == "inverse_kelvin":  # a Celsius temperature -> 1 / T in kelvin
             return 1.0 / (values + 273.15)
         if how == "inverse_kelvin_from_fahrenheit":

@@ -28,13 +28,13 @@ class _Reader:
     def text(self, name: str, default: str = "") -> str:
         return self.env.get(name, "") or default
 
-    def _parsed(self, name: str, default: float, kind: type, minimum: float,
+    def _parsed(self, name: str, default: float, kind: type[int] | type[float], minimum: float,
                 what: str) -> float:
         raw = self.env.get(name, "")
         if not raw:
             return default
         try:
-            value = kind(raw)
+            value: float = kind(raw)
         except ValueError:
             raise SettingsError(f"{name}={raw!r}: expected {what}") from None
         if not value >= minimum:  # NaN too

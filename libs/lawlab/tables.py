@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 
-def table(rows: list[list[str]], header: list[str]) -> str:
+
+def table(rows: Sequence[Sequence[object]], header: Sequence[str]) -> str:
+    """Columns padded to their widest cell (cells shown with str())."""
     widths = [max(len(str(x)) for x in col) for col in zip(header, *rows)]
     line = "  ".join(h.ljust(w) for h, w in zip(header, widths))
     sep = "  ".join("-" * w for w in widths)

@@ -8,6 +8,7 @@ answer keys: only the simulator, scorer and judge call the loaders for them.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -248,7 +249,7 @@ class TaskLibrary:
     def __contains__(self, task_id: object) -> bool:
         return task_id in self._tasks
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[Task]:
         return iter(self._tasks.values())
 
     def __len__(self) -> int:

@@ -123,7 +123,7 @@ def cmd_fit(args: argparse.Namespace) -> int:
 
 
 
-def add_parsers(sub: argparse._SubParsersAction) -> None:
+def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("fit", help="fit an expression's constants to CSV data")
     p.add_argument("--expr", required=True, help='e.g. "b1*(1-exp(-b2*x))"')
     p.add_argument("--data", required=True, help="CSV with the inputs and the target")

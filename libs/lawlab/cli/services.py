@@ -135,7 +135,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 
-def add_parsers(sub: argparse._SubParsersAction) -> None:
+def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("serve", help="start one service")
     p.add_argument("service", choices=config.SERVICES)
     p.set_defaults(func=cmd_serve, passes_rest=True)

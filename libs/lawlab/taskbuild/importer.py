@@ -347,7 +347,8 @@ def rel_source(src: Path) -> str:
     return f"official task {src.name}"
 
 
-def _predict(conv: Converted, frame: pd.DataFrame, local: dict[str, float] | None = None):
+def _predict(conv: Converted, frame: pd.DataFrame,
+             local: dict[str, float] | None = None) -> np.ndarray:
     env: dict[str, Any] = {c: frame[c].to_numpy(float) for c in conv.used_inputs}
     env.update(conv.constants)
     env.update(local or conv.local)

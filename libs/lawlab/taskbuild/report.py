@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import matplotlib
 
@@ -64,7 +65,8 @@ def figure(world: World, train: pd.DataFrame, target: str, inputs: list[str], ou
     plt.close(fig)
 
 
-def markdown(task_id: str, spec: dict, ref_scores: dict, record: dict) -> str:
+def markdown(task_id: str, spec: dict[str, Any], ref_scores: dict[str, Any],
+             record: dict[str, Any]) -> str:
     law = spec["law"]
     base_scores = record.get("base_scores", {})
     lines = [
