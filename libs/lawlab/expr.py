@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import ast
 import math
-from collections.abc import Mapping
+import operator
+from collections.abc import Callable, Mapping
 from typing import Any, cast
 
 import numpy as np
@@ -57,6 +58,18 @@ MAX_LENGTH = 4000
 MAX_DEPTH = 60
 
 _BINOPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.Pow: "**"}
+
+# the meaning of each arithmetic operator of a law, for any operand type that has
+# Python's operators (floats, sympy expressions); the one table every walker of a
+# law's syntax tree uses (numpy evaluation overrides / and ** below)
+ARITHMETIC: dict[type[ast.operator], Callable[[Any, Any], Any]] = {
+    ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
+    ast.Div: operator.truediv, ast.Pow: operator.pow}
+SIGNS: dict[type[ast.unaryop], Callable[[Any], Any]] = {ast.USub: operator.neg,
+                                                       ast.UAdd: operator.pos}
+_NUMPY_ARITHMETIC: dict[type[ast.operator], Callable[[Any, Any], Any]] = {
+    **ARITHMETIC, ast.Div: np.divide,
+    ast.Pow: lambda a, b: np.power(np.asarray(a, dtype=float), b)}
 
 
 class ExpressionError(ValueError):
@@ -120,21 +133,10 @@ class Expression:
 
     def _eval(self, node: ast.AST, env: Mapping[str, Any]) -> Any:
         if isinstance(node, ast.BinOp):
-            left = self._eval(node.left, env)
-            right = self._eval(node.right, env)
-            op = type(node.op)
-            if op is ast.Add:
-                return left + right
-            if op is ast.Sub:
-                return left - right
-            if op is ast.Mult:
-                return left * right
-            if op is ast.Div:
-                return np.divide(left, right)
-            return np.power(np.asarray(left, dtype=float), right)
+            return _NUMPY_ARITHMETIC[type(node.op)](self._eval(node.left, env),
+                                                    self._eval(node.right, env))
         if isinstance(node, ast.UnaryOp):
-            value = self._eval(node.operand, env)
-            return -value if isinstance(node.op, ast.USub) else value
+            return SIGNS[type(node.op)](self._eval(node.operand, env))
         if isinstance(node, ast.Constant):  # a number: the parser refused anything else
             return float(cast(float, node.value))
         if isinstance(node, ast.Name):
@@ -152,20 +154,10 @@ class Expression:
 
     def _sym(self, node: ast.AST, table: Mapping[str, Any]) -> Any:
         if isinstance(node, ast.BinOp):
-            left, right = self._sym(node.left, table), self._sym(node.right, table)
-            op = type(node.op)
-            if op is ast.Add:
-                return left + right
-            if op is ast.Sub:
-                return left - right
-            if op is ast.Mult:
-                return left * right
-            if op is ast.Div:
-                return left / right
-            return left**right
+            return ARITHMETIC[type(node.op)](self._sym(node.left, table),
+                                             self._sym(node.right, table))
         if isinstance(node, ast.UnaryOp):
-            value = self._sym(node.operand, table)
-            return -value if isinstance(node.op, ast.USub) else value
+            return SIGNS[type(node.op)](self._sym(node.operand, table))
         if isinstance(node, ast.Constant):
             number = cast(float, node.value)
             return sympy.nsimplify(number) if float(number).is_integer() else sympy.Float(number)

@@ -38,7 +38,7 @@ import itertools
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import sympy
@@ -46,7 +46,7 @@ from scipy.optimize import least_squares
 from scipy.stats import spearmanr
 
 from lawlab.contract import read_module
-from lawlab.expr import SYMPY_FUNCTIONS, Expression
+from lawlab.expr import ARITHMETIC, SIGNS, SYMPY_FUNCTIONS, Expression
 from lawlab.predict import PredictWalker
 
 # parameter values: a list or an array
@@ -139,25 +139,16 @@ def _fold(node: ast.AST) -> float | None:
     if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) \
             and not isinstance(node.value, bool):
         return float(node.value)
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+    if isinstance(node, ast.UnaryOp) and type(node.op) in SIGNS:
         v = _fold(node.operand)
-        return None if v is None else (-v if isinstance(node.op, ast.USub) else v)
-    if isinstance(node, ast.BinOp):
+        return None if v is None else SIGNS[type(node.op)](v)
+    if isinstance(node, ast.BinOp) and type(node.op) in ARITHMETIC:
         a, b = _fold(node.left), _fold(node.right)
         if a is None or b is None:
             return None
         try:
-            if isinstance(node.op, ast.Add):
-                return a + b
-            if isinstance(node.op, ast.Sub):
-                return a - b
-            if isinstance(node.op, ast.Mult):
-                return a * b
-            if isinstance(node.op, ast.Div):
-                return a / b
-            if isinstance(node.op, ast.Pow):
-                return float(a**b)
-        except (ArithmeticError, ValueError, TypeError):
+            return float(ARITHMETIC[type(node.op)](a, b))
+        except (ArithmeticError, ValueError, TypeError):  # 1/0, 0**-1, complex powers
             return None
     return None
 
@@ -209,15 +200,7 @@ class _Translator(PredictWalker[sympy.Expr]):
 
     def operator(self, op: type[ast.operator], left: sympy.Expr,
                  right: sympy.Expr) -> sympy.Expr:
-        if op is ast.Add:
-            return left + right
-        if op is ast.Sub:
-            return left - right
-        if op is ast.Mult:
-            return left * right
-        if op is ast.Div:
-            return left / right
-        return left**right
+        return cast(sympy.Expr, ARITHMETIC[op](left, right))
 
     def negate(self, value: sympy.Expr) -> sympy.Expr:
         return -value

@@ -18,7 +18,7 @@ import logging
 import math
 import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -50,7 +50,7 @@ from lawlab.ledger import (
     SessionNotOpen,
     SessionRow,
 )
-from lawlab.rpc.server import refusal, wrap_handler
+from lawlab.rpc.server import HandlerInterceptor, refusal, wrap_handler
 from lawlab.simulator.v1 import simulator_pb2, simulator_pb2_grpc
 from lawlab.tasks import GROUP_COL, Task, TaskLibrary
 from lawlab.world import World
@@ -113,7 +113,7 @@ def _timestamp(seconds: float) -> Timestamp:
     return ts
 
 
-class IdentityInterceptor(grpc.aio.ServerInterceptor):
+class IdentityInterceptor(HandlerInterceptor):
     """Resolves the caller of every SimulatorService RPC once, before its request
     is parsed: a call without valid credentials is refused without reading its
     message, and token lookups that miss the cache run off the event loop. The
@@ -122,13 +122,9 @@ class IdentityInterceptor(grpc.aio.ServerInterceptor):
     def __init__(self, auth: Authenticator) -> None:
         self.auth = auth
 
-    async def intercept_service(
-        self,
-        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler]],
-        details: grpc.HandlerCallDetails,
-    ) -> grpc.RpcMethodHandler:
-        handler = await continuation(details)
-        if handler is None or not details.method.startswith(f"/{SERVICE_NAME}/"):
+    async def around(self, details: grpc.HandlerCallDetails,
+                     handler: grpc.RpcMethodHandler) -> grpc.RpcMethodHandler:
+        if not details.method.startswith(f"/{SERVICE_NAME}/"):
             return handler
         metadata = details.invocation_metadata
         try:

@@ -170,10 +170,11 @@ def refusal(handler: grpc.RpcMethodHandler, code: grpc.StatusCode,
     return wrap_handler(handler, refuse, request_deserializer=lambda raw: None)
 
 
-class MetricsInterceptor(grpc.aio.ServerInterceptor):
-    """grpc_server_{started,handled}_total and handling seconds per method. The
-    final status is read from the context after the handler ends, so a handler
-    that aborts or sets a code is not counted as OK."""
+class HandlerInterceptor(grpc.aio.ServerInterceptor):
+    """An interceptor that works on the method's handler: the subclass's
+    :meth:`around` gets the handler the chain resolved (never an unknown
+    method's None) and returns it as is, wrapped (:func:`wrap_handler`) or
+    replaced (:func:`refusal`)."""
 
     async def intercept_service(
         self,
@@ -183,6 +184,20 @@ class MetricsInterceptor(grpc.aio.ServerInterceptor):
         handler = await continuation(details)
         if handler is None:
             return handler
+        return await self.around(details, handler)
+
+    async def around(self, details: grpc.HandlerCallDetails,
+                     handler: grpc.RpcMethodHandler) -> grpc.RpcMethodHandler:
+        raise NotImplementedError
+
+
+class MetricsInterceptor(HandlerInterceptor):
+    """grpc_server_{started,handled}_total and handling seconds per method. The
+    final status is read from the context after the handler ends, so a handler
+    that aborts or sets a code is not counted as OK."""
+
+    async def around(self, details: grpc.HandlerCallDetails,
+                     handler: grpc.RpcMethodHandler) -> grpc.RpcMethodHandler:
         labels = (_rpc_type(handler), *_split_method(details.method))
 
         @asynccontextmanager
@@ -206,18 +221,12 @@ class MetricsInterceptor(grpc.aio.ServerInterceptor):
         return wrap_handler(handler, measured)
 
 
-class ErrorInterceptor(grpc.aio.ServerInterceptor):
+class ErrorInterceptor(HandlerInterceptor):
     """Domain errors (:class:`lawlab.errors.LawlabError`) become their status code
     and message; anything else unexpected is logged and becomes INTERNAL."""
 
-    async def intercept_service(
-        self,
-        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler]],
-        details: grpc.HandlerCallDetails,
-    ) -> grpc.RpcMethodHandler:
-        handler = await continuation(details)
-        if handler is None:
-            return handler
+    async def around(self, details: grpc.HandlerCallDetails,
+                     handler: grpc.RpcMethodHandler) -> grpc.RpcMethodHandler:
         method = _split_method(details.method)[1]
 
         @asynccontextmanager
@@ -238,7 +247,7 @@ class ErrorInterceptor(grpc.aio.ServerInterceptor):
         return wrap_handler(handler, translated)
 
 
-class InternalTokenInterceptor(grpc.aio.ServerInterceptor):
+class InternalTokenInterceptor(HandlerInterceptor):
     """On the internal services: every RPC but health and reflection must carry
     ``authorization: Bearer <LAWLAB_INTERNAL_TOKEN>``; others are refused
     UNAUTHENTICATED before their message is parsed."""
@@ -246,14 +255,10 @@ class InternalTokenInterceptor(grpc.aio.ServerInterceptor):
     def __init__(self, internal_token: str) -> None:
         self._token_hash = hashlib.sha256(internal_token.encode()).digest()
 
-    async def intercept_service(
-        self,
-        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler]],
-        details: grpc.HandlerCallDetails,
-    ) -> grpc.RpcMethodHandler:
-        handler = await continuation(details)
+    async def around(self, details: grpc.HandlerCallDetails,
+                     handler: grpc.RpcMethodHandler) -> grpc.RpcMethodHandler:
         service, method = _split_method(details.method)
-        if (handler is None or service in OPEN_SERVICES
+        if (service in OPEN_SERVICES
                 or bearer_matches(details.invocation_metadata, self._token_hash)):
             return handler
         log.info("rpc refused", extra={"rpc": method, "code": "UNAUTHENTICATED",
