@@ -87,3 +87,37 @@ def test_a_fit_without_a_usable_answer_is_not_reported_as_a_result(bod_csv, caps
     assert main(["fit", "--expr", "b1*b2*x", "--data", str(bod_csv), "--target", "y"]) == 1
     err = capsys.readouterr().err
     assert "did not converge to a usable result" in err and "--init" in err
+
+
+def test_no_init_on_a_certified_problem_and_the_starts_that_agree(tmp_path, capsys):
+    """NIST's Thurber (higher difficulty, rational cubic/cubic) with no --init:
+    the fit chooses its starts, reaches the certified values, and says how many
+    of its starts reached the reported optimum."""
+    from tests.support import nist_strd
+
+    p = nist_strd.load("Thurber")
+    path = tmp_path / "thurber.csv"
+    np.savetxt(path, np.column_stack([p.columns["x"], p.columns["y"]]), delimiter=",",
+               header="x,y", comments="")
+    assert main(["fit", "--expr", p.expr, "--data", str(path), "--target", "y", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["converged"] and doc["agreeing_starts"] >= 2
+    for name, certified in zip(p.params, p.certified):
+        assert nist_strd.lre(doc["constants"][name], certified) >= 6, (name, doc["constants"])
+    assert main(["fit", "--expr", p.expr, "--data", str(path), "--target", "y"]) == 0
+    out = capsys.readouterr().out
+    assert f"{doc['agreeing_starts']} of 24 starts (chosen from the data) reached this optimum" \
+        in out
+
+
+def test_a_ridge_is_said(tmp_path, capsys):
+    """A straight line fitted with a saturating curve: the optimum runs off along
+    a ridge where only a * b is determined; the fit says so beside its table."""
+    x = np.linspace(1, 10, 20)
+    y = 2 * x + np.random.default_rng(0).normal(0, 0.01, x.size)
+    path = tmp_path / "line.csv"
+    np.savetxt(path, np.column_stack([x, y]), delimiter=",", header="x,y", comments="")
+    code = main(["fit", "--expr", "a*x/(b+x)", "--data", str(path), "--target", "y"])
+    out = capsys.readouterr().out
+    assert code == 0 and "a and b are correlated at " in out \
+        and "combination of the two" in out

@@ -10,6 +10,9 @@ import numpy as np
 
 from lawlab.tables import table as _table
 
+# above this |correlation| between two fitted constants, ``lawlab fit`` says so
+RIDGE = 0.9999
+
 
 def cmd_fit(args: argparse.Namespace) -> int:
     """Nonlinear least squares of an expression to CSV columns (the world builder's engine)."""
@@ -101,16 +104,18 @@ def cmd_fit(args: argparse.Namespace) -> int:
         print(f"error: {err}", file=sys.stderr)
         return 1
     stderrs = [result.stderr.get(n, float("nan")) for n in constants]
-    failed = (not result.success or not np.isfinite(result.r2) or result.r2 < 0
-              or not all(np.isfinite(s) and s > 0 for s in stderrs))
+    failed = (not result.success or not result.converged or not np.isfinite(result.r2)
+              or result.r2 < 0 or not all(np.isfinite(s) and s > 0 for s in stderrs))
     if args.json:
         print(json.dumps({"expr": expr.text, "inputs": inputs, **result.as_dict(),
                           "rows_used": int(keep.sum()), "converged": not failed}, indent=2,
                          default=float))
         return 1 if failed else 0
     if failed:
+        why = ("still moving when its evaluations ran out" if not result.converged
+               else result.message or "standard errors undefined")
         print(f"error: the fit did not converge to a usable result (R^2 {result.r2:.4g}, "
-              f"{result.message or 'standard errors undefined'}); give starting values with "
+              f"{why}); give starting values with "
               f"--init (e.g. --init {','.join(f'{c}=1' for c in constants[:2])}), more --starts, "
               "or check the expression against the data", file=sys.stderr)
         return 1
@@ -119,6 +124,15 @@ def cmd_fit(args: argparse.Namespace) -> int:
     rows = [[n, f"{result.constants[n]:.6g}", f"{result.stderr[n]:.3g}"] for n in constants]
     print(_table(rows, ["constant", "value", "std error"]))
     print(f"RSS {result.rss:.6g}   R^2 {result.r2:.6f}")
+    corr, a, b = result.ridge
+    if corr > RIDGE:
+        print(f"{a} and {b} are correlated at {corr:.6f}: the data determine little more "
+              f"than a combination of the two (their standard errors say how little)")
+    starts = "your --init and " if init else ""
+    print(f"{result.agreeing_starts} of {args.starts} starts ({starts}"
+          f"{'scattered around it' if init else 'chosen from the data'}) reached this optimum"
+          + ("; a single one is weak evidence that no better one exists: try more --starts "
+             "or starting values with --init" if result.agreeing_starts < 2 else ""))
     return 0
 
 
