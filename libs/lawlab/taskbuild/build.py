@@ -156,7 +156,17 @@ def build_task(spec: TaskSpec, out: Path, proposer: llm_variants.Proposer | None
                key: worldkey.WorldKey | None = None) -> dict[str, Any]:
     """Build one task. ``key`` decides its Parallel world (by default the key
     file beside ``out``'s library). ``proposer`` (optional) lets an LLM add
-    candidate hidden laws to the grammar's; they face the same screens."""
+    candidate hidden laws to the grammar's; they face the same screens.
+
+    One BLAS thread, whoever calls: the fits polish to the last digits double
+    precision holds, and a multi-threaded BLAS sums in an order that depends on
+    its thread count, so the bytes of a world would depend on the machine."""
+    with threadpool_limits(1):
+        return _build_task(spec, out, proposer, key)
+
+
+def _build_task(spec: TaskSpec, out: Path, proposer: llm_variants.Proposer | None,
+                key: worldkey.WorldKey | None) -> dict[str, Any]:
     if key is None:
         key, _ = worldkey.load_or_create(worldkey.default_path(out))
     df = spec.load().reset_index(drop=True)
@@ -375,7 +385,6 @@ def _build_one(args: tuple[str, str, worldkey.WorldKey],
     spec = next(s for s in SPECS if s.task_id == task_id)
     log.info("building task", extra={"task_id": task_id})
     start = time.perf_counter()
-    with threadpool_limits(1):
-        result = build_task(spec, Path(out), proposer, key)
+    result = build_task(spec, Path(out), proposer, key)
     result["seconds"] = round(time.perf_counter() - start, 1)
     return result
