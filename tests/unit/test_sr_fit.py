@@ -1,5 +1,7 @@
-"""The `sr` agent's search and selection (services/agent/builtin/sr_fit.py, the file
-it sends to the sandbox), run in-process on a real LSR-Transform problem."""
+"""The `sr` agent's search, selection and simplification
+(services/agent/builtin/sr_fit.py, the file it sends to the sandbox), run
+in-process on real LSR problems, and the agent's canonical form for genetic
+programs (services/agent/builtin/sr.py)."""
 
 from __future__ import annotations
 
@@ -10,33 +12,135 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pytest
+
+from lawlab.contract import law_module
+from lawlab.structure import symbolic_match, translate
+from lawlab.tasks import TaskLibrary
+from lawlab_agent.builtin.sr import canonical
 
 FIT = Path(__file__).resolve().parents[2] / "services" / "agent" / "builtin" / "sr_fit.py"
 
 
-def test_select_applies_the_cap_then_the_five_percent_rule_or_bic():
-    ns = runpy.run_path(str(FIT))
-    front = [(3, 1.00, 1, "a"), (7, 0.100, 3, "b"), (9, 0.098, 4, "c"), (15, 0.097, 9, "d")]
-    assert ns["select"](front, 0, 100, False) is None  # nothing within the cap
-    assert ns["select"](front, 1, 100, False)[3] == "a"
-    # within 5% of the best allowed error (0.097): b, c, d; the least complex is b
-    assert ns["select"](front, 10, 100, False)[3] == "b"
-    # under 50 rows: least BIC, n log MSE + k log n
-    n = 40
-    bic = {f[3]: n * np.log(f[1]) + f[2] * np.log(n) for f in front}
-    assert ns["select"](front, 10, n, True)[3] == min(bic, key=bic.get)
+@pytest.fixture(scope="module")
+def ns() -> dict:
+    return runpy.run_path(str(FIT))
 
 
-def test_the_search_finds_admissible_models_on_an_lsr_transform_problem(tasks_dir):
-    ns = runpy.run_path(str(FIT))
-    task = tasks_dir / "lsrt_i_6_2"
+def _run(ns: dict, task_dir: Path, **kw) -> dict:
+    train = pd.read_csv(task_dir / "data" / "train.csv")
     g = ns["main"].__globals__
-    g["train_df"] = pd.read_csv(task / "data" / "train.csv")
-    g["input_cols"], g["target_col"] = ["f", "sigma"], "theta"
+    g["train_df"], g["input_cols"], g["target_col"] = train, list(train.columns[1:]), \
+        train.columns[0]
     with redirect_stdout(io.StringIO()) as out:
-        ns["main"](cap_constants=10, time_limit=3, seed=1)
-    doc = eval(out.getvalue().split("LAWLAB_RESULT ", 1)[1])  # noqa: S307  (its own repr)
-    assert doc["ok"] and doc["n_constants"] <= 10
-    assert all(k <= 10 for _, _, k in doc["front"])
-    # a useful model, not a constant: validation MSE well under the target's variance
-    assert doc["val_mse"] < 0.2 * float(np.var(g["train_df"]["theta"]))
+        ns["main"](**kw)
+    return eval(out.getvalue().split("LAWLAB_RESULT ", 1)[1])  # noqa: S307  (its own repr)
+
+
+class _M:
+    """A stand-in model for the selection rule: constants, tier, text."""
+
+    def __init__(self, k: int, tier: int = 0, text: str = "x") -> None:
+        self.n_constants, self.tier, self._text = k, tier, text
+
+    def text(self, names):
+        return self._text, {}
+
+
+def test_one_standard_error_rule_prefers_fewer_constants_within_noise(ns):
+    spread = 1.0
+    best = (0.100, 0.010, _M(6), spread)
+    near = (0.105, 0.011, _M(2), spread)   # within one SE of the best: chosen
+    far = (0.200, 0.010, _M(1), spread)    # outside: not eligible though simplest
+    chosen, bound = ns["choose"]([best, near, far], 400, False, 1000, ["x"])
+    assert chosen is near and bound == pytest.approx(0.110)
+    # exact to rounding: anything under 1e-10 of the variance is as good as the best
+    exact = (1e-30, 1e-31, _M(5), spread)
+    rounding = (5e-12, 1e-12, _M(1), spread)
+    assert ns["choose"]([exact, rounding], 400, False, 1000, ["x"])[0] is rounding
+    # the tier breaks a tie in constants (library before genetic programming)
+    lib, gp = (0.1, 0.05, _M(3, 0), spread), (0.1, 0.05, _M(3, 3), spread)
+    assert ns["choose"]([gp, lib], 400, False, 1000, ["x"])[0] is lib
+    assert ns["choose"]([], 400, False, 1000, ["x"]) == (None, 0.0)
+
+
+def test_small_samples_rank_by_extended_bic(ns):
+    # 20 rows: a 4-constant model must cut the error by far more than BIC's log n
+    # per constant, since it was picked from a library of 500 terms
+    spread = 1.0
+    simple = (0.050, 0.01, _M(1), spread)
+    rich = (0.030, 0.01, _M(4), spread)
+    chosen, _ = ns["choose"]([simple, rich], 20, True, 500, ["x"])
+    assert chosen is simple
+    much_better = (0.0001, 0.00001, _M(4), spread)
+    assert ns["choose"]([simple, much_better], 20, True, 500, ["x"])[0] is much_better
+
+
+def test_simplify_snaps_a_coefficient_and_ties_two(ns):
+    """y = 2.37 (x1/x2 - x2**2) fitted freely has two coefficients; simplified it has
+    one constant shared by both terms (a tie of ratio -1), at the same error."""
+    rng = np.random.default_rng(0)
+    X = rng.uniform(1, 3, (200, 2))
+    y = 2.37 * (X[:, 0] / X[:, 1] - X[:, 1] ** 2)
+    Term, Model = ns["Term"], ns["Model"]
+    model = Model([Term((1, -1)), Term((0, 2))], "y", [2.4, -2.6], 0)
+    model = ns["polish"](model, X, y)
+    err = ns["main"].__globals__["np"].mean
+
+    def error(m, Xv, yv):
+        return float(err((m.predict(Xv) - yv) ** 2))
+
+    simple = ns["simplify"](model, (X, y), (X, y), error, 1e-20)
+    text, constants = simple.text(["x1", "x2"])
+    assert text == "c0*x1*x2**(-1) + -c0*x2**2" and constants == {"c0": pytest.approx(2.37)}
+    # a coefficient of exactly 1 disappears, one of 0 drops its term
+    unit = ns["simplify"](ns["polish"](Model([Term((1, 0)), Term((0, 1))], "y", [0.9, 0.1], 0),
+                                       X, X[:, 0]), (X, X[:, 0]), (X, X[:, 0]), error, 1e-20)
+    assert unit.text(["x1", "x2"]) == ("x1", {})
+
+
+@pytest.mark.parametrize("task_id, expected", [
+    ("lsrt_i_43_31", "D*kb**(-1)*T**(-1)"),  # D / (T kb): no constant at all
+    ("lsrt_i_13_4", "sqrt(-u**2 + -v**2 + 2*K*m**(-1))"),  # solved for w: y^2 transform
+])
+def test_library_recovers_lsr_transform_laws_exactly(ns, tasks_dir, task_id, expected):
+    doc = _run(ns, tasks_dir / task_id, cap_constants=10, gp_evaluations=0, seed=1)
+    assert doc["ok"] and doc["search"] == "library" and doc["exact"]
+    assert doc["expr"] == expected and doc["constants"] == {}
+    task = TaskLibrary(tasks_dir).get(task_id)
+    truth = next(r for r in task.references() if r.name == "ground_truth")
+    train = pd.read_csv(tasks_dir / task_id / "data" / "train.csv")
+    used = [n for n in train.columns[1:] if n in doc["expr"]]
+    module = law_module(title="sr", expr=doc["expr"], used_inputs=used, constants={})
+    probes = {n: train[n].to_numpy(float)[::4] for n in train.columns[1:]}
+    assert symbolic_match(module, translate(truth.module, free_literals=True),
+                          probes).level == 1.0
+
+
+def test_a_parametric_term_is_fitted_by_variable_projection(ns, tasks_dir):
+    """lsrs_phys_3: dv/dt = -w0^2 x - g v + F sin(w t): the frequency w is a theta of
+    the library, found on its grid and refined; the law is exact."""
+    doc = _run(ns, tasks_dir / "lsrs_phys_3", cap_constants=10, gp_evaluations=0, seed=1)
+    assert doc["exact"] and "sin(k" in doc["expr"] and doc["n_constants"] == 4
+    w = next(v for k, v in doc["constants"].items() if k.startswith("k"))
+    assert abs(w) == pytest.approx(0.9, rel=1e-8)
+
+
+def test_genetic_programming_runs_when_the_library_is_not_exact(ns, tasks_dir):
+    doc = _run(ns, tasks_dir / "lsrt_i_6_2", cap_constants=10, gp_evaluations=100_000, seed=1)
+    assert doc["ok"] and not doc["exact"]
+    assert doc["n_constants"] <= 10 and all(k <= 10 for k, _ in doc["front"])
+    train = pd.read_csv(tasks_dir / "lsrt_i_6_2" / "data" / "train.csv")
+    assert doc["val_mse"] < 0.2 * float(np.var(train["theta"]))  # a useful model
+
+
+def test_canonical_form_of_a_genetic_program():
+    # numbers folded, 0 + and 1 * gone, a rounding-level departure from 1 removed
+    assert canonical("0 + 1 * (1 / 2 * E / (1 - cos(0.5 * d * (2.0000000000001 * k))))") == \
+        "E/(2*(1 - cos(d*k)))"
+    # the written form with the fewest numbers: common factors cancelled
+    assert canonical("m1 * (2 * r - 2 * r1) / (2 * m2) + r") == "m1*(r - r1)/m2 + r"
+    # real constants stay (they are the fit), and a text sympy cannot write back
+    # in the restricted language is returned unchanged
+    assert canonical("0.3 * exp(1.7 * x)") == "0.3*exp(1.7*x)"
+    assert canonical("x +* 2") == "x +* 2"

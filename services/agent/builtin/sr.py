@@ -1,13 +1,16 @@
-"""The ``sr`` agent: symbolic regression with pyoperon, offline.
+"""The ``sr`` agent: symbolic regression, offline (a feature library, then pyoperon).
 
 It acts only through tool blocks. Parallel: three space-filling experiment
 calls (log-spaced for multi-decade inputs, covering the groups for Type II),
 a first symbolic regression, one refinement call placed around the points
 with the largest residuals, then the final regression. Real: one regression
 over the training data. The regression runs inside the sandbox
-(``sr_fit.py``); the chosen model (stated criterion in that file) becomes a
-contract module here, with its numbers as named constants and, for Type II,
-a per-group scale (and offset when the caps allow) fitted by ``fit()``.
+(``sr_fit.py``: the method and the stated selection criterion are there); the
+chosen model becomes a contract module here: a library model arrives with its
+constants named, a genetic program is put in canonical form (numbers folded,
+``0 +`` and ``1 *`` gone, rounding-level departures from simple fractions
+removed) and its numbers named; for Type II, a per-group scale (and offset
+when the caps allow) is fitted by ``fit()``.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from pathlib import Path
 from typing import cast
 
 import numpy as np
+import sympy
 
 from lawlab.common.v1 import common_pb2
 from lawlab.contract import law_module
@@ -28,6 +32,9 @@ from lawlab_agent.policy import PolicyDefaults, TrialContext
 FIT_SOURCE = Path(__file__).with_name("sr_fit.py").read_text()
 DESIGN_CALLS = 3
 HOTSPOTS = 5
+# genetic programming's budget per regression call, in evaluations (reproducible,
+# unlike seconds): about 20 s on the reference machine; the sandbox allows 100 s
+GP_EVALUATIONS = 2_500_000
 
 
 def parameterise(expr: str) -> tuple[str, dict[str, float]]:
@@ -57,6 +64,57 @@ def parameterise(expr: str) -> tuple[str, dict[str, float]]:
     return text, values
 
 
+# a number this close (relative) to a simple fraction is that fraction: folding
+# a genetic program's constants (2.999999999998 * x) leaves rounding, not fit
+SNAP = 1e-9
+REWRITE_OPS = 80
+
+
+def canonical(expr: str) -> str:
+    """A genetic program's text in sympy's canonical form: numbers folded
+    (``0.5 * (2.0 * x)`` is ``x``), ``0 +`` and ``1 *`` gone, numbers within
+    SNAP of a simple fraction written as it; the text unchanged if the
+    canonical form is not a restricted expression. Built through lawlab's own
+    translator (the text is never passed to sympify)."""
+    try:
+        e = Expression(expr).to_sympy()
+        repl = {}
+        for f in e.atoms(sympy.Float):
+            nice = sympy.Rational(float(f)).limit_denominator(12)
+            gap = abs(float(nice) - float(f))
+            # integers always; a fraction only to remove rounding (0.3 stays 0.3)
+            if gap <= SNAP * max(1.0, abs(float(f))) and (nice.q == 1 or gap > 0):
+                repl[f] = nice
+        e = e.xreplace(repl) if repl else e
+        forms = [e]
+        if sympy.count_ops(e) <= REWRITE_OPS:  # small enough to rewrite at once
+            forms += [sympy.cancel(e), sympy.factor_terms(e), sympy.together(e)]
+        text = ""
+        for form in sorted(forms, key=lambda f: (_numbers(f), sympy.count_ops(f))):
+            text = sympy.sstr(form).replace("Abs(", "abs(")
+            try:
+                Expression(text)
+                return text
+            except (ExpressionError, SyntaxError, ValueError):
+                continue
+        return expr
+    except (ExpressionError, SyntaxError, ValueError, TypeError):
+        return expr
+
+
+def _numbers(e: sympy.Expr) -> int:
+    """How many numbers a written form holds, exponents aside (each is a constant
+    to the symbolic-accuracy judge, which frees every literal)."""
+    count = 0
+    for node in sympy.preorder_traversal(e):
+        if isinstance(node, sympy.Pow) and isinstance(node.exp, sympy.Number) and \
+                node.exp not in (sympy.S.One, sympy.S.NegativeOne):
+            count -= 1  # the exponent is counted below, and is structure
+        if isinstance(node, sympy.Number) and node not in (sympy.S.One, sympy.S.NegativeOne):
+            count += 1
+    return count
+
+
 class SRAgent(PolicyDefaults):
     name = "sr"
     extra_imports = ("pyoperon",)
@@ -73,9 +131,10 @@ class SRAgent(PolicyDefaults):
         cap = max(1, caps.max_law_constants) if not multi else max(1, caps.max_law_constants)
         self._fits += 1
         call = (f"main(cap_constants={cap}, local_params={local}, hotspots={hotspots}, "
-                f"time_limit=40, seed={ctx.seed % 1000 + 1})")
-        return ("I will run symbolic regression (pyoperon) and pick a model on the "
-                f"complexity/error Pareto front.\n<python>\n{FIT_SOURCE}\n{call}\n</python>")
+                f"gp_evaluations={GP_EVALUATIONS}, seed={ctx.seed % 1000 + 1})")
+        return ("I will run symbolic regression (a sparse feature library, then genetic "
+                "programming if no model is exact) and choose the model with the fewest "
+                f"constants within noise of the best.\n<python>\n{FIT_SOURCE}\n{call}\n</python>")
 
     def _refinement(self, ctx: TrialContext, hotspots: list[dict]) -> dict:
         """Points around the worst-fitted observations, within the declared ranges."""
@@ -125,12 +184,15 @@ class SRAgent(PolicyDefaults):
     @staticmethod
     def _final(ctx: TrialContext, result: dict) -> str:
         multi = ctx.task.type == common_pb2.TASK_TYPE_MULTI_GROUP
-        try:
-            body, constants = parameterise(result["expr"])
-        except (ExpressionError, SyntaxError, ValueError):
-            return TemplateAgent._fallback(ctx)
         log_space = bool(result.get("log_space"))
-        core = f"exp({body})" if log_space else body
+        try:
+            if result.get("search") == "library":  # its constants are named already
+                core, constants = result["expr"], dict(result["constants"])
+                Expression(core)
+            else:
+                core, constants = parameterise(canonical(result["expr"]))
+        except (ExpressionError, SyntaxError, ValueError, KeyError):
+            return TemplateAgent._fallback(ctx)
         local: dict[str, float] | None = None
         if multi:
             n_local = min(2, ctx.task.caps.max_local_params)
@@ -142,10 +204,11 @@ class SRAgent(PolicyDefaults):
         if not used:
             used = [ctx.task.inputs[0].name]
         module = law_module(
-            title=(f"symbolic regression (pyoperon): complexity {result['complexity']}, "
-                   f"validation MSE {result['val_mse']:.4g}"
+            title=(f"symbolic regression ({result.get('search', 'genetic programming')}): "
+                   f"{len(constants)} constants, validation MSE {result['val_mse']:.4g}"
                    + (" in log space" if log_space else "")),
             expr=core, used_inputs=used, constants=constants, local_init=local,
-            space="log" if log_space else "linear")
-        return ("The chosen model is the least complex one within 5% of the best validation "
-                f"error.\n<final_formula>\n{module}</final_formula>")
+            space="log10" if log_space else "linear")
+        return ("The chosen model has the fewest constants among those within one standard "
+                "error of the best validation error.\n"
+                f"<final_formula>\n{module}</final_formula>")
