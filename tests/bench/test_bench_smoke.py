@@ -41,14 +41,15 @@ def test_quick_mode_prints_its_tables(script):
     assert "###" in out and "|---" in out, out[-2000:]
 
 
-def test_sr_caps_on_two_problems(tmp_path):
-    out_file = tmp_path / "caps.json"
-    _run(["bench/sr_lsr_caps.py", "--limit", "2", "--time-limit", "2", "--out", str(out_file)],
-         timeout=600)
+def test_sr_on_two_lsr_problems(tmp_path):
+    out_file = tmp_path / "sr.json"
+    out = _run(["bench/sr_lsr.py", "--limit", "2", "--gp-evaluations", "20000",
+                "--out", str(out_file)], timeout=600)
     import json
     rows = json.loads(out_file.read_text())
-    rows = rows["rows"] if isinstance(rows, dict) else rows
-    assert len(rows) == 2
+    assert len(rows) == 2 and "| lsr-transform | 2 |" in out  # Transform comes first
+    assert all(0 <= r["symbolic"] <= 1 and r["search"] in ("library", "genetic programming")
+               for r in rows)
 
 
 def test_baselines_on_two_tasks(tmp_path):

@@ -3,6 +3,8 @@
 - ``template``: scientific functional families by nonlinear least squares.
 - ``sr``: symbolic regression with pyoperon.
 - ``data-blind``: a law from the metadata alone.
+- ``experimenter``: the published forms and the grammar of edits, chosen by
+  BIC, with experiments designed to tell the leading candidates apart.
 - ``openai``: any OpenAI-compatible chat-completions endpoint (``--model``).
 """
 
@@ -12,6 +14,7 @@ from collections.abc import Callable
 
 from lawlab.settings import LLMEndpoint
 from lawlab_agent.builtin.datablind import DataBlindAgent
+from lawlab_agent.builtin.experimenter import ExperimenterAgent
 from lawlab_agent.builtin.sr import SRAgent
 from lawlab_agent.builtin.template import TemplateAgent
 from lawlab_agent.llm import OpenAIChatPolicy
@@ -30,6 +33,7 @@ def builtin_agents(endpoint: LLMEndpoint | None = None) -> dict[str, PolicyFacto
         "template": lambda model, decoding: TemplateAgent(),
         "sr": lambda model, decoding: SRAgent(),
         "data-blind": lambda model, decoding: DataBlindAgent(),
+        "experimenter": lambda model, decoding: ExperimenterAgent(),
         "openai": openai,
     }
 

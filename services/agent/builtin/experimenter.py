@@ -1,0 +1,294 @@
+"""The ``experimenter`` agent: literature-informed model search with designed experiments.
+
+What it knows, stated plainly: the task's **published reference forms**
+(the literature the task cites, from its public specification in
+``lawlab/taskbuild/tasks``: never the answer key, never a hidden law) and
+lawlab's **public grammar of structural edits** (an added term, a power term,
+a multiplicative correction, attenuation, a freed exponent, saturation, an
+input shift, a threshold, output saturation or power, an interaction, which
+parameters are shared across groups; :mod:`lawlab.taskbuild.synthesis`), with
+every structural option each edit allows. It is a scientist who has read the
+papers and knows the usual ways a law gets extended; its score shows what such
+knowledge plus deliberate experiments recover within the budget, not
+discovery from nothing. Problems without a literature (LLM-SRBench-style)
+are handed to the ``sr`` agent.
+
+How it works, through tool blocks only:
+
+- Parallel: three space-filling experiment calls (log-spaced for multi-decade
+  inputs, the groups covered), every point sampled as often as the caps allow
+  (samples are free within a call; points and calls are the budget).
+- Then rounds of analysis and experiment. An analysis (``experimenter_fit.py``
+  in the sandbox) fits every candidate law on all data so far and ranks them
+  by BIC. Round 0 compares the published forms; later rounds search around the
+  current best: one edit added, one removed (stepwise, at most three edits).
+  Each analysis also proposes the next experiment: the points where the
+  leading candidates disagree most relative to the noise, a third of them
+  space-filling, the least observed groups first; the agent runs it. The
+  whole budget of calls is spent.
+- The stated criterion, after every analysis and for the final law: the law
+  with the fewest edits among those within 2 of the least BIC on all the data
+  (a more complex law needs positive evidence, Kass and Raftery 1995).
+- Real: the same rounds on the training data, without experiments.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from lawlab.common.v1 import common_pb2
+from lawlab.contract import law_module
+from lawlab.expr import Expression
+from lawlab.taskbuild import synthesis
+from lawlab.taskbuild.specs import SPECS, TaskSpec
+from lawlab.world import residual_space
+from lawlab_agent.builtin.sr import SRAgent
+from lawlab_agent.builtin.template import TemplateAgent, design
+from lawlab_agent.policy import PolicyDefaults, TrialContext
+
+FIT_SOURCE = Path(__file__).with_name("experimenter_fit.py").read_text()
+SPEC_BY_ID: dict[str, TaskSpec] = {s.task_id: s for s in SPECS}
+DESIGN_CALLS = 3
+MAX_PIECES = 3
+BETTER = 2.0  # BIC units a more complex law must gain
+REAL_ROUNDS = 4  # analyses on the training data in Real: the forms, then three steps
+MAX_CANDIDATES = 40  # around one law, per analysis
+RIVAL = 10.0  # BIC units: another published form this close is searched around too
+
+
+@dataclass(frozen=True)
+class Hypothesis:
+    """A candidate law: a published base and some edits of the grammar."""
+
+    base: str
+    pieces: tuple[str, ...]  # piece keys, in the order they were added
+    expr: str
+    globals: tuple[str, ...]
+    locals: tuple[str, ...]
+    init: dict[str, float] = field(default_factory=dict, compare=False, hash=False)
+
+    @property
+    def name(self) -> str:
+        return " + ".join((self.base, *self.pieces))
+
+    def wire(self) -> dict[str, Any]:
+        init = {k: float(v) if math.isfinite(v) else 1.0 for k, v in self.init.items()}
+        return {"name": self.name, "expr": self.expr, "globals": list(self.globals),
+                "locals": list(self.locals), "init": init}
+
+
+class Hypotheses:
+    """The hypothesis space of one task: its published forms and, around any of
+    them, every edit the grammar proposes (each structural option of an edit)."""
+
+    def __init__(self, task: common_pb2.TaskMetadata, spec: TaskSpec) -> None:
+        self.task = task
+        self.multi = task.type == common_pb2.TASK_TYPE_MULTI_GROUP
+        t = task.target
+        self.log_space = residual_space(task.metric, np.array([t.min, t.max])) == "log10"
+        self.infos = [synthesis.InputInfo(v.name, v.min, v.max,
+                                          v.min > 0 and v.max / v.min >= 100, v.unit)
+                      for v in task.inputs]
+        self.refs = {r.name: r for r in spec.references}
+        self.y_scale = max(t.max - t.min, 1e-12) / 4
+        self._pieces: dict[str, dict[str, synthesis.Piece]] = {}
+
+    def base(self, name: str, start: dict[str, float] | None = None) -> Hypothesis:
+        r = self.refs[name]
+        return Hypothesis(name, (), r.expr, tuple(r.global_names), tuple(r.local_names),
+                          {**r.init, **(start or {})})
+
+    def bases(self) -> list[Hypothesis]:
+        return [self.base(n) for n in self.refs]
+
+    def pieces(self, base: str) -> dict[str, synthesis.Piece]:
+        """Every single edit of ``base``, each structural option (an order, an
+        exponent, an onset) a piece of its own, keyed by its description."""
+        if base not in self._pieces:
+            r = self.refs[base]
+            taken = {*r.global_names, *r.local_names, *(v.name for v in self.task.inputs),
+                     *(n for ref in self.refs.values()
+                       for n in (*ref.global_names, *ref.local_names))}
+            out: dict[str, synthesis.Piece] = {}
+            for option in range(3):
+                names = synthesis.NameAllocator(taken)
+
+                def choose(_purpose: str, opts: Sequence[Any], k: int = option) -> Any:
+                    return opts[k % len(opts)]
+
+                for p in synthesis.grammar(r.expr, self.infos, r.global_names, r.local_names,
+                                           self.log_space, self.multi, names, choose,
+                                           self.y_scale):
+                    key = f"{p.kind}: {p.description}"
+                    out.setdefault(key, p)
+            self._pieces[base] = out
+        return self._pieces[base]
+
+    def compose(self, base: str, keys: tuple[str, ...], start: dict[str, float]) -> Hypothesis:
+        r = self.refs[base]
+        chosen = [self.pieces(base)[k] for k in keys]
+        cand = synthesis.compose(r.expr, r.global_names, r.local_names, chosen)
+        init = {**r.init, **start}
+        for p in chosen:
+            for c, v in p.constants.items():
+                # an edit starts a small step from neutral, so its constant is identified
+                init.setdefault(c, v + (p.unit if v == p.neutral.get(c) else 0.0))
+        return Hypothesis(base, keys, cand.expr, tuple(cand.global_names),
+                          tuple(cand.local_names), init)
+
+    def fits_caps(self, h: Hypothesis) -> bool:
+        caps = self.task.caps
+        return len(h.globals) <= caps.max_law_constants and \
+            (not self.multi or 1 <= len(h.locals) <= caps.max_local_params)
+
+    def neighbours(self, best: Hypothesis, start: dict[str, float]) -> list[Hypothesis]:
+        """The current best, with one edit more (if it has fewer than three) and with
+        each of its edits removed; incompatible sets are skipped."""
+        pieces = self.pieces(best.base)
+        out = [self.compose(best.base, best.pieces, start)]
+        if len(best.pieces) < MAX_PIECES:
+            for key, p in sorted(pieces.items(), key=lambda kp: -kp[1].plausibility):
+                chosen = [pieces[k] for k in best.pieces] + [p]
+                if key not in best.pieces and synthesis.compatible(chosen) and \
+                        not all(q.shared for q in chosen):
+                    out.append(self.compose(best.base, (*best.pieces, key), start))
+        for i in range(len(best.pieces)):
+            rest = best.pieces[:i] + best.pieces[i + 1:]
+            out.append(self.compose(best.base, rest, start))
+        return [h for h in out if self.fits_caps(h)][:MAX_CANDIDATES]
+
+
+class ExperimenterAgent(PolicyDefaults):
+    name = "experimenter"
+    extra_imports = ("pyoperon",)  # for the problems it hands to ``sr``
+
+    def __init__(self) -> None:
+        self._experiments = 0
+        self._analyses = 0
+        self._last = ""  # the last tool this agent used: "experiment" or "analysis"
+        self._space: Hypotheses | None = None
+        self._asked: dict[str, Hypothesis] = {}
+        self._best: Hypothesis | None = None
+        self._best_bic = float("inf")
+        self._fit: dict[str, Any] = {}
+        # the leading law of another published form, if close: searched around too
+        self._rival: tuple[Hypothesis, dict[str, Any]] | None = None
+        self._next: dict | None = None
+        self._delegate: SRAgent | None = None
+        self._stalled = False
+        self._failed = 0
+
+    # ---- the loop ----------------------------------------------------------------
+
+    async def reply(self, ctx: TrialContext, forced: bool) -> str:
+        spec = SPEC_BY_ID.get(ctx.task.task_id)
+        if spec is None or not spec.references:  # no literature: symbolic regression
+            self._delegate = self._delegate or SRAgent()
+            return await self._delegate.reply(ctx, forced)
+        if self._space is None:
+            self._space = Hypotheses(ctx.task, spec)
+        if self._last == "analysis":
+            self._read(ctx)
+        if forced:
+            return self._final(ctx)
+        caps = ctx.task.caps
+        if not ctx.parallel:
+            done = self._analyses >= REAL_ROUNDS or self._stalled or self._failed > 1
+            return self._final(ctx) if done else self._analysis(ctx)
+        if self._experiments < DESIGN_CALLS:
+            payload = design(ctx.task, self._experiments, ctx.seed)
+            payload["n_samples"] = caps.max_samples_per_point
+            return self._experiment(payload, "a space-filling design")
+        if self._last == "analysis":
+            if self._experiments < caps.max_experiment_calls and self._next:
+                return self._experiment(self._next, "where the leading candidate laws "
+                                                    "disagree most")
+            if self._experiments >= caps.max_experiment_calls or self._failed > 1:
+                return self._final(ctx)
+        return self._analysis(ctx)
+
+    def _experiment(self, payload: dict, why: str) -> str:
+        self._experiments += 1
+        self._last = "experiment"
+        return f"I will measure {why}.\n<experiment>{json.dumps(payload)}</experiment>"
+
+    def _analysis(self, ctx: TrialContext) -> str:
+        assert self._space is not None
+        space = self._space
+        if self._best is None:
+            cands = [h for h in space.bases() if space.fits_caps(h)] or space.bases()
+        else:
+            cands = space.neighbours(self._best, self._start(self._fit))
+            if self._rival is not None:
+                rival, fit = self._rival
+                cands += space.neighbours(rival, self._start(fit))[:MAX_CANDIDATES // 2]
+            seen = {h.name for h in cands}
+            cands += [h for h in space.bases() if h.name not in seen and space.fits_caps(h)]
+        self._asked = {h.name: h for h in cands}
+        self._analyses += 1
+        self._last = "analysis"
+        task = ctx.task
+        plan = None
+        if ctx.parallel and self._experiments < task.caps.max_experiment_calls:
+            plan = {"points": task.caps.max_points_per_call,
+                    "samples": task.caps.max_samples_per_point,
+                    "ranges": {v.name: [v.min, v.max] for v in task.inputs},
+                    "log_inputs": [i.name for i in space.infos if i.multi_decade],
+                    "groups": list(task.group_ids) if space.multi else []}
+        call = (f"main({[h.wire() for h in cands]!r}, {plan!r}, {space.log_space!r}, "
+                f"seed={ctx.seed % 1000 + self._analyses})")
+        return (f"I will fit {len(cands)} candidate laws on all data so far and rank them by "
+                f"BIC.\n<python>\n{FIT_SOURCE}\n{call}\n</python>")
+
+    def _read(self, ctx: TrialContext) -> None:
+        """The last analysis's ranking: the simplest law (fewest edits) within BETTER
+        of the least BIC becomes the current best."""
+        last = ctx.messages[-1]["content"] if ctx.messages else ""
+        result = None
+        for line in last.splitlines():
+            if line.startswith("LAWLAB_RESULT "):
+                result = ast.literal_eval(line[len("LAWLAB_RESULT "):])
+        if not result or not result.get("ok"):
+            self._failed += 1
+            self._next = None
+            return
+        bic = {r["name"]: r["bic"] for r in result["ranking"] if r["name"] in self._asked}
+        least = min(bic.values())
+        best = min((n for n in bic if bic[n] <= least + BETTER),
+                   key=lambda n: (len(self._asked[n].pieces), bic[n]))
+        chosen = self._asked[best]
+        self._stalled = self._best is not None and chosen.name == self._best.name
+        self._best, self._best_bic = chosen, bic[best]
+        self._fit = result["fits"][best]
+        self._next = result.get("next")
+        rivals = [n for n in sorted(bic, key=lambda n: bic[n])
+                  if self._asked[n].base != chosen.base and bic[n] <= least + RIVAL]
+        self._rival = (self._asked[rivals[0]], result["fits"][rivals[0]]) if rivals else None
+
+    @staticmethod
+    def _start(fit: dict[str, Any]) -> dict[str, float]:
+        return {**fit.get("constants", {}), **fit.get("local", {})}
+
+    def _final(self, ctx: TrialContext) -> str:
+        if self._best is None or not self._fit:
+            return TemplateAgent._fallback(ctx)
+        assert self._space is not None
+        h, multi = self._best, self._space.multi
+        names = Expression(h.expr).names
+        used = [v.name for v in ctx.task.inputs if v.name in names] or [ctx.task.inputs[0].name]
+        constants = {n: self._fit["constants"][n] for n in h.globals}
+        local = {n: self._fit["local"].get(n, h.init.get(n, 1.0)) for n in h.locals} \
+            if multi else None
+        module = law_module(title=f"experimenter: {h.name} (BIC {self._best_bic:.2f})",
+                            expr=h.expr, used_inputs=used, constants=constants,
+                            local_init=local, space="log10" if self._space.log_space else "linear")
+        return (f"The simplest law within {BETTER:g} of the least BIC is {h.name}.\n"
+                f"<final_formula>\n{module}</final_formula>")
