@@ -5,17 +5,18 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from lawlab.common.v1 import common_pb2
+from lawlab_agent.domain import SolverTask, Variable
 
 
 @dataclass
 class TrialContext:
     """What a policy may know: the solver-facing task and the conversation so far."""
 
-    task: common_pb2.TaskMetadata
+    task: SolverTask
     parallel: bool
     seed: int
     messages: list[dict] = field(default_factory=list)
+    heldout: tuple[Variable, ...] = ()  # Real: the input ranges of the held-out data
 
 
 class Policy(Protocol):

@@ -10,7 +10,7 @@ and in Parallel the experiment format, limits, clipping and where results go.
 
 from __future__ import annotations
 
-from lawlab.common.v1 import common_pb2
+from lawlab_agent.domain import SolverTask, Variable
 
 OUTPUT_CHARS = 16_000  # printed output returned per <python> call (the sandbox's cap)
 PYTHON_SECONDS = 100  # wall time per <python> call
@@ -18,7 +18,7 @@ ALLOWED_IMPORTS = ("numpy", "scipy", "sklearn", "pandas", "math", "statistics", 
                    "functools", "collections", "warnings")
 
 
-def _variables(task: common_pb2.TaskMetadata, with_ranges: bool, label: str = "training") -> str:
+def _variables(task: SolverTask, with_ranges: bool, label: str = "training") -> str:
     lines = []
     for v in task.inputs:
         rng = f", {label} range [{v.min:.6g}, {v.max:.6g}]" if with_ranges else ""
@@ -26,11 +26,11 @@ def _variables(task: common_pb2.TaskMetadata, with_ranges: bool, label: str = "t
     return "\n".join(lines)
 
 
-def _multi(task: common_pb2.TaskMetadata) -> bool:
-    return task.type == common_pb2.TASK_TYPE_MULTI_GROUP
+def _multi(task: SolverTask) -> bool:
+    return task.multi_group
 
 
-def caps_text(task: common_pb2.TaskMetadata, parallel: bool) -> str:
+def caps_text(task: SolverTask, parallel: bool) -> str:
     c = task.caps
     lines = [
         f"- max_turns = {c.max_turns}: replies you may send; the last accepts only <final_formula>",
@@ -52,7 +52,7 @@ def caps_text(task: common_pb2.TaskMetadata, parallel: bool) -> str:
     return "\n".join(lines)
 
 
-def _python_tool(task: common_pb2.TaskMetadata, parallel: bool) -> str:
+def _python_tool(task: SolverTask, parallel: bool) -> str:
     names = ", ".join(v.name for v in task.inputs)
     k = len(task.inputs)
     rows = "the observations you have bought so far (none at the start)" if parallel else \
@@ -78,7 +78,7 @@ def _python_tool(task: common_pb2.TaskMetadata, parallel: bool) -> str:
         "searches, which are slow and run out of time.")
 
 
-def _experiment_tool(task: common_pb2.TaskMetadata) -> str:
+def _experiment_tool(task: SolverTask) -> str:
     c = task.caps
     names = [v.name for v in task.inputs]
     example = {n: [round(v.min, 4), round((v.min + v.max) / 2, 4)] for n, v in
@@ -102,7 +102,7 @@ def _experiment_tool(task: common_pb2.TaskMetadata) -> str:
         "later <python> calls; the reply shows the first rows and a summary of the batch.")
 
 
-def _contract(task: common_pb2.TaskMetadata) -> str:
+def _contract(task: SolverTask) -> str:
     c = task.caps
     multi = _multi(task)
     rules = [
@@ -139,7 +139,7 @@ def _contract(task: common_pb2.TaskMetadata) -> str:
         f"- {r}" for r in rules)
 
 
-def _example(task: common_pb2.TaskMetadata) -> str:
+def _example(task: SolverTask) -> str:
     x = task.inputs[0].name
     if _multi(task):
         return f'''Example of a complete multi-group submission (a saturating curve whose level
@@ -181,7 +181,7 @@ def predict(X, a, b):
 </final_formula>'''
 
 
-def _scoring(task: common_pb2.TaskMetadata, parallel: bool) -> str:
+def _scoring(task: SolverTask, parallel: bool) -> str:
     if parallel:
         text = ("Scoring: your law is compared with the system's hidden law: how much of its "
                 "structure you recovered (its variables and trend, the published form it "
@@ -204,7 +204,7 @@ def _scoring(task: common_pb2.TaskMetadata, parallel: bool) -> str:
     return text
 
 
-def system_prompt(task: common_pb2.TaskMetadata, parallel: bool) -> str:
+def system_prompt(task: SolverTask, parallel: bool) -> str:
     c = task.caps
     setting = ("You start with no data: you design experiments on a system, measure it, and "
                "find the law that governs it." if parallel else
@@ -231,8 +231,8 @@ def system_prompt(task: common_pb2.TaskMetadata, parallel: bool) -> str:
     ])
 
 
-def user_prompt(task: common_pb2.TaskMetadata, parallel: bool,
-                heldout: list[common_pb2.Variable] | None = None) -> str:
+def user_prompt(task: SolverTask, parallel: bool,
+                heldout: list[Variable] | None = None) -> str:
     multi = _multi(task)
     parts = [
         f"Problem: {task.title}\n\n{task.context}",

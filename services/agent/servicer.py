@@ -25,7 +25,6 @@ import grpc
 
 from lawlab import convert
 from lawlab.agent.v1 import agent_pb2, agent_pb2_grpc
-from lawlab.common.v1 import common_pb2
 from lawlab.errors import FailedPrecondition, InvalidArgument, NotFound
 from lawlab.rpc.client import FAST_CALL
 from lawlab.settings import AgentSettings
@@ -35,12 +34,21 @@ from lawlab_agent.builtin import BUILTIN_AGENTS, builtin_agents
 from lawlab_agent.campaign import trial_id_for
 from lawlab_agent.campaigns.local import LocalWorkers
 from lawlab_agent.campaigns.scheduler import CampaignScheduler
+from lawlab_agent.domain import SolverTask
 from lawlab_agent.launchers import Launcher
 from lawlab_agent.policy import ConfigurationError, Policy
 from lawlab_agent.store import DONE_STATUSES, Cell, TrialStore
 from lawlab_agent.trial.opening import Clients
 from lawlab_agent.views import CONTEXTS
-from lawlab_agent.wire import cell_proto, record_to_proto, report_from_proto
+from lawlab_agent.wire import (
+    campaign_pb,
+    cell_proto,
+    decoding_doc,
+    record_to_proto,
+    report_from_proto,
+    spec_doc,
+    task_of,
+)
 
 log = logging.getLogger("lawlab.agent")
 
@@ -73,10 +81,10 @@ class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
     def _trajectory_path(self, trial_id: str, attempt_no: int) -> Path:
         return self.data_dir / "trajectories" / f"{trial_id}.attempt{attempt_no}.jsonl"
 
-    async def _tasks(self) -> list[common_pb2.TaskMetadata]:
+    async def _tasks(self) -> list[SolverTask]:
         resp = await self.clients.simulator.ListTasks(simulator_pb2.ListTasksRequest(),
                                                       timeout=FAST_CALL)
-        return list(resp.tasks)
+        return [task_of(t) for t in resp.tasks]
 
     async def _check_task(self, task_id: str, setting: str) -> None:
         """A typo'd task id or a setting the task lacks is refused before any trial is
@@ -91,7 +99,7 @@ class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
             raise NotFound(f"task {task_id!r} not found"
                            + (f"; did you mean {', '.join(close)}?" if close else "")
                            + " (`lawlab tasks list` lists them)")
-        supported = {convert.setting_name(s) for s in task.settings} or {"real"}
+        supported = set(task.settings) or {"real"}
         if setting not in supported:
             raise FailedPrecondition(f"task {task_id!r} has no {setting} setting (its world key "
                                      "drew no Parallel world: `lawlab tasks list` shows which "
@@ -120,7 +128,7 @@ class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
             raise InvalidArgument("context", f"unknown context {context!r}; one of "
                                              f"{', '.join(CONTEXTS)}")
         await self._check_task(request.task_id, setting)
-        decoding = camp.decoding_json(camp.decoding_doc(
+        decoding = camp.decoding_json(decoding_doc(
             request.decoding, "decoding", request.model if request.agent == "openai" else None))
         if decoding and request.agent != "openai":
             raise InvalidArgument("decoding", f"applies to LLM backends (openai) only, not "
@@ -205,7 +213,7 @@ class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
     # ---- campaigns ---------------------------------------------------------------------
     async def StartCampaign(self, request: agent_pb2.StartCampaignRequest,
                             context: grpc.aio.ServicerContext) -> agent_pb2.Campaign:
-        doc = camp.normalise(request.spec, set(self.policies))
+        doc = spec_doc(request.spec, set(self.policies))
         for agent, model, decoding in doc["agents"]:
             await self._check_policy(agent, model, camp.decoding_json(decoding), "spec.agents")
         campaign_id = doc["name"]
@@ -227,31 +235,31 @@ class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
         assert row is not None
         if row.state != "finished" or any(r.status not in DONE_STATUSES for r in trials):
             self.scheduler.start(campaign_id)
-        return await self.scheduler.snapshot(campaign_id)
+        return campaign_pb(await self.scheduler.snapshot(campaign_id))
 
     async def GetCampaign(self, request: agent_pb2.GetCampaignRequest,
                           context: grpc.aio.ServicerContext) -> agent_pb2.Campaign:
         if not request.campaign_id:
             raise InvalidArgument("campaign_id", "is required")
-        return await self.scheduler.snapshot(request.campaign_id)
+        return campaign_pb(await self.scheduler.snapshot(request.campaign_id))
 
     async def ListCampaigns(self, request: agent_pb2.ListCampaignsRequest,
                             context: grpc.aio.ServicerContext) -> agent_pb2.ListCampaignsResponse:
         rows = await asyncio.to_thread(self.store.campaigns)
         return agent_pb2.ListCampaignsResponse(
-            campaigns=[await self.scheduler.snapshot(r.campaign_id) for r in rows])
+            campaigns=[campaign_pb(await self.scheduler.snapshot(r.campaign_id)) for r in rows])
 
     async def WatchCampaign(self, request: agent_pb2.GetCampaignRequest,
                             context: grpc.aio.ServicerContext) -> AsyncIterator[agent_pb2.Campaign]:
         if not request.campaign_id:
             raise InvalidArgument("campaign_id", "is required")
         async for snapshot in self.scheduler.watch(request.campaign_id):
-            yield snapshot
+            yield campaign_pb(snapshot)
 
     async def CancelCampaign(self, request: agent_pb2.GetCampaignRequest,
                              context: grpc.aio.ServicerContext) -> agent_pb2.Campaign:
         await self.scheduler.cancel(request.campaign_id)
-        return await self.scheduler.snapshot(request.campaign_id)
+        return campaign_pb(await self.scheduler.snapshot(request.campaign_id))
 
     async def resume_interrupted(self) -> list[str]:
         return await self.scheduler.resume_interrupted()

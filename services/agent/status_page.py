@@ -25,13 +25,10 @@ def snapshot(store: TrialStore, recent: int = 20) -> dict:
         c = camp.summarize(row, store.tally(row.campaign_id))
         t = c.totals
         campaigns.append({
-            "campaign_id": c.campaign_id, "state": row.state, "error": c.error,
-            "total": t.total, "done": t.completed + t.unsubmitted + t.failed,
-            "running": t.running, "failed": t.failed, "retries": t.retries,
-            "eta_seconds": c.eta_seconds,
-            "mean_s_n": t.mean_s_n if t.HasField("mean_s_n") else None,
-            "mean_s_v": t.mean_s_v if t.HasField("mean_s_v") else None,
-            "mean_s_s": t.mean_s_s if t.HasField("mean_s_s") else None,
+            "campaign_id": row.campaign_id, "state": row.state, "error": row.error,
+            "total": t.total, "done": t.done, "running": t.running, "failed": t.failed,
+            "retries": t.retries, "eta_seconds": c.eta_seconds,
+            **{f"mean_{k}": t.means.get(k) for k in ("s_n", "s_v", "s_s")},
         })
     trials = store.recent(recent)
     return {"generated": time.time(), "campaigns": campaigns, "recent_trials": [

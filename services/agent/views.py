@@ -17,9 +17,9 @@ scored, so scorer and judge are unchanged. Group ids are never renamed.
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
-from lawlab.common.v1 import common_pb2
+from lawlab_agent.domain import SolverTask
 
 CONTEXTS = ("full", "no_var_detail", "anonymous_names", "numeric_only")
 
@@ -27,23 +27,12 @@ CONTEXTS = ("full", "no_var_detail", "anonymous_names", "numeric_only")
 @dataclass
 class View:
     context: str
-    task: common_pb2.TaskMetadata  # what the solver sees
+    task: SolverTask  # what the solver sees
     to_task: dict[str, str] = field(default_factory=dict)  # solver name -> task name
 
     @property
     def to_solver(self) -> dict[str, str]:
         return {v: k for k, v in self.to_task.items()}
-
-    def rename_table(self, table: common_pb2.Table) -> common_pb2.Table:
-        """A table in the task's names -> the solver's names."""
-        if not self.to_task:
-            return table
-        out = common_pb2.Table()
-        out.CopyFrom(table)
-        names = self.to_solver
-        for col in out.columns:
-            col.name = names.get(col.name, col.name)
-        return out
 
     def task_name(self, solver_name: str) -> str:
         return self.to_task.get(solver_name, solver_name)
@@ -82,32 +71,30 @@ class View:
         return "".join(lines)
 
 
-def make_view(task: common_pb2.TaskMetadata, context: str = "full") -> View:
+def make_view(task: SolverTask, context: str = "full") -> View:
     context = context or "full"
     if context not in CONTEXTS:
         raise ValueError(f"unknown context {context!r}; one of {', '.join(CONTEXTS)}")
-    seen = common_pb2.TaskMetadata()
-    seen.CopyFrom(task)
-    view = View(context, seen)
     if context == "full":
-        return view
-    for v in [seen.target, *seen.inputs]:
-        v.description = ""
+        return View(context, task)
+    target = replace(task.target, description="")
+    inputs = [replace(v, description="") for v in task.inputs]
     if context == "no_var_detail":
-        for v in [seen.target, *seen.inputs]:
-            v.unit = ""
-        return view
+        return View(context, replace(task, target=replace(target, unit=""),
+                                     inputs=tuple(replace(v, unit="") for v in inputs)))
+    view = View(context, task)
     view.to_task["y"] = task.target.name
-    seen.target.name = "y"
-    for i, v in enumerate(seen.inputs, 1):
+    target = target.renamed("y")
+    for i, v in enumerate(task.inputs, 1):
         view.to_task[f"x{i}"] = v.name
-        v.name = f"x{i}"
+    inputs = [v.renamed(f"x{i}") for i, v in enumerate(inputs, 1)]
+    seen = replace(task, target=target, inputs=tuple(inputs))
     if context == "numeric_only":
-        seen.title = "an unknown system"
-        seen.context = ("Find a closed-form law for y as a function of the inputs. Nothing "
-                        "is known about the system beyond the data.")
-        seen.discipline = ""
-        seen.group_description = "groups" if seen.group_description else ""
-        for v in [seen.target, *seen.inputs]:
-            v.unit = ""
+        seen = replace(
+            seen, title="an unknown system", discipline="",
+            context=("Find a closed-form law for y as a function of the inputs. Nothing "
+                     "is known about the system beyond the data."),
+            group_description="groups" if seen.group_description else "",
+            target=replace(target, unit=""), inputs=tuple(replace(v, unit="") for v in inputs))
+    view.task = seen
     return view

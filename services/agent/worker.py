@@ -31,7 +31,7 @@ from lawlab_agent import campaign as camp
 from lawlab_agent.builtin import builtin_agents
 from lawlab_agent.server import make_clients
 from lawlab_agent.store import Trajectory, TrialRecord
-from lawlab_agent.wire import record_to_proto
+from lawlab_agent.wire import decoding_doc, record_to_proto
 
 log = logging.getLogger("lawlab.agent.worker")
 CONFIG_EXIT = 3
@@ -76,7 +76,7 @@ async def work(args: argparse.Namespace, settings: Settings) -> int:
                 record = TrialRecord(c.trial_id, c.task_id, setting, c.agent, c.model, c.seed,
                                      context=c.context or "full", attempts=lease.attempt,
                                      turns=lease.turns_used,
-                                     decoding=camp.decoding_json(camp.decoding_doc(
+                                     decoding=camp.decoding_json(decoding_doc(
                                          c.decoding, "cell.decoding", None)))
                 path = scratch / f"{c.trial_id}.attempt{lease.attempt}.jsonl"
                 trajectory = Trajectory(path, {

@@ -94,6 +94,7 @@ def test_campaign_summary_is_counted_by_the_database(store):
     """summarize(tally) on both backends: states, strict means (a missing or NaN score
     counts 0, unfinished trials are not averaged), retries and causes per slice."""
     from lawlab_agent import campaign as camp
+    from lawlab_agent import wire
 
     cid = "t-" + uuid.uuid4().hex[:10]
     cells = [Cell(f"{cid}-{i}", "dnase_elisa", setting, agent, "", i, "full")
@@ -125,7 +126,7 @@ def test_campaign_summary_is_counted_by_the_database(store):
     put(2, status="error", s_n=None, s_v=None)  # end_attempt above rewrote the rows
     put(7, status="retrying")
 
-    out = camp.summarize(row, store.tally(cid))
+    out = wire.campaign_pb(camp.summarize(row, store.tally(cid)))  # as the servicer sends it
     t = out.totals
     assert (t.total, t.completed, t.unsubmitted, t.failed, t.running, t.pending) == (
         8, 3, 1, 1, 2, 1)

@@ -11,11 +11,12 @@ from lawlab_agent import campaign as camp
 def test_selectors_ignore_case_and_list_valid_values_when_nothing_matches():
     from lawlab.common.v1 import common_pb2
     from lawlab.errors import InvalidArgument
+    from lawlab_agent.domain import SolverTask
 
     def meta(task_id, suite, discipline, multi=False):
-        return common_pb2.TaskMetadata(
+        return SolverTask.from_proto(common_pb2.TaskMetadata(
             task_id=task_id, suite=suite, discipline=discipline,
-            type=common_pb2.TASK_TYPE_MULTI_GROUP if multi else common_pb2.TASK_TYPE_SINGLE_GROUP)
+            type=common_pb2.TASK_TYPE_MULTI_GROUP if multi else common_pb2.TASK_TYPE_SINGLE_GROUP))
 
     tasks = [meta("newton_cooling", "real", "physics"),
              meta("dnase_elisa", "real", "biochemistry", multi=True),

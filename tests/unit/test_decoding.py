@@ -8,6 +8,7 @@ from lawlab.agent.v1 import agent_pb2
 from lawlab.common.v1 import common_pb2
 from lawlab.errors import InvalidArgument
 from lawlab_agent import campaign as camp
+from lawlab_agent import wire
 from lawlab_agent.llm import decoding_for, family_of
 from lawlab_agent.policy import ConfigurationError
 
@@ -49,24 +50,24 @@ def _spec(**decoding):
 
 
 def test_campaign_decoding_is_validated_and_kept():
-    doc = camp.normalise(_spec(temperature=0.2, max_completion_tokens=1000), {"openai"})
+    doc = wire.spec_doc(_spec(temperature=0.2, max_completion_tokens=1000), {"openai"})
     assert doc["agents"] == [["openai", "gpt-4o", {"temperature": 0.2,
                                                    "max_completion_tokens": 1000}]]
     with pytest.raises(InvalidArgument, match=r"spec.agents\[0\].decoding"):
-        camp.normalise(_spec(reasoning_effort="extreme"), {"openai"})
+        wire.spec_doc(_spec(reasoning_effort="extreme"), {"openai"})
     builtin = agent_pb2.CampaignSpec(
         name="d", tasks=["all"], settings=[common_pb2.SETTING_REAL],
         agents=[agent_pb2.AgentModel(agent="sr", decoding=agent_pb2.Decoding(temperature=0.1))])
     with pytest.raises(InvalidArgument, match="LLM backends"):
-        camp.normalise(builtin, {"sr"})
+        wire.spec_doc(builtin, {"sr"})
 
 
 def test_the_same_model_decoded_differently_is_another_trial():
     plain = camp.trial_id_for("t", "real", "openai", "m", 1)
     hot = camp.trial_id_for("t", "real", "openai", "m", 1, "full", '{"temperature": 1.0}')
     assert plain != hot
-    assert camp.decoding_pb('{"temperature": 1.0}').temperature == 1.0
-    assert not camp.decoding_pb("").HasField("temperature")
+    assert wire.decoding_pb('{"temperature": 1.0}').temperature == 1.0
+    assert not wire.decoding_pb("").HasField("temperature")
 
 
 

@@ -11,6 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from lawlab.common.v1 import common_pb2
+from lawlab_agent.domain import SolverTask
 from lawlab_agent.payloads import PayloadError, parse_experiment
 from lawlab_agent.trial.tools import experiment_request
 from lawlab_agent.views import make_view
@@ -82,13 +83,13 @@ json_values = st.recursive(
     max_leaves=20)
 
 
-def _task(multi: bool) -> common_pb2.TaskMetadata:
+def _task(multi: bool) -> SolverTask:
     t = common_pb2.TaskMetadata(task_id="t", type=common_pb2.TASK_TYPE_MULTI_GROUP if multi
                                 else common_pb2.TASK_TYPE_SINGLE_GROUP)
     t.target.name = "conc"
     for name in TWO:
         t.inputs.add(name=name)
-    return t
+    return SolverTask.from_proto(t)
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -14,13 +14,13 @@ from __future__ import annotations
 import json
 import math
 
-from lawlab.common.v1 import common_pb2
 from lawlab.contract import law_module
 from lawlab_agent.builtin.template import design
+from lawlab_agent.domain import SolverTask
 from lawlab_agent.policy import PolicyDefaults, TrialContext
 
 
-def _words(task: common_pb2.TaskMetadata) -> str:
+def _words(task: SolverTask) -> str:
     parts = [task.title, task.discipline, task.context, task.target.name, task.target.unit,
              task.target.description]
     for v in task.inputs:
@@ -32,7 +32,7 @@ def _mid(lo: float, hi: float) -> float:
     return math.sqrt(lo * hi) if lo > 0 and hi / lo >= 100 else (lo + hi) / 2
 
 
-def propose(task: common_pb2.TaskMetadata) -> tuple[str, str, dict[str, float], str]:
+def propose(task: SolverTask) -> tuple[str, str, dict[str, float], str]:
     """(family, expression, constants, first-input name) from the metadata alone."""
     words = _words(task)
     x = task.inputs[0]
@@ -81,7 +81,7 @@ class DataBlindAgent(PolicyDefaults):
                     f"its data.\n<experiment>{json.dumps(payload)}</experiment>")
         family, expr, constants, x = propose(ctx.task)
         local = None
-        if ctx.task.type == common_pb2.TASK_TYPE_MULTI_GROUP and ctx.task.caps.max_local_params:
+        if ctx.task.multi_group and ctx.task.caps.max_local_params:
             first = next(iter(constants))
             local = {first: constants.pop(first)}
         module = law_module(title=f"{family} law chosen from the task's metadata alone",

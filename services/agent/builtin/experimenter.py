@@ -27,9 +27,17 @@ How it works, through tool blocks only:
   space-filling, the least observed groups first; the agent runs it. The
   whole budget of calls is spent.
 - The stated criterion, after every analysis and for the final law: the law
-  with the fewest edits among those within 2 of the least BIC on all the data
-  (a more complex law needs positive evidence, Kass and Raftery 1995).
-- Real: the same rounds on the training data, without experiments.
+  with the fewest edits among those within 6 of the least BIC on all the data
+  (a law with more edits needs strong evidence, Kass and Raftery 1995; the
+  builder holds every piece of a world to the same standard).
+- Type II: experiments concentrate on six groups, so that each has enough
+  points for its own parameters and a per-group difference can show.
+- Real: the same rounds on the training data, without experiments; the
+  leading candidates by BIC and every published form are validated the way
+  the task holds out its test data (whole groups calibrated on alternate rows;
+  the edge of the input whose held-out range reaches beyond the training
+  range; or five random folds), and the law with the fewest edits within 2%
+  of the least validation error is chosen.
 """
 
 from __future__ import annotations
@@ -44,7 +52,6 @@ from typing import Any
 
 import numpy as np
 
-from lawlab.common.v1 import common_pb2
 from lawlab.contract import law_module
 from lawlab.expr import Expression
 from lawlab.taskbuild import synthesis
@@ -52,13 +59,20 @@ from lawlab.taskbuild.specs import SPECS, TaskSpec
 from lawlab.world import residual_space
 from lawlab_agent.builtin.sr import SRAgent
 from lawlab_agent.builtin.template import TemplateAgent, design
+from lawlab_agent.domain import SolverTask
 from lawlab_agent.policy import PolicyDefaults, TrialContext
 
 FIT_SOURCE = Path(__file__).with_name("experimenter_fit.py").read_text()
 SPEC_BY_ID: dict[str, TaskSpec] = {s.task_id: s for s in SPECS}
 DESIGN_CALLS = 3
 MAX_PIECES = 3
-BETTER = 2.0  # BIC units a more complex law must gain
+# BIC units a law with more edits must gain: strong evidence (Kass and Raftery
+# 1995), the standard each piece of a world meets in the builder's own
+# simulated budgets (IDENTIFY_BIC)
+BETTER = 6.0
+CV_BETTER = 0.02  # Real: the share of validation error a law with more edits must save
+VALIDATE_TOP = 8  # Real: the leading candidates by BIC that are validated
+DESIGN_GROUPS = 6  # Type II Parallel: the groups experimented on
 REAL_ROUNDS = 4  # analyses on the training data in Real: the forms, then three steps
 MAX_CANDIDATES = 40  # around one law, per analysis
 RIVAL = 10.0  # BIC units: another published form this close is searched around too
@@ -89,9 +103,9 @@ class Hypotheses:
     """The hypothesis space of one task: its published forms and, around any of
     them, every edit the grammar proposes (each structural option of an edit)."""
 
-    def __init__(self, task: common_pb2.TaskMetadata, spec: TaskSpec) -> None:
+    def __init__(self, task: SolverTask, spec: TaskSpec) -> None:
         self.task = task
-        self.multi = task.type == common_pb2.TASK_TYPE_MULTI_GROUP
+        self.multi = task.multi_group
         t = task.target
         self.log_space = residual_space(task.metric, np.array([t.min, t.max])) == "log10"
         self.infos = [synthesis.InputInfo(v.name, v.min, v.max,
@@ -206,6 +220,10 @@ class ExperimenterAgent(PolicyDefaults):
         if self._experiments < DESIGN_CALLS:
             payload = design(ctx.task, self._experiments, ctx.seed)
             payload["n_samples"] = caps.max_samples_per_point
+            if "group_id" in payload:
+                groups = self._groups(ctx)
+                payload["group_id"] = [groups[i % len(groups)]
+                                       for i in range(len(payload["group_id"]))]
             return self._experiment(payload, "a space-filling design")
         if self._last == "analysis":
             if self._experiments < caps.max_experiment_calls and self._next:
@@ -242,11 +260,41 @@ class ExperimenterAgent(PolicyDefaults):
                     "samples": task.caps.max_samples_per_point,
                     "ranges": {v.name: [v.min, v.max] for v in task.inputs},
                     "log_inputs": [i.name for i in space.infos if i.multi_decade],
-                    "groups": list(task.group_ids) if space.multi else []}
+                    "groups": self._groups(ctx) if space.multi else []}
+        validate = None if ctx.parallel else self._validation(ctx)
         call = (f"main({[h.wire() for h in cands]!r}, {plan!r}, {space.log_space!r}, "
-                f"seed={ctx.seed % 1000 + self._analyses})")
+                f"seed={ctx.seed % 1000 + self._analyses}, validate={validate!r})")
         return (f"I will fit {len(cands)} candidate laws on all data so far and rank them by "
                 f"BIC.\n<python>\n{FIT_SOURCE}\n{call}\n</python>")
+
+    @staticmethod
+    def _groups(ctx: TrialContext) -> list[str]:
+        """The groups experimented on: a few, so that each gets enough points for
+        its own parameters to be fitted and a per-group difference to show."""
+        return list(ctx.task.group_ids)[:DESIGN_GROUPS]
+
+    def _validation(self, ctx: TrialContext) -> dict[str, Any]:
+        """How the Real task holds out its test data, as the solver is shown it:
+        whole groups (Type II), or the input whose held-out range reaches furthest
+        beyond the training range (its edge is validated), else random folds."""
+        assert self._space is not None
+        always = list(self._space.refs)
+        if ctx.task.multi_group:
+            return {"kind": "groups", "top": VALIDATE_TOP, "always": always}
+        train = {v.name: v for v in ctx.task.inputs}
+        reach: list[tuple[float, str, str]] = []
+        for h in ctx.heldout:
+            v = train.get(h.name)
+            if v is None or v.max <= v.min:
+                continue
+            span = v.max - v.min
+            reach += [((h.max - v.max) / span, h.name, "high"), ((v.min - h.min) / span,
+                                                                  h.name, "low")]
+        far = max(reach, default=(0.0, "", ""))
+        if far[0] > 0.05:
+            return {"kind": "edge", "input": far[1], "side": far[2], "top": VALIDATE_TOP,
+                    "always": always}
+        return {"kind": "kfold", "top": VALIDATE_TOP, "always": always}
 
     def _read(self, ctx: TrialContext) -> None:
         """The last analysis's ranking: the simplest law (fewest edits) within BETTER
@@ -261,9 +309,16 @@ class ExperimenterAgent(PolicyDefaults):
             self._next = None
             return
         bic = {r["name"]: r["bic"] for r in result["ranking"] if r["name"] in self._asked}
+        cv = {r["name"]: r["cv"] for r in result["ranking"]
+              if r["name"] in self._asked and "cv" in r}
         least = min(bic.values())
-        best = min((n for n in bic if bic[n] <= least + BETTER),
-                   key=lambda n: (len(self._asked[n].pieces), bic[n]))
+        if cv:  # Real: validation error; a law with more edits must lower it by CV_BETTER
+            low = min(cv.values())
+            best = min((n for n in cv if cv[n] <= low * (1 + CV_BETTER)),
+                       key=lambda n: (len(self._asked[n].pieces), cv[n]))
+        else:
+            best = min((n for n in bic if bic[n] <= least + BETTER),
+                       key=lambda n: (len(self._asked[n].pieces), bic[n]))
         chosen = self._asked[best]
         self._stalled = self._best is not None and chosen.name == self._best.name
         self._best, self._best_bic = chosen, bic[best]

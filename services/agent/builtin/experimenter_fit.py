@@ -17,7 +17,11 @@ ranges, those where the leading candidates (within 10 BIC of the best,
 weighted by exp(-dBIC / 2)) disagree most relative to the noise, each new
 point penalised by its closeness to those already chosen, a third of them
 space-filling; for Type II the groups with the fewest observations first.
-Prints one ``LAWLAB_RESULT`` line.
+When ``VALIDATE`` is given (Real), the leading candidates by BIC and the
+published forms are also scored on rows held out the way the task holds out
+its test data (whole groups calibrated on alternate rows; the edge of an input
+toward the held-out range; or five random folds). Prints one
+``LAWLAB_RESULT`` line.
 """
 
 import warnings
@@ -120,6 +124,83 @@ def fit(cand, cols, y, groups, log_space):
     return out
 
 
+def _rows(mask, cols, y, groups):
+    return {k: v[mask] for k, v in cols.items()}, y[mask], groups[mask]
+
+
+def _calibrated_error(cand, fitted, cols, y, groups, log_space):
+    """Held-out groups as the scorer treats them: each group's per-group values
+    fitted on alternate rows with the globals fixed, the other rows predicted."""
+    errs = []
+    code = compile(cand["expr"], "<law>", "eval")
+    for g in sorted(set(groups)):
+        rows = np.flatnonzero(groups == g)
+        calib, test = rows[::2], rows[1::2]
+        if not len(test):
+            continue
+        loc = list(cand["locals"])
+        start = {n: float(np.median(list(fitted["local"][n].values()))) for n in loc}
+
+        def resid(theta, calib=calib):
+            p = dict(fitted["constants"])
+            p.update(zip(loc, theta))
+            sub = {k: v[calib] for k, v in cols.items()}
+            r = to_space(evaluate(code, sub, p), log_space) - to_space(y[calib], log_space)
+            return np.where(np.isfinite(r), r, 1e3)
+
+        try:
+            theta = least_squares(resid, np.array([start[n] for n in loc]), x_scale="jac",
+                                  max_nfev=200).x
+        except (ValueError, np.linalg.LinAlgError):
+            return np.inf
+        p = dict(fitted["constants"])
+        p.update(zip(loc, theta))
+        sub = {k: v[test] for k, v in cols.items()}
+        errs.append(to_space(evaluate(code, sub, p), log_space) - to_space(y[test], log_space))
+    return errs
+
+
+def validation(cand, cols, y, groups, log_space, plan):
+    """RMS error in residual space on rows held out the way the task holds out its
+    test data: whole groups (calibrated on alternate rows), the edge of an input
+    toward the held-out range (three forward folds), or five random folds."""
+    n = len(y)
+    errs = []
+    if plan["kind"] == "groups":
+        labels = sorted(set(groups))
+        k = min(5, len(labels))
+        for f in range(k):
+            held = set(labels[f::k])
+            train = np.array([g not in held for g in groups])
+            fitted = fit(cand, *_rows(train, cols, y, groups), log_space)
+            if fitted is None:
+                return np.inf
+            errs += _calibrated_error(cand, fitted, *_rows(~train, cols, y, groups), log_space)
+    else:
+        if plan["kind"] == "edge":
+            x = cols[plan["input"]] * (1 if plan["side"] == "high" else -1)
+            rank = np.argsort(np.argsort(x, kind="stable"), kind="stable") / max(n - 1, 1)
+            folds = [(rank <= q, (rank > q) & (rank <= q + 0.15)) for q in (0.55, 0.7, 0.85)]
+        else:
+            order = np.random.default_rng(0).permutation(n)
+            folds = []
+            for f in range(5):
+                test = np.zeros(n, bool)
+                test[order[f::5]] = True
+                folds.append((~test, test))
+        for train, test in folds:
+            if train.sum() <= len(cand["globals"]) or not test.any():
+                continue
+            fitted = fit(cand, *_rows(train, cols, y, groups), log_space)
+            if fitted is None:
+                return np.inf
+            sub = {k: v[test] for k, v in cols.items()}
+            pred = evaluate(compile(cand["expr"], "<law>", "eval"), sub, fitted["constants"])
+            errs.append(to_space(pred, log_space) - to_space(y[test], log_space))
+    e = np.concatenate(errs) if errs else np.array([np.inf])
+    return float(np.sqrt(np.mean(e ** 2))) if np.all(np.isfinite(e)) else np.inf
+
+
 def _pool(design, rng, counts):
     """Random points over the declared ranges (log-uniform for log inputs)."""
     pts = {}
@@ -198,7 +279,7 @@ def propose(cands, results, design, log_space, counts, seed):
     return payload, len(preds)
 
 
-def main(candidates, design=None, log_space=False, seed=1):
+def main(candidates, design=None, log_space=False, seed=1, validate=None):
     warnings.filterwarnings("ignore")
     df = train_df.dropna(subset=[target_col, *input_cols])  # noqa: F821 (preloaded)
     inputs = list(input_cols)  # noqa: F821
@@ -215,18 +296,30 @@ def main(candidates, design=None, log_space=False, seed=1):
         if r is not None and np.isfinite(r["bic"]):
             results.append(r)
     results.sort(key=lambda r: r["bic"])
+    if validate:  # the leading candidates by BIC, and every published form
+        by_name = {c["name"]: c for c in candidates}
+        chosen = results[:validate.get("top", 8)] + [
+            r for r in results[validate.get("top", 8):] if r["name"] in validate.get("always", [])]
+        for r in chosen:
+            try:
+                r["cv"] = validation(by_name[r["name"]], cols, y, groups, log_space, validate)
+            except Exception:  # noqa: BLE001
+                r["cv"] = np.inf
+    shown = results[:12] + [r for r in results[12:] if "cv" in r]
     out = {"ok": bool(results), "n": int(len(y)), "log_space": log_space,
-           "ranking": [{"name": r["name"], "bic": round(float(r["bic"]), 3), "k": r["k"]}
-                       for r in results[:12]],
+           "ranking": [{"name": r["name"], "bic": round(float(r["bic"]), 3), "k": r["k"],
+                        **({"cv": min(float(r["cv"]), 1e300)} if "cv" in r else {})}
+                       for r in shown],
            "fits": {r["name"]: {"constants": r["constants"],
                                 "local": {k: float(np.median(list(v.values())))
                                           for k, v in r["local"].items()}}
-                    for r in results[:12]}}
+                    for r in shown}}
     if design is not None and results:
         counts = {g: int(np.sum(groups == g)) for g in set(groups)}
         out["next"], out["compared"] = propose(candidates, results, design, log_space, counts,
                                                seed)
-    print("candidates (BIC):")
+    print("candidates (BIC" + (", validation RMSE" if validate else "") + "):")
     for r in results[:8]:
-        print(f"  {r['bic']:12.3f}  k={r['k']:<3} {r['name']}")
+        cv = f"  cv {r['cv']:.5g}" if "cv" in r else ""
+        print(f"  {r['bic']:12.3f}  k={r['k']:<3}{cv}  {r['name']}")
     print("LAWLAB_RESULT " + repr(out))

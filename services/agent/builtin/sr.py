@@ -23,7 +23,6 @@ from typing import cast
 import numpy as np
 import sympy
 
-from lawlab.common.v1 import common_pb2
 from lawlab.contract import law_module
 from lawlab.expr import Expression, ExpressionError
 from lawlab_agent.builtin.template import TemplateAgent, design
@@ -126,7 +125,7 @@ class SRAgent(PolicyDefaults):
 
     def _fit_call(self, ctx: TrialContext, hotspots: int) -> str:
         caps = ctx.task.caps
-        multi = ctx.task.type == common_pb2.TASK_TYPE_MULTI_GROUP
+        multi = ctx.task.multi_group
         local = min(2, caps.max_local_params) if multi else 0
         cap = max(1, caps.max_law_constants) if not multi else max(1, caps.max_law_constants)
         self._fits += 1
@@ -183,7 +182,7 @@ class SRAgent(PolicyDefaults):
 
     @staticmethod
     def _final(ctx: TrialContext, result: dict) -> str:
-        multi = ctx.task.type == common_pb2.TASK_TYPE_MULTI_GROUP
+        multi = ctx.task.multi_group
         log_space = bool(result.get("log_space"))
         try:
             if result.get("search") == "library":  # its constants are named already

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import numpy as np
 
-from lawlab.common.v1 import common_pb2
 from lawlab.contract import law_module
+from lawlab_agent.domain import SolverTask
 from lawlab_agent.policy import PolicyDefaults, TrialContext
 
 FIT_CODE = Path(__file__).with_name("template_fit.py").read_text() + "\nmain()\n"
@@ -23,7 +23,7 @@ EXPERIMENT_CALLS = 4
 MAX_FIT_ATTEMPTS = 2
 
 
-def design(task: common_pb2.TaskMetadata, call: int, seed: int) -> dict:
+def design(task: SolverTask, call: int, seed: int) -> dict:
     """A space-filling design for experiment call ``call`` (0-based)."""
     rng = np.random.default_rng([seed % 2**32, call])
     n = task.caps.max_points_per_call
@@ -37,7 +37,7 @@ def design(task: common_pb2.TaskMetadata, call: int, seed: int) -> dict:
         else:
             values = lo + (hi - lo) * u
         payload[v.name] = [float(x) for x in values]
-    multi = task.type == common_pb2.TASK_TYPE_MULTI_GROUP
+    multi = task.multi_group
     if multi:
         groups = list(task.group_ids)
         payload["group_id"] = [groups[(call * n + i) % len(groups)] for i in range(n)]
@@ -81,7 +81,7 @@ class TemplateAgent(PolicyDefaults):
     @staticmethod
     def _fallback(ctx: TrialContext) -> str:
         """A straight line in the first input (a per-group offset for Type II)."""
-        multi = ctx.task.type == common_pb2.TASK_TYPE_MULTI_GROUP
+        multi = ctx.task.multi_group
         x = ctx.task.inputs[0].name
         mid = (ctx.task.target.min + ctx.task.target.max) / 2
         module = law_module(
@@ -94,7 +94,7 @@ class TemplateAgent(PolicyDefaults):
 
     @staticmethod
     def _final(ctx: TrialContext, result: dict) -> str:
-        multi = ctx.task.type == common_pb2.TASK_TYPE_MULTI_GROUP
+        multi = ctx.task.multi_group
         module = law_module(
             title=f"{result['family']} law fitted by the template agent",
             expr=result["expr"],

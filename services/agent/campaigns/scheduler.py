@@ -23,7 +23,6 @@ from pathlib import Path
 
 from prometheus_client import Counter, Gauge, Histogram
 
-from lawlab.agent.v1 import agent_pb2
 from lawlab.errors import NotFound
 from lawlab.vocab import Cause, TrialStatus
 from lawlab_agent import attempt
@@ -348,7 +347,7 @@ class CampaignScheduler:
         if event is not None:
             event.set()
 
-    async def snapshot(self, campaign_id: str) -> agent_pb2.Campaign:
+    async def snapshot(self, campaign_id: str) -> camp.Summary:
         def load():
             row = self.store.campaign(campaign_id)
             return None if row is None else camp.summarize(row, self.store.tally(campaign_id))
@@ -357,7 +356,7 @@ class CampaignScheduler:
             raise NotFound(f"campaign {campaign_id!r} not found; see ListCampaigns")
         return out
 
-    async def watch(self, campaign_id: str) -> AsyncIterator[agent_pb2.Campaign]:
+    async def watch(self, campaign_id: str) -> AsyncIterator[camp.Summary]:
         """Snapshots on every change (and every 5 s for the ETA), the last one after
         the campaign stopped."""
         while True:

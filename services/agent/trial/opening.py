@@ -13,6 +13,7 @@ from lawlab.sandbox.v1 import sandbox_pb2, sandbox_pb2_grpc
 from lawlab.scorer.v1 import scorer_pb2_grpc
 from lawlab.simulator.v1 import simulator_pb2, simulator_pb2_grpc
 from lawlab_agent import prompts
+from lawlab_agent.domain import SolverTask, Variable
 from lawlab_agent.policy import Policy, TrialContext
 from lawlab_agent.store import TrialRecord
 from lawlab_agent.views import View, make_view
@@ -30,7 +31,7 @@ class Clients:
 class OpenTrial:
     """An attempt's open sessions and what the loop needs from its start."""
 
-    task: common_pb2.TaskMetadata  # as the simulator serves it
+    task: SolverTask  # as the simulator serves it
     view: View  # the task as the solver sees it (context ablations rename columns)
     parallel: bool
     session_id: str
@@ -40,24 +41,35 @@ class OpenTrial:
     turns_max: int
     ctx: TrialContext
     resumed: bool = False  # the trial continues an earlier attempt
-    heldout: list = field(default_factory=list)
+    heldout: list[Variable] = field(default_factory=list)
+
+
+def solver_table(view: View, table: common_pb2.Table) -> common_pb2.Table:
+    """A table in the task's column names, in the solver's (context ablations)."""
+    if not view.to_task:
+        return table
+    out = common_pb2.Table()
+    out.CopyFrom(table)
+    names = view.to_solver
+    for col in out.columns:
+        col.name = names.get(col.name, col.name)
+    return out
 
 
 async def _starting_data(clients: Clients, view: View, session: simulator_pb2.Session,
-                         parallel: bool) -> tuple[common_pb2.Table, list, str]:
+                         parallel: bool) -> tuple[common_pb2.Table, list[Variable], str]:
     """(the solver's first table, held-out input ranges, a note when the trial resumes)."""
     if not parallel:
         train = await clients.simulator.GetTrainingData(
             simulator_pb2.GetTrainingDataRequest(session_id=session.session_id), timeout=FAST_CALL)
-        heldout = list(train.heldout_input_ranges)
-        for v in heldout:
-            v.name = view.to_solver.get(v.name, v.name)
-        return view.rename_table(train.train), heldout, ""
+        heldout = [Variable.from_proto(v).renamed(view.to_solver.get(v.name, v.name))
+                   for v in train.heldout_input_ranges]
+        return solver_table(view, train.train), heldout, ""
     if not session.budget.calls_used:
         return common_pb2.Table(), [], ""
     bought = await clients.simulator.GetObservations(simulator_pb2.GetObservationsRequest(
         session_id=session.session_id), timeout=FAST_CALL)
-    return view.rename_table(bought.observations), [], (
+    return solver_table(view, bought.observations), [], (
         f"This trial resumes after an infrastructure failure: {session.budget.calls_used} of "
         f"your {session.budget.calls_max} experiment calls were already made, and their "
         f"{len(bought.point_index)} observations are in train_df.")
@@ -66,8 +78,8 @@ async def _starting_data(clients: Clients, view: View, session: simulator_pb2.Se
 async def open_trial(record: TrialRecord, policy: Policy, clients: Clients,
                      max_turns: int | None) -> OpenTrial:
     parallel = record.setting == "parallel"
-    task = (await clients.simulator.GetTask(
-        simulator_pb2.GetTaskRequest(task_id=record.task_id), timeout=FAST_CALL)).task
+    task = SolverTask.from_proto((await clients.simulator.GetTask(
+        simulator_pb2.GetTaskRequest(task_id=record.task_id), timeout=FAST_CALL)).task)
     view = make_view(task, record.context)
     seen = view.task
     # the trial's budget: a retried attempt continues it (calls used, data bought)
@@ -79,7 +91,7 @@ async def open_trial(record: TrialRecord, policy: Policy, clients: Clients,
     data, heldout, resumed = await _starting_data(clients, view, session, parallel)
     box = await clients.sandbox.CreateSession(sandbox_pb2.CreateSessionRequest(
         data=data, target_col=seen.target.name, input_cols=[v.name for v in seen.inputs],
-        multi_group=task.type == common_pb2.TASK_TYPE_MULTI_GROUP,
+        multi_group=task.multi_group,
         extra_imports=list(policy.extra_imports)), timeout=FAST_CALL)
     turns_max = max_turns or task.caps.max_turns
     turn = min(record.turns, turns_max - 1)  # turns spent by earlier attempts stay spent
@@ -87,10 +99,11 @@ async def open_trial(record: TrialRecord, policy: Policy, clients: Clients,
         resumed += (f" {turn} of your {turns_max} turns were used by the interrupted attempt; "
                     f"{turns_max - turn} remain.")
     user = prompts.user_prompt(seen, parallel, heldout)
-    ctx = TrialContext(task=seen, parallel=parallel, seed=record.seed, messages=[
-        {"role": "system", "content": prompts.system_prompt(seen, parallel)},
-        {"role": "user", "content": user + ("\n\n" + resumed.strip() if resumed else "")},
-    ])
+    ctx = TrialContext(task=seen, parallel=parallel, seed=record.seed, heldout=tuple(heldout),
+                       messages=[
+                           {"role": "system", "content": prompts.system_prompt(seen, parallel)},
+                           {"role": "user",
+                            "content": user + ("\n\n" + resumed.strip() if resumed else "")}])
     return OpenTrial(task=task, view=view, parallel=parallel, session_id=session.session_id,
                      box_id=box.session_id, calls_used=session.budget.calls_used, turn=turn,
                      turns_max=turns_max, ctx=ctx, resumed=bool(resumed),

@@ -9,6 +9,7 @@ from lawlab.common.v1 import common_pb2
 from lawlab.judge.v1 import judge_pb2
 from lawlab.rpc.client import SCORING_CALL
 from lawlab.scorer.v1 import scorer_pb2
+from lawlab_agent.domain import SolverTask
 from lawlab_agent.store import Trajectory, TrialRecord
 from lawlab_agent.trial.opening import Clients
 
@@ -18,7 +19,7 @@ def _request(cls, task_id: str, source: str):
 
 
 async def score(record: TrialRecord, clients: Clients, trajectory: Trajectory,
-                task: common_pb2.TaskMetadata, submission: str | None) -> list[str]:
+                task: SolverTask, submission: str | None) -> list[str]:
     if submission is None:
         if record.setting == "parallel":
             record.s_s = 0.0
@@ -54,7 +55,7 @@ async def _srbench(record: TrialRecord, clients: Clients, task_id: str, submissi
 
 
 async def _numeric_and_validity(record: TrialRecord, clients: Clients, trajectory: Trajectory,
-                                task: common_pb2.TaskMetadata, submission: str) -> list[str]:
+                                task: SolverTask, submission: str) -> list[str]:
     task_id = task.task_id
     score_ = await clients.scorer.ScoreSubmission(
         _request(scorer_pb2.ScoreRequest, task_id, submission), timeout=SCORING_CALL)

@@ -14,7 +14,6 @@ import grpc
 import numpy as np
 
 from lawlab import convert
-from lawlab.common.v1 import common_pb2
 from lawlab.contract import read_module
 from lawlab.rpc.client import EXECUTE_CALL, FAST_CALL
 from lawlab.sandbox.v1 import sandbox_pb2
@@ -22,7 +21,7 @@ from lawlab.simulator.v1 import simulator_pb2
 from lawlab_agent import prompts
 from lawlab_agent.blocks import Block
 from lawlab_agent.payloads import PayloadError, parse_experiment
-from lawlab_agent.trial.opening import Clients, OpenTrial
+from lawlab_agent.trial.opening import Clients, OpenTrial, solver_table
 from lawlab_agent.views import View
 
 PREVIEW_ROWS = 10
@@ -51,8 +50,7 @@ def fmt_exec(resp: sandbox_pb2.ExecuteResponse) -> str:
 def experiment_request(payload: str, session_id: str, request_id: str,
                        view: View) -> simulator_pb2.QueryRequest:
     """The simulator query for a model's payload; PayloadError if unreadable."""
-    multi = view.task.type == common_pb2.TASK_TYPE_MULTI_GROUP
-    exp = parse_experiment(payload, [v.name for v in view.task.inputs], multi)
+    exp = parse_experiment(payload, view.task.input_names, view.task.multi_group)
     req = simulator_pb2.QueryRequest(session_id=session_id, request_id=request_id,
                                      n_samples=exp.n_samples or 0)
     if exp.group_ids is not None:
@@ -136,7 +134,7 @@ class ToolRouter:
                 raise  # the simulator is unreachable or broken: infrastructure
             return ToolResult("experiment", f"<error>experiment refused: {err.details()}</error>")
         self.experiments += 1
-        rows = view.rename_table(resp.observations)
+        rows = solver_table(view, resp.observations)
         await self.clients.sandbox.AppendRows(sandbox_pb2.AppendRowsRequest(
             session_id=self.trial.box_id, rows=rows), timeout=FAST_CALL)
         resp.observations.CopyFrom(rows)
