@@ -8,18 +8,20 @@ from __future__ import annotations
 
 import json
 import urllib.request
+from typing import Any
 
 
-def completion(base_url: str, key: str, body: dict, timeout: float) -> dict:
+def completion(base_url: str, key: str, body: dict[str, Any], timeout: float) -> dict[str, Any]:
     """POST ``body`` to ``{base_url}/chat/completions``; the decoded response document."""
     req = urllib.request.Request(f"{base_url.rstrip('/')}/chat/completions",
                                  data=json.dumps(body).encode(), method="POST",
                                  headers={"Content-Type": "application/json",
                                           **({"Authorization": f"Bearer {key}"} if key else {})})
     with urllib.request.urlopen(req, timeout=timeout) as resp:  # noqa: S310 (configured URL)
-        return json.loads(resp.read())
+        doc: dict[str, Any] = json.loads(resp.read())
+        return doc
 
 
-def content(doc: dict) -> str:
+def content(doc: dict[str, Any]) -> str:
     """The first choice's message text."""
     return str(doc["choices"][0]["message"].get("content") or "")

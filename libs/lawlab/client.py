@@ -36,8 +36,9 @@ SETTINGS = {"real": common_pb2.SETTING_REAL, "parallel": common_pb2.SETTING_PARA
 
 
 def _dict(message: Any) -> dict[str, Any]:
-    return MessageToDict(message, preserving_proto_field_name=True,
-                         always_print_fields_with_no_presence=True)
+    doc: dict[str, Any] = MessageToDict(message, preserving_proto_field_name=True,
+                                        always_print_fields_with_no_presence=True)
+    return doc
 
 
 def table_frame(table: common_pb2.Table) -> pd.DataFrame:

@@ -13,6 +13,7 @@ import functools
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import sympy
@@ -24,9 +25,8 @@ LOG_FLOOR = 1e-300
 
 
 def to_residual_space(y: np.ndarray, space: str) -> np.ndarray:
-    if space == "log10":
-        return np.log10(np.maximum(np.asarray(y, dtype=float), LOG_FLOOR))
-    return np.asarray(y, dtype=float)
+    out: np.ndarray = np.asarray(y, dtype=float)
+    return np.log10(np.maximum(out, LOG_FLOOR)) if space == "log10" else out
 
 
 @dataclass
@@ -48,7 +48,7 @@ class FitResult:
     # different start might find a better one)
     agreeing_starts: int = 0
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         return {
             "constants": self.constants,
             "stderr": self.stderr,
@@ -128,13 +128,15 @@ def _screened_starts(residuals: Callable[[np.ndarray], np.ndarray], n_params: in
 
 @functools.lru_cache(maxsize=512)
 def _derivatives(text: str, names: tuple[str, ...], params: tuple[str, ...]
-                 ) -> Callable[..., list] | None:
+                 ) -> Callable[..., list[Any]] | None:
     """d expr / d param for each param, compiled with numpy (None if sympy cannot)."""
     try:
         syms = {n: sympy.Symbol(n, real=True) for n in names}
         e = Expression(text).to_sympy(syms)
         grads = [sympy.diff(e, syms[p]) for p in params]
-        return sympy.lambdify([syms[n] for n in names], grads, modules="numpy")
+        compiled: Callable[..., list[Any]] = sympy.lambdify([syms[n] for n in names], grads,
+                                                           modules="numpy")
+        return compiled
     except Exception:  # noqa: BLE001  (fall back to finite differences)
         return None
 
@@ -185,7 +187,12 @@ POLISH_EVALUATIONS = 20
 AGREE = 1e-6
 
 
-def _solve(residuals, x0s: list[np.ndarray], max_nfev: int, jac=None) -> _Optimum:
+Residuals = Callable[[np.ndarray], np.ndarray]
+Jacobian = Callable[[np.ndarray], np.ndarray]
+
+
+def _solve(residuals: Residuals, x0s: list[np.ndarray], max_nfev: int,
+           jac: Jacobian | None = None) -> _Optimum:
     """The best optimum over the starts, polished."""
     found: list[_Optimum] = []
     for x0 in x0s:
@@ -209,7 +216,8 @@ def _solve(residuals, x0s: list[np.ndarray], max_nfev: int, jac=None) -> _Optimu
     return _polish(residuals, best, max_nfev, jac)
 
 
-def _polish(residuals, best: _Optimum, max_nfev: int, jac=None) -> _Optimum:
+def _polish(residuals: Residuals, best: _Optimum, max_nfev: int,
+            jac: Jacobian | None = None) -> _Optimum:
     """Restart the solver from the best start's optimum with tight tolerances.
     The default stopping rule (a relative step or cost change below 1e-8) halts
     flat, ill-conditioned problems (rational functions, near-aliased periods)
@@ -239,7 +247,7 @@ class _NoJacobian(ValueError):
     pass
 
 
-def _checked(jacobian: Callable[[np.ndarray], np.ndarray], x0: np.ndarray):
+def _checked(jacobian: Jacobian, x0: np.ndarray) -> Jacobian | None:
     """The analytic Jacobian if it can be computed at the start, else None
     (finite differences)."""
     try:
@@ -277,7 +285,8 @@ def _covariance(jac: np.ndarray | None) -> np.ndarray | None:
             loose = np.any(np.abs(vt[~finite]) > 1e-8, axis=0)
             cov[loose, loose] = np.inf
         cov[norms == 0, norms == 0] = np.inf
-        return cov / np.outer(scale, scale)
+        out: np.ndarray = cov / np.outer(scale, scale)
+        return out
 
 
 def _ridge(jac: np.ndarray | None, names: Sequence[str]) -> tuple[float, str, str]:

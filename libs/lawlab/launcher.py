@@ -18,9 +18,12 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from lawlab import config
+
+if TYPE_CHECKING:
+    import grpc
 
 # Dependencies first: scorer and judge need the sandbox; the simulator scores external
 # submissions through scorer and judge; the agent needs all.
@@ -30,7 +33,7 @@ START_ORDER = ("sandbox", "scorer", "judge", "simulator", "agent")
 @dataclass
 class Running:
     name: str
-    process: subprocess.Popen
+    process: subprocess.Popen[bytes]
     port: int
     metrics_port: int
     log_path: Path
@@ -63,13 +66,13 @@ class Cluster:
         env["LAWLAB_INTERNAL_TOKEN"] = self.internal_token
         return env
 
-    def channel(self, name: str, retry: bool = True):
+    def channel(self, name: str, retry: bool = True) -> grpc.Channel:
         """A blocking channel to a running service, with the internal token."""
         from lawlab.rpc.client import sync_channel
 
         return sync_channel(self.address(name), retry=retry, token=self.internal_token)
 
-    def aio_channel(self, name: str, retry: bool = True):
+    def aio_channel(self, name: str, retry: bool = True) -> grpc.aio.Channel:
         from lawlab.rpc.client import aio_channel
 
         return aio_channel(self.address(name), retry=retry, token=self.internal_token)

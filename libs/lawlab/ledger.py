@@ -26,7 +26,6 @@ open the same database directly, and the core imports no service.
 
 from __future__ import annotations
 
-import concurrent.futures
 import hashlib
 import hmac
 import queue
@@ -34,9 +33,10 @@ import secrets
 import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from lawlab.db import Database, Executor, SqliteDatabase, open_database
 
@@ -263,12 +263,13 @@ class ChargeBatcher:
     def __init__(self, ledger: Ledger, max_batch: int = 64) -> None:
         self.ledger = ledger
         self.max_batch = max_batch
-        self._queue: queue.SimpleQueue = queue.SimpleQueue()
+        self._queue: queue.SimpleQueue[tuple[ChargeRequest, Future[Charge]] | None] = \
+            queue.SimpleQueue()
         self._thread = threading.Thread(target=self._run, name="ledger-writer", daemon=True)
         self._thread.start()
 
-    def submit(self, request: ChargeRequest) -> concurrent.futures.Future:
-        future: concurrent.futures.Future = concurrent.futures.Future()
+    def submit(self, request: ChargeRequest) -> Future[Charge]:
+        future: Future[Charge] = Future()
         self._queue.put((request, future))
         return future
 
@@ -424,7 +425,8 @@ class Ledger:
             return "expired"
         return row.state
 
-    def _expire(self, ex: Executor, where: str, args: tuple, now: float) -> list[SessionRow]:
+    def _expire(self, ex: Executor, where: str, args: tuple[Any, ...], now: float
+                ) -> list[SessionRow]:
         """Mark idle open sessions matching ``where`` expired, with an audit row each."""
         if self.idle_seconds is None:
             return []

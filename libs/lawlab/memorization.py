@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -28,7 +29,8 @@ import numpy as np
 
 from lawlab import chat
 from lawlab.expr import Expression, ExpressionError
-from lawlab.tasks import Task
+from lawlab.structure import Form
+from lawlab.tasks import Reference, Task, Variable
 
 PROMPT = ("Without any data or further context: what is the standard closed-form law "
           "giving {target} as a function of {inputs}? Answer with one Python expression over "
@@ -56,7 +58,7 @@ class Recall:
 
 
 def prompt_for(task: Task) -> str:
-    def name(v) -> str:
+    def name(v: Variable) -> str:
         return f"{v.name} ({v.unit})" if v.unit and v.unit != "1" else v.name
 
     return PROMPT.format(target=name(task.meta.target),
@@ -69,7 +71,7 @@ def ask(base_url: str, key: str, model: str, prompt: str, timeout: float = 120.0
         "max_completion_tokens": 512}, timeout))
 
 
-def _best_reference(task: Task):
+def _best_reference(task: Task) -> Reference:
     metrics = json.loads((task.root / "eval" / "reference_metrics.json").read_text())
     name = metrics["best_reference"]
     return next(r for r in task.references() if r.name == name)
@@ -119,7 +121,8 @@ def match(task: Task, text: str) -> Sample:
     return Sample(text, raw, True, f"equivalent to {ref.name} up to its constants")
 
 
-def _fit(form, probes, target, starts: int = 60) -> tuple[float, list[float]]:
+def _fit(form: Form, probes: Mapping[str, np.ndarray], target: np.ndarray,
+         starts: int = 60) -> tuple[float, list[float]]:
     """Least misfit (RMS / SD of the target) over multi-start fits, and its constants."""
     import warnings
 
@@ -131,7 +134,7 @@ def _fit(form, probes, target, starts: int = 60) -> tuple[float, list[float]]:
         return (float(np.sqrt(np.mean(r**2)) / spread) if np.all(np.isfinite(r))
                 else float("inf")), []
 
-    def resid(theta):
+    def resid(theta: np.ndarray) -> np.ndarray:
         r = form.evaluate(probes, theta) - target
         return np.where(np.isfinite(r), r, 1e3 * spread)
 
@@ -155,7 +158,8 @@ def _fit(form, probes, target, starts: int = 60) -> tuple[float, list[float]]:
 
 
 def audit(tasks: list[Task], models: list[str], base_url: str, key: str, samples: int = 5,
-          threshold: int = 3, progress=None) -> tuple[list[Recall], dict[str, str]]:
+          threshold: int = 3, progress: Callable[[Recall], None] | None = None
+          ) -> tuple[list[Recall], dict[str, str]]:
     recalls = []
     for task in tasks:
         ref = _best_reference(task)

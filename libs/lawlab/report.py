@@ -19,7 +19,7 @@ import json
 import math
 import random
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass
 from itertools import combinations
 from pathlib import Path
@@ -62,7 +62,7 @@ def suite_of(rows: Sequence[Row]) -> str:
     return prints.pop() if prints else ""
 
 
-def _strict(value):
+def _strict(value: Any) -> Any:
     if isinstance(value, float) and (math.isnan(value) or math.isinf(value)):
         return None
     if isinstance(value, dict):
@@ -72,7 +72,7 @@ def _strict(value):
     return value
 
 
-def strict_json(value) -> str:
+def strict_json(value: Any) -> str:
     """JSON every parser reads: NaN and infinities become null."""
     return json.dumps(_strict(value), indent=2, default=str, allow_nan=False) + "\n"
 
@@ -117,7 +117,7 @@ def bootstrap_ci(per_task: dict[str, float], draws: int = BOOTSTRAP_DRAWS,
 SCORES = {"real": ("s_n", "s_v"), "parallel": ("s_s",)}
 
 
-def leaderboard(rows: Sequence[Row]) -> list[dict]:
+def leaderboard(rows: Sequence[Row]) -> list[dict[str, Any]]:
     """One entry per (agent, setting, context): strict and scored means of each
     score, for single-group, multi-group and all tasks, with intervals and
     counts of each status."""
@@ -126,7 +126,7 @@ def leaderboard(rows: Sequence[Row]) -> list[dict]:
         groups[(r.agent, r.setting, r.context)].append(r)
     out = []
     for (agent, setting, context), rs in sorted(groups.items()):
-        entry: dict = {"agent": agent, "setting": setting, "context": context,
+        entry: dict[str, Any] = {"agent": agent, "setting": setting, "context": context,
                        "tasks": len({r.task_id for r in rs}), "trials": len(rs)}
         for score in SCORES[setting]:
             for subset, pick in (("all", lambda r: True), ("single", lambda r: not r.multi_group),
@@ -162,7 +162,7 @@ def per_discipline(rows: Sequence[Row], score: str) -> dict[str, dict[str, float
 
 
 def concordance(rows: Sequence[Row], margins: Sequence[float] = (0.0, 0.05, 0.1, 0.2),
-                draws: int = BOOTSTRAP_DRAWS) -> list[dict]:
+                draws: int = BOOTSTRAP_DRAWS) -> list[dict[str, Any]]:
     """Fit-validity concordance over within-task pairs of Real trials whose S_N
     differ by more than the margin: concordant when the better-fitting law is
     also at least as valid (S_V higher), discordant when strictly less valid,
@@ -220,7 +220,8 @@ def expected_max_of_subsets(values: Sequence[float], n: int) -> float:
     return sum(s[i] * math.comb(i, n - 1) for i in range(n - 1, k)) / total
 
 
-def best_of_n(rows: Sequence[Row], ns: Sequence[int] = (1, 2, 3, 5)) -> list[dict]:
+def best_of_n(rows: Sequence[Row], ns: Sequence[int] = (1, 2, 3, 5)
+              ) -> list[dict[str, Any]]:
     """Oracle best-of-N on S_N (Real): per (agent, task) with at least N repeats,
     the expected maximum over N-subsets of its trials, averaged over tasks,
     with a task-bootstrap interval; beside it, the expected score of one
@@ -265,7 +266,11 @@ def joint_balance(pool: Sequence[tuple[float, float]]) -> list[float]:
     return out
 
 
-def knockout(candidates: Sequence[int], select, group: int = 5) -> tuple[list[int], int]:
+Selector = Callable[[list[int]], int]
+
+
+def knockout(candidates: Sequence[int], select: Selector, group: int = 5
+             ) -> tuple[list[int], int]:
     """Disjoint groups of ``group`` in order; ``select(indices) -> chosen index`` picks a
     winner per group, then one among the winners. Returns (group winners, final)."""
     winners = []
@@ -276,7 +281,8 @@ def knockout(candidates: Sequence[int], select, group: int = 5) -> tuple[list[in
     return winners, final
 
 
-def selection_study(rows: Sequence[Row], select=None, group: int = 5) -> dict:
+def selection_study(rows: Sequence[Row], select: Any = None, group: int = 5
+                    ) -> dict[str, Any]:
     """Per (agent, task) pool of Real candidates (its repeats): oracle best-of-group and
     best-of-pool on S_N, S_V and joint balance; with ``select(agent, task_id,
     candidates: list[Row]) -> index``, knockout self-selection in groups of ``group``;
@@ -335,7 +341,7 @@ def _fmt(x: object) -> str:
     return str(x)
 
 
-def leaderboard_markdown(board: list[dict]) -> str:
+def leaderboard_markdown(board: list[dict[str, Any]]) -> str:
     lines = ["| agent | setting | context | tasks | trials | score | strict mean (95% CI) | "
              "mean scored | single-group | multi-group | statuses |",
              "|---|---|---|---|---|---|---|---|---|---|---|"]
@@ -351,7 +357,7 @@ def leaderboard_markdown(board: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def leaderboard_csv(board: list[dict]) -> str:
+def leaderboard_csv(board: list[dict[str, Any]]) -> str:
     keys = sorted({k for e in board for k in e if k != "status_counts"})
     buf = io.StringIO()
     w = csv.writer(buf)
@@ -372,7 +378,7 @@ def agent_colours(agents: Iterable[str]) -> dict[str, str]:
     return {a: PALETTE[i % len(PALETTE)] for i, a in enumerate(sorted(set(agents)))}
 
 
-def figures(rows: Sequence[Row], board: list[dict], out: Path) -> list[str]:
+def figures(rows: Sequence[Row], board: list[dict[str, Any]], out: Path) -> list[str]:
     """The report's figures: one panel per score with a bar per agent (its colour
     throughout), the per-discipline heat map with its values in the cells, and
     fit against validity with jitter so coincident trials stay visible."""
@@ -392,7 +398,7 @@ def figures(rows: Sequence[Row], board: list[dict], out: Path) -> list[str]:
     return written
 
 
-def scores_figure(board: list[dict]):
+def scores_figure(board: list[dict[str, Any]]) -> Any:
     import matplotlib.pyplot as plt
 
     colours = agent_colours(e["agent"] for e in board)
@@ -427,7 +433,7 @@ def scores_figure(board: list[dict]):
     return fig
 
 
-def heatmap_figure(rows: Sequence[Row]):
+def heatmap_figure(rows: Sequence[Row]) -> Any:
     import matplotlib.pyplot as plt
 
     heat = per_discipline(rows, "s_n")
@@ -451,7 +457,7 @@ def heatmap_figure(rows: Sequence[Row]):
     return fig
 
 
-def validity_figure(rows: Sequence[Row], board: list[dict]):
+def validity_figure(rows: Sequence[Row], board: list[dict[str, Any]]) -> Any:
     import matplotlib.pyplot as plt
 
     pts = [r for r in rows if r.setting == "real" and finite(r.s_n) and finite(r.s_v)]
@@ -476,7 +482,8 @@ def validity_figure(rows: Sequence[Row], board: list[dict]):
     return fig
 
 
-def write_report(rows: Sequence[Row], out: Path, title: str, select=None) -> list[str]:
+def write_report(rows: Sequence[Row], out: Path, title: str, select: Any = None
+                 ) -> list[str]:
     """Everything into ``out``; returns the file names written. ``select`` (see
     :func:`selection_study`) adds knockout self-selection."""
     suite = suite_of(rows)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from scipy.spatial import cKDTree
@@ -76,23 +77,27 @@ class Coordinates:
         for n in names:
             v = np.asarray(data[n], dtype=float)
             cols.append(np.log10(np.maximum(v, LOG_FLOOR)) if n in log_inputs else v)
-        return np.column_stack(cols) if cols else np.zeros((0, 0))
+        out: np.ndarray = np.column_stack(cols) if cols else np.zeros((0, 0))
+        return out
 
     def transform(self, data: Mapping[str, np.ndarray]) -> np.ndarray:
-        return (self._raw(data, self.names, self.log_inputs) - self.center) / self.scale
+        out: np.ndarray = (self._raw(data, self.names, self.log_inputs) - self.center) / self.scale
+        return out
 
 
 def _knn(coords: np.ndarray, query: np.ndarray, k: int) -> np.ndarray:
     """Indices of the k nearest rows of ``coords`` to each row of ``query``."""
     d2 = ((query[:, None, :] - coords[None, :, :]) ** 2).sum(axis=2)
     k = min(k, coords.shape[0])
-    return np.argpartition(d2, k - 1, axis=1)[:, :k]
+    out: np.ndarray = np.argpartition(d2, k - 1, axis=1)[:, :k]
+    return out
 
 
 def local_mean(coords: np.ndarray, values: np.ndarray, fraction: float, max_k: int) -> np.ndarray:
     k = int(np.clip(round(fraction * len(values)), 1, max_k))
     idx = _knn(coords, coords, k)
-    return values[idx].mean(axis=1)
+    out: np.ndarray = values[idx].mean(axis=1)
+    return out
 
 
 def structure_ratio(coords: np.ndarray, residuals: np.ndarray) -> float:
@@ -147,13 +152,14 @@ def smoothed_draw(pool: np.ndarray, near: np.ndarray, rng: np.random.Generator) 
     pick = values[np.arange(len(values)), rng.integers(0, k, size=len(values))]
     jitter = h * rng.standard_normal(len(values))
     ratio = np.divide(h, sd, out=np.zeros_like(h), where=sd > 0)
-    return m + (pick - m + jitter) / np.sqrt(1.0 + ratio**2)
+    out: np.ndarray = m + (pick - m + jitter) / np.sqrt(1.0 + ratio**2)
+    return out
 
 
 class World:
     """Samples observations of a hidden law; built from simulator/world.json + residuals.npz."""
 
-    def __init__(self, spec: Mapping, arrays: Mapping[str, np.ndarray]) -> None:
+    def __init__(self, spec: Mapping[str, Any], arrays: Mapping[str, np.ndarray]) -> None:
         law = spec["law"]
         self.expr = Expression(law["expr"])
         self.constants = {k: float(v) for k, v in law["constants"].items()}

@@ -39,10 +39,10 @@ def main(argv: list[str] | None = None) -> int:
     args, rest = parser.parse_known_args(argv)
     try:
         if getattr(args, "passes_rest", False):  # `lawlab serve NAME --port ...`
-            return args.func(args, rest)
+            return int(args.func(args, rest))
         if rest:
             parser.error(f"unrecognised arguments: {' '.join(rest)}")
-        return args.func(args)
+        return int(args.func(args))
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
@@ -76,7 +76,7 @@ SIM_HINTS = {
 }
 
 
-def rpc_error_line(args: argparse.Namespace, err) -> str:
+def rpc_error_line(args: argparse.Namespace, err: Exception) -> str:
     """One line for a failed call: the command, the status, the service's message and
     what to do; never a traceback."""
     code = err.code().name if hasattr(err, "code") and err.code() else "UNKNOWN"

@@ -14,10 +14,17 @@ import os
 import re
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, TextIO
 
 from lawlab import config
 from lawlab.tables import table
+
+if TYPE_CHECKING:
+    from lawlab.agent.v1 import agent_pb2, agent_pb2_grpc
+    from lawlab.memorization import Recall
+    from lawlab.report import Row
 
 SETTINGS = {"real": 1, "parallel": 2}
 
@@ -40,7 +47,7 @@ def _eta(seconds: float) -> str:
     return f"{h}h{m:02d}m" if h else f"{m}m{s:02d}s"
 
 
-def render(c) -> str:
+def render(c: agent_pb2.Campaign) -> str:
     """A campaign snapshot as text: state, progress bar, ETA, then one row per slice."""
     from lawlab import convert
     from lawlab.agent.v1 import agent_pb2
@@ -67,10 +74,10 @@ def render(c) -> str:
     return "\n".join(lines)
 
 
-def spec_from_args(args: argparse.Namespace):
+def spec_from_args(args: argparse.Namespace) -> agent_pb2.CampaignSpec:
     from lawlab.agent.v1 import agent_pb2
 
-    doc: dict = {}
+    doc: dict[str, Any] = {}
     if args.spec:
         text = Path(args.spec).read_text()
         if args.spec.endswith((".yaml", ".yml")):
@@ -131,14 +138,16 @@ def spec_from_args(args: argparse.Namespace):
     return spec
 
 
-def watch(stub, campaign_id: str, out=None, live: bool | None = None):
+def watch(stub: agent_pb2_grpc.AgentServiceStub, campaign_id: str, out: TextIO | None = None,
+          live: bool | None = None) -> agent_pb2.Campaign:
     """Follow a campaign until it stops; returns the last snapshot. ``out`` is
     looked up at call time (sys.stdout may have been replaced since import)."""
     from lawlab.agent.v1 import agent_pb2
 
     out = out or sys.stdout
     live = out.isatty() if live is None else live
-    last, shown = None, ""
+    last: agent_pb2.Campaign | None = None
+    shown = ""
     for snap in stub.WatchCampaign(agent_pb2.GetCampaignRequest(campaign_id=campaign_id)):
         last = snap
         text = render(snap)
@@ -148,6 +157,8 @@ def watch(stub, campaign_id: str, out=None, live: bool | None = None):
             shown = text.splitlines()[0]
             out.write(shown + "\n")
         out.flush()
+    if last is None:
+        raise RuntimeError(f"campaign {campaign_id}: the agent service sent no snapshot")
     return last
 
 
@@ -213,7 +224,7 @@ def cmd_campaign(args: argparse.Namespace) -> int:
         return 0
 
 
-def _start_and_watch(stub, args: argparse.Namespace) -> int:
+def _start_and_watch(stub: agent_pb2_grpc.AgentServiceStub, args: argparse.Namespace) -> int:
     from google.protobuf.json_format import MessageToDict
 
     from lawlab.agent.v1 import agent_pb2
@@ -292,7 +303,8 @@ def _hidden_strings(tasks_dir: Path, task_id: str) -> list[str]:
     return out
 
 
-def audit_events(events: list[dict], hidden: list[str]) -> list[tuple[int, str, str]]:
+def audit_events(events: list[dict[str, Any]], hidden: list[str]
+                 ) -> list[tuple[int, str, str]]:
     findings = []
     for ev in events:
         if ev.get("type") != "turn":
@@ -382,7 +394,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
     return 1 if leaks else 0
 
 
-def rows_from_trials(trials, tasks_dir: Path) -> list:
+def rows_from_trials(trials: list[agent_pb2.Trial], tasks_dir: Path) -> list[Row]:
     """Trial protos -> report rows, with each task's discipline, type and suite."""
     from lawlab.agent.v1 import agent_pb2
     from lawlab.report import Row
@@ -397,7 +409,7 @@ def rows_from_trials(trials, tasks_dir: Path) -> list:
         if "S_N " in notes:
             score_status = notes.split("S_N ", 1)[1].split(":", 1)[0].strip()
 
-        def score(name: str):
+        def score(name: str) -> float | None:
             return getattr(t.scores, name) if t.scores.HasField(name) else None
 
         rows.append(Row(
@@ -427,7 +439,8 @@ number inside <choice>...</choice>.
 {candidates}"""
 
 
-def llm_selector(args: argparse.Namespace, sources: dict[str, str]):
+def llm_selector(args: argparse.Namespace, sources: dict[str, str]
+                 ) -> Callable[[str, str, list[Any]], int]:
     """The knockout selector: the model sees the task, the full training set and the
     candidate programs (never held-out data or scores) and names one."""
     from lawlab.memorization import ask
@@ -440,7 +453,7 @@ def llm_selector(args: argparse.Namespace, sources: dict[str, str]):
     library = TaskLibrary(Path(args.tasks_dir))
     fallbacks = [0]
 
-    def select(agent: str, task_id: str, candidates: list) -> int:
+    def select(agent: str, task_id: str, candidates: list[Any]) -> int:
         meta = library.get(task_id).meta
         data = library.get(task_id).train.to_csv(index=False)[:100_000]
         blocks = "\n\n".join(f"Candidate {i + 1}:\n```python\n{sources.get(c.trial_id, '')}\n```"
@@ -516,7 +529,7 @@ def cmd_audit_memorization(args: argparse.Namespace) -> int:
     total = len(chosen) * len(models)
     done = [0]
 
-    def progress(r) -> None:
+    def progress(r: Recall) -> None:
         done[0] += 1
         hits = sum(s.matched for s in r.samples)
         print(f"{bar(done[0], total, 20)}  {r.task_id} / {r.model}: {hits}/{len(r.samples)} "
@@ -531,7 +544,7 @@ def cmd_audit_memorization(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_parsers(sub: argparse._SubParsersAction) -> None:
+def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     audit = sub.add_parser("audit", help="audits of models").add_subparsers(dest="kind",
                                                                             required=True)
     p = audit.add_parser("memorization", help="data-free recall of published laws, per model")

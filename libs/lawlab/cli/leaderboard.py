@@ -14,11 +14,17 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from lawlab import config
 
+if TYPE_CHECKING:
+    from lawlab.ledger import Ledger
+    from lawlab.report import Row
+    from lawlab.tasks import TaskLibrary
 
-def external_rows(ledger, epoch_id: str, library) -> list:
+
+def external_rows(ledger: Ledger, epoch_id: str, library: TaskLibrary) -> list[Row]:
     from lawlab.report import Row
 
     epoch = ledger.epoch(epoch_id)
@@ -103,7 +109,7 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_parsers(sub: argparse._SubParsersAction) -> None:
+def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("leaderboard", help="an epoch's external submissions beside lawlab "
                                            "campaigns (operators)",
                        description="Reads the simulator's ledger (--ledger, LAWLAB_LEDGER_URL, or "

@@ -58,7 +58,7 @@ def cmd_sandbox_exec(args: argparse.Namespace) -> int:
 
 
 
-def add_parsers(sub: argparse._SubParsersAction) -> None:
+def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     sandbox = sub.add_parser("sandbox", help="the sandbox").add_subparsers(dest="verb", required=True)
     p = sandbox.add_parser("exec", help="run a file in a fresh session of a running sandbox")
     p.add_argument("--file", required=True)

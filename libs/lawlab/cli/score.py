@@ -17,17 +17,21 @@ import argparse
 import json
 import sys
 import tempfile
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from google.protobuf.json_format import MessageToDict
 
 from lawlab import config
 
+if TYPE_CHECKING:
+    import grpc
+
 
 @contextmanager
-def _service(name: str, address: str | None, tasks_dir: str):
+def _service(name: str, address: str | None, tasks_dir: str) -> Iterator[grpc.Channel]:
     """A channel to ``name``: the given address, or an ephemeral local service."""
     from lawlab.launcher import Cluster
     from lawlab.rpc.client import running_service
@@ -213,7 +217,7 @@ def _structure_offline(args: argparse.Namespace, source: str) -> int:
     return 0
 
 
-def add_parsers(sub: argparse._SubParsersAction) -> None:
+def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("score", help="S_N of a submission file (and LLM-SRBench metrics)")
     p.add_argument("--task", required=True)
     p.add_argument("--submission", required=True, help="a Python module in the contract")

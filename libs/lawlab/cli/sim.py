@@ -9,13 +9,17 @@ import os
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from lawlab import config
 from lawlab.tables import table as _table
 
+if TYPE_CHECKING:
+    from lawlab.client import SimulatorClient
+
 # ---- lawlab sim ------------------------------------------------------------------
 
-def _client(args: argparse.Namespace):
+def _client(args: argparse.Namespace) -> SimulatorClient:
     from lawlab.client import SimulatorClient
 
     return SimulatorClient(args.addr, token=args.token, ca_file=args.ca)
@@ -40,7 +44,7 @@ def cmd_sim(args: argparse.Namespace) -> int:
         return _sim_verb(sim, args)
 
 
-def _sim_verb(sim, args: argparse.Namespace) -> int:
+def _sim_verb(sim: SimulatorClient, args: argparse.Namespace) -> int:
     if args.verb == "tasks":
         tasks = sim.tasks()
         if args.json:
@@ -116,16 +120,16 @@ def _sim_verb(sim, args: argparse.Namespace) -> int:
         print(json.dumps(status, indent=2) if args.json else _submission_line(status))
         return 0
     if args.verb == "submissions":
-        rows = sim.submissions(args.epoch or "")
+        listed = sim.submissions(args.epoch or "")
         if args.json:
-            print(json.dumps(rows, indent=2))
+            print(json.dumps(listed, indent=2))
         else:
-            print("\n".join(_submission_line(s) for s in rows) if rows else "no submissions")
+            print("\n".join(_submission_line(s) for s in listed) if listed else "no submissions")
         return 0
     raise AssertionError(args.verb)
 
 
-def _submission_line(s: dict) -> str:
+def _submission_line(s: dict[str, Any]) -> str:
     state = s["state"].removeprefix("SUBMISSION_STATE_").lower()
     scores = ", ".join(f"{k.upper()} {v:.3f}" for k, v in sorted(s.get("scores", {}).items()))
     shown = scores if s.get("released") else (
@@ -135,7 +139,7 @@ def _submission_line(s: dict) -> str:
             + (f" [{s['message']}]" if s.get("message") else ""))
 
 
-def _submit(sim, args: argparse.Namespace) -> int:
+def _submit(sim: SimulatorClient, args: argparse.Namespace) -> int:
     from pathlib import Path
 
     try:
@@ -162,7 +166,7 @@ def _submit(sim, args: argparse.Namespace) -> int:
     return 0
 
 
-def add_sim_parser(sub: argparse._SubParsersAction) -> None:
+def add_sim_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     sim = sub.add_parser("sim", help="the simulator's public API (for external teams)",
                          description="Talk to a simulator: LAWLAB_SIMULATOR_ADDR, LAWLAB_TOKEN "
                                      "and LAWLAB_TLS_CA are the defaults of --addr, --token, --ca.")
@@ -280,7 +284,7 @@ def _ledger_args(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     return p
 
 
-def add_token_parser(sub: argparse._SubParsersAction) -> None:
+def add_token_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     token = sub.add_parser("token", help="API tokens of external teams (operators)",
                            description="Acts on the simulator's ledger directly: --ledger, "
                                        "LAWLAB_LEDGER_URL, or DATA_DIR/simulator/ledger.sqlite.")
@@ -344,7 +348,7 @@ def cmd_epoch(args: argparse.Namespace) -> int:
     raise AssertionError(args.verb)
 
 
-def add_epoch_parser(sub: argparse._SubParsersAction) -> None:
+def add_epoch_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     epoch = sub.add_parser("epoch", help="leaderboard rounds: each gives every team a fresh "
                                          "Parallel budget per task (operators)",
                            description="Acts on the simulator's ledger directly: --ledger, "
@@ -362,7 +366,7 @@ def add_epoch_parser(sub: argparse._SubParsersAction) -> None:
     _ledger_args(verbs.add_parser("close", help="close an epoch")).add_argument("epoch_id")
 
 
-def add_parsers(sub: argparse._SubParsersAction) -> None:
+def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     add_sim_parser(sub)
     add_token_parser(sub)
     add_epoch_parser(sub)

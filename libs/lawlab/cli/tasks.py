@@ -7,6 +7,7 @@ import json
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from lawlab import config
 from lawlab.cli.common import with_dirs
@@ -41,7 +42,7 @@ def cmd_tasks_build(args: argparse.Namespace) -> int:
           "secret, the simulator needs it)", flush=True)
     done = [0]
 
-    def progress(result: dict) -> None:
+    def progress(result: dict[str, Any]) -> None:
         done[0] += 1
         world = result.get("hidden_edit", "")
         print(f"  [{done[0]:>2}] {result['task_id']:<32} {world:<40} "
@@ -217,7 +218,7 @@ def cmd_tasks_list(args: argparse.Namespace) -> int:
 
 
 
-def add_parsers(sub: argparse._SubParsersAction) -> None:
+def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     tasks = sub.add_parser("tasks", help="the task library").add_subparsers(dest="verb", required=True)
     p = tasks.add_parser("list")
     with_dirs(p)

@@ -97,7 +97,7 @@ def render(events: list[dict[str, Any]], out: TextIO, limit: int = 2000,
                   f"{e.get('wall_seconds', 0):.1f} s", file=out)
 
 
-def load(target: str, agent_addr: str, attempt: int = 0) -> tuple[list[dict], str]:
+def load(target: str, agent_addr: str, attempt: int = 0) -> tuple[list[dict[str, Any]], str]:
     """Events of a trajectory file, or of a trial id from the agent service; and the
     trial's submission ('' if unknown)."""
     path = Path(target)
@@ -115,7 +115,7 @@ def load(target: str, agent_addr: str, attempt: int = 0) -> tuple[list[dict], st
     return [json.loads(e) for e in traj.events], trial.submission.source
 
 
-def cmd_trial_show(args) -> int:
+def cmd_trial_show(args: argparse.Namespace) -> int:
     import grpc
 
     try:
@@ -143,7 +143,7 @@ TRIAL_HEADER = ["task", "setting", "status", "turns", "S_N", "S_V", "S_S", "wall
 
 async def _run_trial(address: str, task: str, setting: str, agent: str, model: str, seed: int,
                      token: str | None = None, context: str = "",
-                     decoding: dict | None = None):
+                     decoding: dict[str, Any] | None = None) -> Any:
     from lawlab import convert
     from lawlab.agent.v1 import agent_pb2, agent_pb2_grpc
     from lawlab.rpc.client import TRIAL_CALL, aio_channel
@@ -158,7 +158,7 @@ async def _run_trial(address: str, task: str, setting: str, agent: str, model: s
         return await stub.RunTrial(request, timeout=TRIAL_CALL)
 
 
-def _trial_rows(trials: list) -> list[list[str]]:
+def _trial_rows(trials: list[Any]) -> list[list[str]]:
     from lawlab import convert
     from lawlab.agent.v1 import agent_pb2
 
@@ -210,7 +210,7 @@ def cmd_trial_run(args: argparse.Namespace) -> int:
 
 
 
-def add_parsers(sub: argparse._SubParsersAction) -> None:
+def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     trial = sub.add_parser("trial", help="trials").add_subparsers(dest="verb", required=True)
     p = trial.add_parser("run", help="run one trial through a running agent service")
     p.add_argument("--task", required=True)

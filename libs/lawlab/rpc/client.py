@@ -9,6 +9,7 @@ from __future__ import annotations
 import collections
 import json
 import os
+from typing import Any
 
 import grpc
 
@@ -22,7 +23,7 @@ TRIAL_CALL = 3600.0
 
 
 def _service_config(retry: bool) -> str:
-    config: dict = {"methodConfig": []}
+    config: dict[str, Any] = {"methodConfig": []}
     if retry:
         config["methodConfig"].append({
             "name": [{}],
@@ -72,7 +73,7 @@ class _AioAuth(grpc.aio.UnaryUnaryClientInterceptor):
     def __init__(self, header: tuple[str, str]) -> None:
         self.header = header
 
-    async def intercept_unary_unary(self, continuation, details, request):
+    async def intercept_unary_unary(self, continuation: Any, details: Any, request: Any) -> Any:
         metadata = grpc.aio.Metadata(*(details.metadata or ()), self.header)
         return await continuation(details._replace(metadata=metadata), request)
 
@@ -81,7 +82,7 @@ class _AioStreamAuth(grpc.aio.UnaryStreamClientInterceptor):
     def __init__(self, header: tuple[str, str]) -> None:
         self.header = header
 
-    async def intercept_unary_stream(self, continuation, details, request):
+    async def intercept_unary_stream(self, continuation: Any, details: Any, request: Any) -> Any:
         metadata = grpc.aio.Metadata(*(details.metadata or ()), self.header)
         return await continuation(details._replace(metadata=metadata), request)
 
@@ -96,16 +97,16 @@ class _SyncAuth(grpc.UnaryUnaryClientInterceptor, grpc.UnaryStreamClientIntercep
     def __init__(self, header: tuple[str, str]) -> None:
         self.header = header
 
-    def _with_header(self, details):
+    def _with_header(self, details: Any) -> _Details:
         return _Details(details.method, details.timeout,
                         [*(details.metadata or ()), self.header], details.credentials,
                         getattr(details, "wait_for_ready", None),
                         getattr(details, "compression", None))
 
-    def intercept_unary_unary(self, continuation, details, request):
+    def intercept_unary_unary(self, continuation: Any, details: Any, request: Any) -> Any:
         return continuation(self._with_header(details), request)
 
-    def intercept_unary_stream(self, continuation, details, request):
+    def intercept_unary_stream(self, continuation: Any, details: Any, request: Any) -> Any:
         return continuation(self._with_header(details), request)
 
 

@@ -7,6 +7,7 @@ import asyncio
 import importlib
 import logging
 import os
+import subprocess
 from collections.abc import Sequence
 
 from lawlab import config, log
@@ -70,10 +71,10 @@ def _free_port(host: str) -> int:
         return int(sock.getsockname()[1])
 
 
-def _spawn_siblings(name: str, args: argparse.Namespace, count: int) -> list:
+def _spawn_siblings(name: str, args: argparse.Namespace,
+                    count: int) -> list[subprocess.Popen[bytes]]:
     """``count`` more processes of this service on the same port (SO_REUSEPORT:
     the kernel spreads connections over them), each with its own metrics port."""
-    import subprocess
     import sys
 
     env = dict(os.environ)
@@ -98,7 +99,7 @@ def service_main(name: str, argv: Sequence[str] | None = None) -> None:
     token = internal_token(name, args.host, settings)
     module = importlib.import_module(f"lawlab_{name}.server")
     processes = int(os.environ.get(f"LAWLAB_{name.upper()}_PROCESSES", "1") or "1")
-    siblings: list = []
+    siblings: list[subprocess.Popen[bytes]] = []
     if processes > 1 and getattr(module, "MULTI_PROCESS", False):
         if args.port == 0:
             args.port = _free_port(args.host)

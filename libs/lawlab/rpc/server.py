@@ -330,7 +330,7 @@ class ServerOptions:
     tls_client_ca: str | None = None  # PEM CA: require client certificates (mutual TLS)
 
 
-def _start_http(port: int, host: str, app: Callable[..., Any]):
+def _start_http(port: int, host: str, app: Callable[..., Any]) -> Any:
     """Metrics at /metrics, ``app`` everywhere else, in a daemon thread."""
     import threading
     from socketserver import ThreadingMixIn
@@ -340,7 +340,7 @@ def _start_http(port: int, host: str, app: Callable[..., Any]):
 
     metrics = make_wsgi_app()
 
-    def dispatch(environ, start_response):
+    def dispatch(environ: dict[str, Any], start_response: Callable[..., Any]) -> Any:
         if environ.get("PATH_INFO", "").startswith("/metrics"):
             return metrics(environ, start_response)
         return app(environ, start_response)

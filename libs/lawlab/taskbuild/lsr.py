@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import hashlib
 import signal
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -169,7 +169,7 @@ def _valid_solution(sol: sympy.Expr, symbols: dict[str, sympy.Symbol], target_sy
 
 
 @contextmanager
-def _time_limit(seconds: float):
+def _time_limit(seconds: float) -> Iterator[None]:
     """sympy.solve can run for minutes on transcendental equations: give up instead
     (the variable is then not a candidate). Main thread only (SIGALRM)."""
     def expire(signum: int, frame: object) -> None:
@@ -186,7 +186,7 @@ def _time_limit(seconds: float):
 
 def _restricted(sol: sympy.Expr) -> str | None:
     """The solution as restricted-expression text, or None if it needs other functions."""
-    text = sympy.sstr(sol).replace("Abs(", "abs(")
+    text = str(sympy.sstr(sol)).replace("Abs(", "abs(")
     try:
         Expression(text)
     except ValueError:
@@ -194,7 +194,9 @@ def _restricted(sol: sympy.Expr) -> str | None:
     return text
 
 
-def suggest_candidates(eq: Equation, names, symbols, target_sym, rhs, check) -> list:
+def suggest_candidates(eq: Equation, names: Sequence[str], symbols: dict[str, sympy.Symbol],
+                       target_sym: sympy.Symbol, rhs: sympy.Expr,
+                       check: dict[str, np.ndarray]) -> list[tuple[int, str, sympy.Expr]]:
     """How the recorded ``solve_for`` values were chosen: every variable with a
     unique valid restricted solution, as (operation count, name, solution).
     Each solve is time-limited, so this search depends on machine speed; the

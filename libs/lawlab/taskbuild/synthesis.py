@@ -334,9 +334,12 @@ def compose(base: str, base_globals: Sequence[str], base_locals: Sequence[str],
     return Candidate(list(pieces), expr, globals_, locals_)
 
 
-def combinations(admissible: Sequence[Piece], max_pieces: int = 3) -> dict[int, list[tuple]]:
+Combo = tuple[int, ...]  # indices into a list of admissible pieces
+
+
+def combinations(admissible: Sequence[Piece], max_pieces: int = 3) -> dict[int, list[Combo]]:
     """Every compatible combination of admissible pieces, by size."""
-    out: dict[int, list[tuple]] = {}
+    out: dict[int, list[Combo]] = {}
     for k in range(1, max_pieces + 1):
         out[k] = [c for c in itertools.combinations(range(len(admissible)), k)
                   if compatible([admissible[i] for i in c])
@@ -344,7 +347,7 @@ def combinations(admissible: Sequence[Piece], max_pieces: int = 3) -> dict[int, 
     return out
 
 
-def pieces_wanted(rng: np.random.Generator, combos: dict[int, list[tuple]]) -> int:
+def pieces_wanted(rng: np.random.Generator, combos: dict[int, list[Combo]]) -> int:
     """The key's number of pieces, among the sizes that have combinations."""
     sizes = [k for k, cs in combos.items() if cs]
     if not sizes:
@@ -353,8 +356,8 @@ def pieces_wanted(rng: np.random.Generator, combos: dict[int, list[tuple]]) -> i
     return int(sizes[int(rng.choice(len(sizes), p=w / w.sum()))])
 
 
-def draw(rng: np.random.Generator, admissible: Sequence[Piece], combos: dict[int, list[tuple]],
-         exclude: set[tuple]) -> tuple | None:
+def draw(rng: np.random.Generator, admissible: Sequence[Piece], combos: dict[int, list[Combo]],
+         exclude: set[Combo]) -> Combo | None:
     """The key's draw: a number of pieces, then a combination weighted by the
     product of its pieces' plausibilities."""
     sizes = [k for k, cs in combos.items() if any(c not in exclude for c in cs)]

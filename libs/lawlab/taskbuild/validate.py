@@ -29,7 +29,7 @@ from lawlab import metrics, structure, validity
 from lawlab import rubric as rubric_mod
 from lawlab import world as world_mod
 from lawlab.expr import Expression
-from lawlab.tasks import GROUP_COL, Task, TaskLibrary
+from lawlab.tasks import GROUP_COL, Reference, Task, TaskLibrary
 
 
 @dataclass
@@ -223,12 +223,13 @@ def _validate_lsr(task: Task, rep: Report) -> None:
                   f"{int((~outside).sum())} out-of-domain rows lie inside every training range")
 
 
-def _reference_local_fits(task: Task, ref) -> dict[str, dict[str, float]] | None:
+def _reference_local_fits(task: Task, ref: Reference) -> dict[str, dict[str, float]] | None:
     """Per-group constants of a Type II reference, as fitted by the builder."""
     path = task.root / "eval" / "reference_local.json"
     if not path.exists():
         return None
-    return json.loads(path.read_text()).get(ref.name)
+    fits: dict[str, dict[str, dict[str, float]]] = json.loads(path.read_text())
+    return fits.get(ref.name)
 
 
 def validate_manifest(root: Path) -> list[str]:

@@ -99,7 +99,8 @@ class Fitted:
 class WorldBuilder:
     def __init__(self, task_id: str, pooled: pd.DataFrame, target: str,
                  inputs: Sequence[Mapping[str, Any]], metric: str, multi_group: bool,
-                 rubric: Sequence[dict], caps: Mapping[str, float], key: WorldKey) -> None:
+                 rubric: Sequence[dict[str, Any]], caps: Mapping[str, float],
+                 key: WorldKey) -> None:
         self.task_id = task_id
         self.target = target
         self.inputs = [str(v["name"]) for v in inputs]
@@ -579,7 +580,8 @@ class WorldBuilder:
 
     # ---- the world ----------------------------------------------------------------------
     def make_world(self, expr: str, constants: Mapping[str, float],
-                   local: Mapping[str, Mapping[str, float]]) -> tuple[dict, dict, world_mod.World]:
+                   local: Mapping[str, Mapping[str, float]]
+                   ) -> tuple[dict[str, Any], dict[str, np.ndarray], world_mod.World]:
         f_t = to_residual_space(self.predict(expr, constants, local), self.space)
         resid = self.y_t - f_t
         debiased = np.empty_like(resid)
@@ -603,8 +605,8 @@ class WorldBuilder:
         arrays = {"coords": self.x, "residuals": debiased, "groups": self.groups.astype(str)}
         world = world_mod.World(spec, arrays)
         rng = np.random.default_rng(self.key.seed("calibration", self.task_id))
-        s_by_group: dict = {}
-        r2: dict = {}
+        s_by_group: dict[str, float] = {}
+        r2: dict[str, dict[str, float]] = {}
         for g in self.group_labels:
             labels = None if not self.multi else g
             sets = {"records": {n: self._rows(g)[n].to_numpy(float) for n in self.inputs},
@@ -780,7 +782,7 @@ def synthesize(builder: WorldBuilder, refs: Sequence[Reference],
         raise NoWorld(f"the admissible pieces for base {base.name} are sharing edits only "
                       f"({', '.join(p.description for p in admissible)}), which enter a "
                       "world only beside a piece that adds structure", record)
-    tried: set[tuple] = set()
+    tried: set[synthesis.Combo] = set()
     # the key decides how many pieces; a failed draw is replaced by another of the same
     # size first, then by larger sizes, then smaller ones
     wanted = synthesis.pieces_wanted(builder.rng, combos)

@@ -36,8 +36,8 @@ How it works, through tool blocks only:
   leading candidates by BIC and every published form are validated the way
   the task holds out its test data (whole groups calibrated on alternate rows;
   the edge of the input whose held-out range reaches beyond the training
-  range; or five random folds), and the law with the fewest edits within 2%
-  of the least validation error is chosen.
+  range; or five random folds, leave-one-out up to 30 rows), and the law with
+  the fewest edits within 0.5% of the least validation error is chosen.
 """
 
 from __future__ import annotations
@@ -70,7 +70,7 @@ MAX_PIECES = 3
 # 1995), the standard each piece of a world meets in the builder's own
 # simulated budgets (IDENTIFY_BIC)
 BETTER = 6.0
-CV_BETTER = 0.02  # Real: the share of validation error a law with more edits must save
+CV_BETTER = 0.005  # Real: the share of validation error a law with more edits must save
 VALIDATE_TOP = 8  # Real: the leading candidates by BIC that are validated
 DESIGN_GROUPS = 6  # Type II Parallel: the groups experimented on
 REAL_ROUNDS = 4  # analyses on the training data in Real: the forms, then three steps

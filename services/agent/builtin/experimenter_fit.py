@@ -33,6 +33,7 @@ ENV = {"exp": np.exp, "log": np.log, "log10": np.log10, "log2": np.log2, "sqrt":
        "sin": np.sin, "cos": np.cos, "tan": np.tan, "tanh": np.tanh, "sinh": np.sinh,
        "cosh": np.cosh, "atan": np.arctan, "asin": np.arcsin, "abs": np.abs, "pi": np.pi,
        "e": np.e}
+LOO_ROWS = 30  # at most this many rows: leave-one-out instead of five folds
 WITHIN = 10.0  # BIC units: candidates this close to the best take part in the design
 POOL = 600
 
@@ -163,7 +164,8 @@ def _calibrated_error(cand, fitted, cols, y, groups, log_space):
 def validation(cand, cols, y, groups, log_space, plan):
     """RMS error in residual space on rows held out the way the task holds out its
     test data: whole groups (calibrated on alternate rows), the edge of an input
-    toward the held-out range (three forward folds), or five random folds."""
+    toward the held-out range (three forward folds), or five random folds
+    (leave-one-out for LOO_ROWS rows or fewer)."""
     n = len(y)
     errs = []
     if plan["kind"] == "groups":
@@ -181,12 +183,13 @@ def validation(cand, cols, y, groups, log_space, plan):
             x = cols[plan["input"]] * (1 if plan["side"] == "high" else -1)
             rank = np.argsort(np.argsort(x, kind="stable"), kind="stable") / max(n - 1, 1)
             folds = [(rank <= q, (rank > q) & (rank <= q + 0.15)) for q in (0.55, 0.7, 0.85)]
-        else:
+        else:  # five random folds; one row at a time when there are few
+            k = n if n <= LOO_ROWS else 5
             order = np.random.default_rng(0).permutation(n)
             folds = []
-            for f in range(5):
+            for f in range(k):
                 test = np.zeros(n, bool)
-                test[order[f::5]] = True
+                test[order[f::k]] = True
                 folds.append((~test, test))
         for train, test in folds:
             if train.sum() <= len(cand["globals"]) or not test.any():
