@@ -602,6 +602,33 @@ def choose(scored, n, small, library_size, names):
                                         len(s[2].text(names)[0]))), bound
 
 
+def _searched(X, y, fit, phi, scored_of, spread, names, small, gp_evaluations, seed,
+              log_space):
+    """The library's candidates, polished, then genetic programming's if none is exact."""
+    candidates = library_models(X, y, fit, 2 if small else MAX_TERMS, 2 if small else 3)
+    first = sorted(scored_of(candidates), key=lambda s: s[0])[:30]
+    scored = scored_of([polish(s[2], X[fit], y[fit]) for s in first])
+    least = min((s[0] for s in scored), default=np.inf)
+    # genetic programming can make an almost exact law exact; on noisy data (the
+    # library's best leaves more than NOISY of the variance) it gets a fifth
+    budget = gp_evaluations if least <= NOISY * spread else gp_evaluations // 5
+    if least > EXACT * spread and budget > 0:
+        try:
+            scored += scored_of(gp_models(X, phi(y), fit, names, small, budget, seed,
+                                          log_space))
+        except Exception as err:  # noqa: BLE001  (the library's models still stand)
+            print(f"genetic programming failed: {err}")
+    return scored
+
+
+def _hotspots(model, X, y, phi, names, groups, n):
+    """The n observations the model fits worst (where a refinement call goes)."""
+    resid = np.abs(phi(model.predict(X)) - phi(y))
+    worst = np.argsort(-np.nan_to_num(resid, nan=np.inf))[:n]
+    return [{k: float(X[i, j]) for j, k in enumerate(names)}
+            | ({"group_id": str(groups[i])} if groups is not None else {}) for i in worst]
+
+
 def main(cap_constants=6, local_params=0, hotspots=0, gp_evaluations=2_500_000, seed=1):
     warnings.filterwarnings("ignore")
     df = train_df.dropna(subset=[target_col, *input_cols])  # noqa: F821 (preloaded)
@@ -611,9 +638,9 @@ def main(cap_constants=6, local_params=0, hotspots=0, gp_evaluations=2_500_000, 
     groups = df["group_id"].astype(str).to_numpy() if local_params else None
     log_space = bool(np.all(y > 0) and np.max(y) / np.min(y) >= 100)
     phi = np.log if log_space else (lambda v: v)
-    rng = np.random.default_rng(seed)
     small = len(y) < 50
-    fit, val = (np.ones(len(y), bool),) * 2 if small else _split(len(y), groups, rng)
+    fit, val = (np.ones(len(y), bool),) * 2 if small else \
+        _split(len(y), groups, np.random.default_rng(seed))
     spread = float(np.var(phi(y[val]))) or 1.0
 
     def error(model, Xv, yv):
@@ -624,40 +651,23 @@ def main(cap_constants=6, local_params=0, hotspots=0, gp_evaluations=2_500_000, 
     def scored_of(models):
         out = []
         for m in models:
-            if m.n_constants > cap_constants:
-                continue
             with np.errstate(all="ignore"):
                 sq = (phi(m.predict(X[val])) - phi(y[val])) ** 2
-            if np.all(np.isfinite(sq)):
+            if m.n_constants <= cap_constants and np.all(np.isfinite(sq)):
                 out.append((float(np.mean(sq)), float(np.std(sq) / np.sqrt(len(sq))), m,
                             spread))
         return out
 
-    candidates = library_models(X, y, fit, 2 if small else MAX_TERMS, 2 if small else 3)
+    scored = _searched(X, y, fit, phi, scored_of, spread, names, small, gp_evaluations, seed,
+                       log_space)
     library_size = sum(len(t) for t in library(X)[:2 if small else 3])
-    first = sorted(scored_of(candidates), key=lambda s: s[0])[:30]
-    scored = scored_of([polish(s[2], X[fit], y[fit]) for s in first])
-    least = min((s[0] for s in scored), default=np.inf)
-    exact = least <= EXACT * spread
-    # genetic programming can make an almost exact law exact; on noisy data (the
-    # library's best leaves more than NOISY of the variance) it gets a fifth
-    budget = gp_evaluations if least <= NOISY * spread else gp_evaluations // 5
-    if not exact and budget > 0:
-        try:
-            scored += scored_of(gp_models(X, phi(y), fit, names, small, budget, seed,
-                                          log_space))
-        except Exception as err:  # noqa: BLE001  (the library's models still stand)
-            print(f"genetic programming failed: {err}")
     chosen, bound = choose(scored, len(y), small, library_size, names)
     if chosen is None:
         print("LAWLAB_RESULT " + repr({"ok": False, "reason": "no finite model within the cap"}))
         return
-    model = chosen[2]
     rows = ((X[fit], y[fit]), (X[val], y[val]))
-    if isinstance(model, Model):
-        model = simplify(model, *rows, error, bound)
-    else:
-        model = simplify_gp(polish(model, *rows[0]), *rows, error, bound)
+    model = simplify(chosen[2], *rows, error, bound) if isinstance(chosen[2], Model) else \
+        simplify_gp(polish(chosen[2], *rows[0]), *rows, error, bound)
     expr, constants = model.text(names)
     front = sorted({(s[2].n_constants, round(s[0], 12)) for s in scored})[:12]
     out = {"ok": True, "expr": expr, "constants": constants, "log_space": log_space,
@@ -666,9 +676,5 @@ def main(cap_constants=6, local_params=0, hotspots=0, gp_evaluations=2_500_000, 
            "exact": error(model, X[val], y[val]) <= EXACT * spread,
            "front": [(k, e) for k, e in front]}
     if hotspots:
-        resid = np.abs(phi(model.predict(X)) - phi(y))
-        worst = np.argsort(-np.nan_to_num(resid, nan=np.inf))[:hotspots]
-        out["hotspots"] = [{n: float(X[i, j]) for j, n in enumerate(names)}
-                           | ({"group_id": str(groups[i])} if groups is not None else {})
-                           for i in worst]
+        out["hotspots"] = _hotspots(model, X, y, phi, names, groups, hotspots)
     print("LAWLAB_RESULT " + repr(out))

@@ -242,6 +242,27 @@ def cv_error(model, cols, y, groups, log_space, init, multi, folds=5):
     return float(np.sqrt(np.mean(e ** 2))) if np.all(np.isfinite(e)) else np.inf
 
 
+def _medians(res):
+    return {n: float(np.median(list(v.values()))) for n, v in res["local"].items()}
+
+
+def _validated(screened, primary, others, x, cols, y, groups, log_space, multi):
+    """Each screened family with each choice of its per-group parameter, fitted to
+    all rows from the screening fit's values, then cross-validated from there."""
+    candidates = []
+    for _, family, names, init in screened:
+        for local in ([[]] if not multi else [[n] for n in names]):
+            model = Model(family, primary, others, float(np.floor(np.min(x))), local)
+            full = fit_model(model, cols, y, groups, log_space, init, factors=(1.0,))
+            if full is None:
+                continue
+            warm = {**init, **full["global"], **_medians(full)}
+            err = cv_error(model, cols, y, groups, log_space, warm, multi)
+            if np.isfinite(err):
+                candidates.append((err, len(model.names), family, local, model, init))
+    return candidates
+
+
 def main(max_local=1):
     df = train_df.dropna()  # noqa: F821  (preloaded in the sandbox)
     target = target_col  # noqa: F821
@@ -274,22 +295,10 @@ def main(max_local=1):
         res = fit_model(model, cols, y, groups, log_space, init)
         if res is not None and np.isfinite(res["cost"]):
             # the screening fit's values start every later fit of the family
-            fitted = {**init, **res["global"],
-                      **{n: float(np.median(list(v.values()))) for n, v in res["local"].items()}}
+            fitted = {**init, **res["global"], **_medians(res)}
             screened.append((res["cost"], family, names, fitted))
     screened.sort(key=lambda c: (c[0], c[1]))
-    candidates = []
-    for _, family, names, init in screened[:4]:
-        for local in ([[]] if not multi else [[n] for n in names]):
-            model = Model(family, primary, others, float(np.floor(np.min(x))), local)
-            full = fit_model(model, cols, y, groups, log_space, init, factors=(1.0,))
-            if full is None:
-                continue
-            warm = {**init, **full["global"],
-                    **{n: float(np.median(list(v.values()))) for n, v in full["local"].items()}}
-            err = cv_error(model, cols, y, groups, log_space, warm, multi)
-            if np.isfinite(err):
-                candidates.append((err, len(model.names), family, local, model, init))
+    candidates = _validated(screened[:4], primary, others, x, cols, y, groups, log_space, multi)
     candidates.sort(key=lambda c: (c[0], c[1], c[2]))
     err, _, family, local, model, init = candidates[0]
     final = fit_model(model, cols, y, groups, log_space, init)
