@@ -152,6 +152,61 @@ def figure(trials: list, agents: list[str], library: TaskLibrary, out: Path) -> 
     fig.savefig(out, dpi=110)
 
 
+def sandbox_timeouts(data_dir: Path) -> list[str]:
+    """Trajectories with a <python> call the sandbox killed at its wall-clock limit."""
+    hits = []
+    for path in sorted((data_dir / "trajectories").glob("*.jsonl")):
+        if 'status=\\"timeout\\"' in path.read_text():
+            hits.append(path.name.split(".attempt")[0])
+    return hits
+
+
+def _goals(trials: list, agents: list[str], library: TaskLibrary, args: argparse.Namespace,
+           errors: int) -> list[str]:
+    """Issue #18's goals against this run: each met or missed, with the figure."""
+    def share(ts: list, name: str, test) -> tuple[int, int]:
+        return sum(1 for t in ts if test(val(t, name))), len(ts)
+
+    def suite(agent: str, name: str) -> list:
+        return [t for t in trials if t.agent == agent and library.get(t.task_id).meta.suite == name]
+
+    real = {a: [t for t in trials if t.agent == a and t.setting == REAL
+                and library.get(t.task_id).meta.suite == "real"] for a in agents}
+    par = {a: [t for t in trials if t.agent == a and t.setting == PARALLEL] for a in agents}
+    rows = []
+    if "sr" in agents:
+        k, n = share(suite("sr", "lsr-transform"), "symbolic_accuracy", lambda v: v == 1.0)
+        rows.append(("sr: LSR-Transform symbolic accuracy >= 0.315", f"{k}/{n} = {k / max(n, 1):.3f}",
+                     k / max(n, 1) >= 0.315))
+        k, n = share(suite("sr", "lsr-transform"), "acc_tau_id", lambda v: v == 1.0)
+        rows.append(("sr: LSR-Transform Acc_0.1 in domain >= 0.5", f"{k / max(n, 1):.3f}",
+                     k / max(n, 1) >= 0.5))
+        k, n = share(suite("sr", "lsr-synth"), "symbolic_accuracy", lambda v: v == 1.0)
+        rows.append(("sr: LSR-Synth symbolic accuracy >= 0.281", f"{k}/{n} = {k / max(n, 1):.3f}",
+                     k / max(n, 1) >= 0.281))
+    best_par = max(agents, key=lambda a: strict_mean(par[a], "s_s") if par[a] else -1)
+    k, n = share(par[best_par], "s_s", lambda v: v == 1.0)
+    rows.append((f"Parallel: full recovery on >= 25% of worlds ({best_par})",
+                 f"{k}/{n} = {k / max(n, 1):.3f}", k / max(n, 1) >= 0.25))
+    m = strict_mean(par[best_par], "s_s")
+    rows.append((f"Parallel: mean S_S >= 0.5 ({best_par})", f"{m:.3f}", m >= 0.5))
+    best_real = max(agents, key=lambda a: share(real[a], "s_n", lambda v: v >= BEATS)[0])
+    k, n = share(real[best_real], "s_n", lambda v: v >= BEATS)
+    rows.append((f"Real: S_N >= {BEATS} on >= 50% of the tasks ({best_real})",
+                 f"{k}/{n} = {k / max(n, 1):.3f}", k / max(n, 1) >= 0.5))
+    rows.append(("make baselines <= 30 min on this machine", f"{args.minutes:.1f} min",
+                 args.minutes <= 30))
+    rows.append(("0 harness errors", str(errors), errors == 0))
+    timeouts = sandbox_timeouts(Path(args.data_dir))
+    rows.append(("no sandbox timeouts", f"{len(timeouts)}" + (f" ({', '.join(timeouts[:6])})"
+                                                              if timeouts else ""),
+                 not timeouts))
+    out = ["", "## Issue #18's goals, against this run", "",
+           "| goal | measured | |", "|---|---|---|"]
+    out += [f"| {g} | {v} | {'met' if ok else '**missed**'} |" for g, v, ok in rows]
+    return out
+
+
 def write(trials: list, control_scores: dict, args: argparse.Namespace) -> None:
     from lawlab.cli.campaign import rows_from_trials
     from lawlab.report import write_report
@@ -259,6 +314,7 @@ def write(trials: list, control_scores: dict, args: argparse.Namespace) -> None:
             cells.append(fmt(p, "s_s"))
         lines.append(f"| {task.task_id} | {task.meta.suite} | {task.meta.type_label} | "
                      + " | ".join(cells) + " |")
+    lines += _goals(trials, agents, library, args, len(errors))
     lines += ["", f"Harness errors (every attempt failed): {len(errors)} of {len(trials)} trials"
               + (": " + ", ".join(f"{t.agent} {t.task_id} ({t.cause}: {t.error[:80]})"
                                   for t in errors) if errors else ".")]
