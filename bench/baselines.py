@@ -24,6 +24,7 @@ from pathlib import Path
 from lawlab.agent.v1 import agent_pb2, agent_pb2_grpc
 from lawlab.cli.campaign import render, watch
 from lawlab.common.v1 import common_pb2
+from lawlab.convert import enum_name
 from lawlab.launcher import Cluster
 from lawlab.tasks import TaskLibrary
 
@@ -316,7 +317,8 @@ def write(trials: list, control_scores: dict, args: argparse.Namespace) -> None:
                      + " | ".join(cells) + " |")
     lines += _goals(trials, agents, library, args, len(errors))
     lines += ["", f"Harness errors (every attempt failed): {len(errors)} of {len(trials)} trials"
-              + (": " + ", ".join(f"{t.agent} {t.task_id} ({t.cause}: {t.error[:80]})"
+              + (": " + ", ".join(f"{t.agent} {t.task_id} "
+                                  f"({enum_name(agent_pb2.FailureCause, t.cause)}: {t.error[:80]})"
                                   for t in errors) if errors else ".")]
     out = docs / "baselines.md"
     out.write_text("\n".join(lines) + "\n")

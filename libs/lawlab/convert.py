@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any, TypeVar, cast
 
 import numpy as np
 import pandas as pd
@@ -97,3 +98,30 @@ def setting_from_name(name: str) -> common_pb2.Setting:
         return {"real": common_pb2.SETTING_REAL, "parallel": common_pb2.SETTING_PARALLEL}[name.lower()]
     except KeyError:
         raise InvalidArgument("setting", f"unknown setting {name!r}; use real or parallel") from None
+
+
+E = TypeVar("E", bound=int)
+
+
+def enum_name(enum: type[int], number: int) -> str:
+    """A proto enum value as lawlab's vocabulary word (RUN_STATUS_CONTRACT_FAIL ->
+    "contract_fail"); "" for the zero value (unset)."""
+    wrapper: Any = enum  # a generated enum class: protobuf's EnumTypeWrapper API
+    name = str(wrapper.Name(number))
+    if name.endswith("_UNSPECIFIED"):
+        return ""
+    return name.removeprefix(str(wrapper.Name(0)).removesuffix("UNSPECIFIED")).lower()
+
+
+def enum_value(enum: type[E], word: str, field: str = "") -> E:
+    """lawlab's vocabulary word as the proto enum value ("" -> the zero value);
+    INVALID_ARGUMENT naming ``field`` for a word the enum lacks."""
+    wrapper: Any = enum
+    if not word:
+        return cast(E, 0)
+    prefix = str(wrapper.Name(0)).removesuffix("UNSPECIFIED")
+    try:
+        return cast(E, wrapper.Value(prefix + str(word).upper()))
+    except ValueError:
+        raise InvalidArgument(field or prefix.lower().rstrip("_"),
+                              f"unknown value {word!r}") from None

@@ -69,3 +69,21 @@ class RubricKind(StrEnum):
 class JudgeBackend(StrEnum):
     DETERMINISTIC = "deterministic"
     LLM = "llm"
+
+
+class RunStatus(StrEnum):
+    """How a submission's run went, in a score or a verdict."""
+
+    OK = "ok"
+    CONTRACT_FAIL = "contract_fail"
+    COMPILE_ERROR = "compile_error"
+    EXEC_ERROR = "exec_error"
+    LLM_MALFORMED = "llm_malformed"  # the LLM judge's verdict stayed unreadable
+
+
+class Confidence(StrEnum):
+    """How sure a structure verdict is."""
+
+    HIGH = "high"  # the rule-based judge
+    LLM = "llm"  # an LLM judge's verdict
+    LOW = "low"  # a malformed LLM verdict, or a submission that could not be translated

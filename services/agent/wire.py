@@ -12,6 +12,7 @@ from typing import Any
 from lawlab import convert
 from lawlab.agent.v1 import agent_pb2
 from lawlab.common.v1 import common_pb2
+from lawlab.convert import enum_name, enum_value
 from lawlab.errors import InvalidArgument
 from lawlab_agent.campaign import Counts, Summary
 from lawlab_agent.campaigns.scheduler import SCORE_FIELDS, Report
@@ -50,9 +51,18 @@ def record_to_proto(r: TrialRecord) -> agent_pb2.Trial:
         scores=scores, wall_seconds=r.wall_seconds or 0.0, trajectory_path=r.trajectory or "",
         error=r.error or "", score_notes=r.notes or "",
         submission=common_pb2.Submission(source=r.submission or ""), context=r.context,
-        attempts=r.attempts, cause=r.cause, prompt_tokens=r.prompt_tokens,
+        attempts=r.attempts, cause=cause_pb(r.cause), prompt_tokens=r.prompt_tokens,
         completion_tokens=r.completion_tokens, world_fingerprint=r.world_fingerprint,
         decoding=decoding_pb(r.decoding))
+
+
+def cause_pb(cause: str) -> agent_pb2.FailureCause:
+    """A stored cause as the proto enum; one the enum lacks (a store written by a
+    newer version) reads as crash rather than failing the whole listing."""
+    try:
+        return enum_value(agent_pb2.FailureCause, cause)
+    except InvalidArgument:
+        return agent_pb2.FAILURE_CAUSE_CRASH
 
 
 def cell_proto(c: Cell) -> agent_pb2.TrialCell:
@@ -65,10 +75,11 @@ def cell_proto(c: Cell) -> agent_pb2.TrialCell:
 def report_from_proto(request: agent_pb2.CompleteTrialRequest) -> Report:
     r = request.result
     status = agent_pb2.TrialStatus.Name(r.status).removeprefix("TRIAL_STATUS_").lower()
-    if not request.cause and status not in FINAL_STATUSES:
+    cause = enum_name(agent_pb2.FailureCause, request.cause)
+    if not cause and status not in FINAL_STATUSES:
         raise InvalidArgument("result.status", f"{status!r} is not a final status; a failed "
                                                "attempt must set cause")
-    return Report(status=status, cause=request.cause, error=request.error, turns=r.turns,
+    return Report(status=status, cause=cause, error=request.error, turns=r.turns,
                   wall_seconds=r.wall_seconds, submission=r.submission.source,
                   notes=r.score_notes, prompt_tokens=r.prompt_tokens,
                   completion_tokens=r.completion_tokens, world_fingerprint=r.world_fingerprint,

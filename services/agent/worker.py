@@ -31,7 +31,7 @@ from lawlab_agent import campaign as camp
 from lawlab_agent.builtin import builtin_agents
 from lawlab_agent.server import make_clients
 from lawlab_agent.store import Trajectory, TrialRecord
-from lawlab_agent.wire import decoding_doc, record_to_proto
+from lawlab_agent.wire import cause_pb, decoding_doc, record_to_proto
 
 log = logging.getLogger("lawlab.agent.worker")
 CONFIG_EXIT = 3
@@ -93,7 +93,7 @@ async def work(args: argparse.Namespace, settings: Settings) -> int:
                     trajectory.close()
                 reply = await agent.CompleteTrial(agent_pb2.CompleteTrialRequest(
                     worker_id=args.worker_id, trial_id=c.trial_id, attempt=lease.attempt,
-                    result=record_to_proto(record), cause=cause, error=error,
+                    result=record_to_proto(record), cause=cause_pb(cause), error=error,
                     trajectory=path.read_text(encoding="utf-8").splitlines()), timeout=FAST_CALL)
                 path.unlink(missing_ok=True)
                 done += 1

@@ -8,6 +8,8 @@ import grpc
 from prometheus_client import Counter, Histogram
 
 from lawlab import antihack, structure, validity
+from lawlab.common.v1 import common_pb2
+from lawlab.convert import enum_value
 from lawlab.errors import FailedPrecondition, InvalidArgument, NotFound, Unavailable
 from lawlab.judge.v1 import judge_pb2, judge_pb2_grpc
 from lawlab.sandbox.v1 import sandbox_pb2_grpc
@@ -22,6 +24,10 @@ S_V = Histogram("lawlab_judge_s_v", "S_V of judged submissions.",
                 buckets=(0, 0.25, 0.5, 0.75, 1.0))
 S_S = Histogram("lawlab_judge_s_s", "S_S of judged submissions.",
                 buckets=(0, 0.25, 0.5, 0.75, 1.0))
+OK, MALFORMED = common_pb2.RUN_STATUS_OK, common_pb2.RUN_STATUS_LLM_MALFORMED
+LLM, DETERMINISTIC = judge_pb2.JUDGE_BACKEND_LLM, judge_pb2.JUDGE_BACKEND_DETERMINISTIC
+_BACKENDS = {judge_pb2.JUDGE_BACKEND_UNSPECIFIED: JudgeBackend.DETERMINISTIC,
+             DETERMINISTIC: JudgeBackend.DETERMINISTIC, LLM: JudgeBackend.LLM}
 
 
 class JudgeServicer(judge_pb2_grpc.JudgeServiceServicer):
@@ -32,10 +38,10 @@ class JudgeServicer(judge_pb2_grpc.JudgeServiceServicer):
         self.llm = llm
 
     def _backend(self, request: judge_pb2.JudgeRequest) -> JudgeBackend:
-        try:
-            backend = JudgeBackend(request.backend or JudgeBackend.DETERMINISTIC)
-        except ValueError:
-            raise InvalidArgument("backend", "use deterministic (default) or llm") from None
+        backend = _BACKENDS.get(request.backend)
+        if backend is None:
+            raise InvalidArgument("backend", "use JUDGE_BACKEND_DETERMINISTIC (the default) or "
+                                             "JUDGE_BACKEND_LLM")
         if backend == JudgeBackend.LLM and self.llm is None:
             raise FailedPrecondition("this judge has no LLM backend: set LAWLAB_JUDGE_LLM_BASE_URL "
                                      "and LAWLAB_JUDGE_LLM_MODEL in its environment")
@@ -65,7 +71,7 @@ class JudgeServicer(judge_pb2_grpc.JudgeServiceServicer):
             VERDICTS.labels("validity", "llm_malformed").inc()
             return judge_pb2.ValidityVerdict(
                 anti_hacking_passed=gate.passed, anti_hacking_reason=gate.reason,
-                status="llm_malformed", backend="llm",
+                status=MALFORMED, backend=LLM,
                 message="the judge model's replies were not valid verdicts (twice): "
                         + " | ".join(r[:300] for r in raws))
         verdicts = [judge_pb2.RubricVerdict(
@@ -79,8 +85,8 @@ class JudgeServicer(judge_pb2_grpc.JudgeServiceServicer):
         VERDICTS.labels("validity", "ok").inc()
         S_V.observe(s_v)
         return judge_pb2.ValidityVerdict(s_v=s_v, items=verdicts, anti_hacking_passed=gate.passed,
-                                         anti_hacking_reason=gate.reason, status="ok",
-                                         backend="llm")
+                                         anti_hacking_reason=gate.reason, status=OK,
+                                         backend=LLM)
 
     async def _llm_structure(self, task: Task, source: str) -> judge_pb2.StructureVerdict:
         law = task.hidden_law()
@@ -92,14 +98,15 @@ class JudgeServicer(judge_pb2_grpc.JudgeServiceServicer):
         if parsed is None:
             VERDICTS.labels("structure", "llm_malformed").inc()
             return judge_pb2.StructureVerdict(
-                status="llm_malformed", backend="llm", confidence="low",
+                status=MALFORMED, backend=LLM, confidence=judge_pb2.CONFIDENCE_LOW,
                 explanation="the judge model's replies were not valid verdicts (twice): "
                             + " | ".join(r[:300] for r in raws))
         VERDICTS.labels("structure", "ok").inc()
         S_S.observe(parsed["level"])
         return judge_pb2.StructureVerdict(
             s_s=parsed["level"], matched=parsed["matched"], missed=parsed["missed"],
-            confidence="llm", explanation=parsed["explanation"], status="ok", backend="llm")
+            confidence=judge_pb2.CONFIDENCE_LLM, explanation=parsed["explanation"], status=OK,
+            backend=LLM)
 
     def _request(self, request) -> tuple[Task, str]:
         if not request.task_id:
@@ -143,12 +150,12 @@ class JudgeServicer(judge_pb2_grpc.JudgeServiceServicer):
         VERDICTS.labels("validity", status).inc()
         S_V.observe(s_v)
         return judge_pb2.ValidityVerdict(
-            s_v=s_v, backend="deterministic",
+            s_v=s_v, backend=DETERMINISTIC,
             items=[judge_pb2.RubricVerdict(item_id=v.item_id, description=v.description,
                                            passed=v.passed, evidence=v.evidence)
                    for v in verdicts],
             anti_hacking_passed=gate.passed, anti_hacking_reason=gate.reason,
-            status=status, message=message)
+            status=enum_value(common_pb2.RunStatus, status, "status"), message=message)
 
     async def JudgeStructure(self, request: judge_pb2.JudgeRequest,
                              context: grpc.aio.ServicerContext) -> judge_pb2.StructureVerdict:
@@ -168,8 +175,9 @@ class JudgeServicer(judge_pb2_grpc.JudgeServiceServicer):
         S_S.observe(outcome.level)
         return judge_pb2.StructureVerdict(
             s_s=outcome.level, matched=outcome.matched, missed=outcome.missed,
-            backend="deterministic",
-            confidence=outcome.confidence, explanation=outcome.explanation, status="ok")
+            backend=DETERMINISTIC,
+            confidence=enum_value(judge_pb2.Confidence, outcome.confidence, "confidence"),
+            explanation=outcome.explanation, status=OK)
 
     def symbolic_outcome(self, task: Task, source: str) -> structure.StructureOutcome:
         """Problems with a known ground truth: symbolic accuracy (0 or 1), probed at

@@ -8,6 +8,8 @@ import logging
 import grpc
 from prometheus_client import Counter, Histogram
 
+from lawlab.common.v1 import common_pb2
+from lawlab.convert import enum_value
 from lawlab.errors import FailedPrecondition, InvalidArgument, NotFound
 from lawlab.sandbox.v1 import sandbox_pb2_grpc
 from lawlab.scorer.v1 import scorer_pb2, scorer_pb2_grpc
@@ -68,7 +70,8 @@ class ScorerServicer(scorer_pb2_grpc.ScorerServiceServicer):
             srbench=(scorer_pb2.SrbenchScore(
                 tau=sr.tau, acc_tau_id=sr.acc_tau_id, nmse_id=sr.nmse_id,
                 acc_tau_ood=sr.acc_tau_ood, nmse_ood=sr.nmse_ood) if sr else None),
-            status=outcome.status, message=outcome.message, s_n=outcome.s_n,
+            status=enum_value(common_pb2.RunStatus, outcome.status, "status"),
+            message=outcome.message, s_n=outcome.s_n,
             metric=task.meta.metric, m_sub=outcome.m_sub, m_ref=outcome.m_ref,
             best_reference=outcome.best_reference,
             seeds=[scorer_pb2.SeedScore(seed=s.seed, s_n=s.s_n, m_sub=s.m_sub, m_ref=s.m_ref,

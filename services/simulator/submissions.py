@@ -25,6 +25,7 @@ from prometheus_client import Counter
 from lawlab import antihack, config, convert, validity
 from lawlab.common.v1 import common_pb2
 from lawlab.contract import read_module, static_check
+from lawlab.convert import enum_name
 from lawlab.errors import InvalidArgument
 from lawlab.judge.v1 import judge_pb2, judge_pb2_grpc
 from lawlab.ledger import EpochRow, Ledger, SubmissionRow
@@ -157,7 +158,7 @@ class SubmissionScorer:
         request = judge_pb2.JudgeRequest(task_id=row.task_id, submission=submission)
         if row.setting == "parallel":
             verdict = await judge.JudgeStructure(request, timeout=SCORING_CALL)
-            state = "scored" if verdict.status == "ok" else "failed"
+            state = "scored" if verdict.status == common_pb2.RUN_STATUS_OK else "failed"
             s_s = verdict.s_s if verdict.HasField("s_s") else 0.0
             await asyncio.to_thread(self.ledger.record_scores, row.submission_id, state,
                                     f"S_S: {verdict.explanation}", s_s=s_s)
@@ -165,9 +166,10 @@ class SubmissionScorer:
             score = await scorer.ScoreSubmission(scorer_pb2.ScoreRequest(
                 task_id=row.task_id, submission=submission), timeout=SCORING_CALL)
             valid = await judge.JudgeValidity(request, timeout=SCORING_CALL)
-            state = "scored" if score.status == "ok" else "failed"
-            message = (f"S_N {score.status}: {score.m_sub:.4g} vs the best reference "
-                       f"{score.best_reference} {score.m_ref:.4g}; S_V: "
+            state = "scored" if score.status == common_pb2.RUN_STATUS_OK else "failed"
+            message = (f"S_N {enum_name(common_pb2.RunStatus, score.status)}: "
+                       f"{score.m_sub:.4g} vs the best reference {score.best_reference} "
+                       f"{score.m_ref:.4g}; S_V: "
                        f"{sum(i.passed for i in valid.items)} of {len(valid.items)} rubric items"
                        + ("" if valid.anti_hacking_passed else
                           f", gate failed: {valid.anti_hacking_reason}"))

@@ -42,7 +42,7 @@ def rubric_ids(library) -> list[str]:
 
 
 def req(source: str = SUBMISSION) -> judge_pb2.JudgeRequest:
-    return judge_pb2.JudgeRequest(task_id=TASK, backend="llm",
+    return judge_pb2.JudgeRequest(task_id=TASK, backend=judge_pb2.JUDGE_BACKEND_LLM,
                                   submission=common_pb2.Submission(source=source))
 
 
@@ -65,7 +65,7 @@ def test_llm_validity_verdict_then_malformed_retry_then_null(cluster, library, t
     with ScriptedLLM(respond=lambda body: next(replies)) as llm, \
             own_judge(cluster, tmp_path, llm) as judge:
         v = judge.JudgeValidity(req(), timeout=120)
-        assert v.status == "ok" and v.backend == "llm"
+        assert v.status == common_pb2.RUN_STATUS_OK and v.backend == judge_pb2.JUDGE_BACKEND_LLM
         # S_V = M / N over the rubric items, as the deterministic backend computes it;
         # the anti-hacking gate is a gate (anti_hacking_passed), not an item
         n = len(ids)
@@ -73,9 +73,9 @@ def test_llm_validity_verdict_then_malformed_retry_then_null(cluster, library, t
         assert [i.item_id for i in v.items] == ids
         assert v.items[0].evidence == f"checked {ids[0]}" and not v.items[0].passed
         v = judge.JudgeValidity(req(), timeout=120)
-        assert v.status == "ok" and v.s_v == 1.0
+        assert v.status == common_pb2.RUN_STATUS_OK and v.s_v == 1.0
         v = judge.JudgeValidity(req(), timeout=120)
-        assert v.status == "llm_malformed" and not v.HasField("s_v")
+        assert v.status == common_pb2.RUN_STATUS_LLM_MALFORMED and not v.HasField("s_v")
         assert "still not JSON" in v.message
         v = judge.JudgeValidity(req(LOOKUP), timeout=120)
         assert not v.anti_hacking_passed and v.s_v == 0.0  # the gate is not the model's call
@@ -94,10 +94,11 @@ def test_llm_structure_verdict_and_a_bad_level(cluster, tmp_path):
     with ScriptedLLM(respond=lambda body: next(replies)) as llm, \
             own_judge(cluster, tmp_path, llm) as judge:
         s = judge.JudgeStructure(req(), timeout=120)
-        assert (s.s_s, s.status, s.backend) == (0.5, "ok", "llm")
+        assert (s.s_s, s.status, s.backend) == (0.5, common_pb2.RUN_STATUS_OK,
+                                                judge_pb2.JUDGE_BACKEND_LLM)
         assert list(s.missed) == ["h term"]
         s = judge.JudgeStructure(req(), timeout=120)
-        assert s.status == "llm_malformed" and not s.HasField("s_s")
+        assert s.status == common_pb2.RUN_STATUS_LLM_MALFORMED and not s.HasField("s_s")
         # the hidden law is in the judge's prompt, never in a reply to the caller
         assert "Hidden law:" in llm.requests[0]["messages"][-1]["content"]
 
@@ -109,7 +110,7 @@ def test_llm_backend_not_configured_is_failed_precondition(cluster):
     assert err.value.code() == grpc.StatusCode.FAILED_PRECONDITION
     assert "LAWLAB_JUDGE_LLM_BASE_URL" in err.value.details()
     with pytest.raises(grpc.RpcError) as err:
-        judge.JudgeValidity(judge_pb2.JudgeRequest(task_id=TASK, backend="oracle",
+        judge.JudgeValidity(judge_pb2.JudgeRequest(task_id=TASK, backend=7,  # no such backend
                                                    submission=common_pb2.Submission(
                                                        source=SUBMISSION)), timeout=60)
     assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT and "backend" in \

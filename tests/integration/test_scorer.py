@@ -48,7 +48,7 @@ WRONG = TRUTH.replace("np.sqrt(q1 * q2 / (4 * np.pi * eps * F))",
 
 def test_ground_truth_scores_acc_1_and_zero_nmse_in_and_out_of_domain(scorer):
     s = _score(scorer, TRUTH)
-    assert s.status == "ok" and s.HasField("srbench")
+    assert s.status == common_pb2.RUN_STATUS_OK and s.HasField("srbench")
     assert s.srbench.tau == pytest.approx(0.1)
     assert s.srbench.acc_tau_id == 1.0 and s.srbench.acc_tau_ood == 1.0
     assert s.srbench.nmse_id < 1e-12 and s.srbench.nmse_ood < 1e-12
@@ -78,7 +78,8 @@ def predict(X, A=8.0, B=3100.0, C=270.0):
     return 10 ** (A - B / (C + X[:, 0]))
 '''
     s = _score(scorer, module, "mercury_vapour_pressure")
-    assert s.status == "ok" and not s.HasField("srbench") and math.isfinite(s.m_sub)
+    assert s.status == common_pb2.RUN_STATUS_OK and not s.HasField("srbench") and \
+        math.isfinite(s.m_sub)
     assert s.metric == "log_mae" and s.best_reference == "antoine"
 
 

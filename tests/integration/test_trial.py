@@ -215,7 +215,7 @@ def test_hostile_experiment_payloads_cost_turns_not_attempts(cluster, tmp_path):
             task_id="mercury_vapour_pressure", setting=common_pb2.SETTING_PARALLEL,
             agent="openai", model="m", seed=6), timeout=TRIAL_CALL)
     assert trial.status == agent_pb2.TRIAL_STATUS_COMPLETED, trial.error
-    assert trial.attempts == 1 and trial.cause == ""
+    assert trial.attempts == 1 and trial.cause == agent_pb2.FAILURE_CAUSE_UNSPECIFIED
     turns = [e for e in _events(trial.trajectory_path) if e["type"] == "turn"]
     for t in turns[:len(hostile)]:
         assert t["result"].startswith("<error>") and "no experiment call was used" in t["result"]

@@ -110,7 +110,7 @@ def test_the_judge_service_agrees_with_the_in_process_plan(library, services, ta
             task_id=task_id, submission=common_pb2.Submission(source=source)), timeout=300)
 
     v = judged(controls.constant_source(task))
-    assert v.status == "ok" and v.anti_hacking_passed
+    assert v.status == common_pb2.RUN_STATUS_OK and v.anti_hacking_passed
     assert [i.passed for i in v.items] == [i.passed for i in audits["constant"].verdicts]
     assert v.s_v == pytest.approx(validity.s_v(audits["constant"].verdicts, True)) and v.s_v <= 0.25
     best = json.loads((task.root / "eval" / "reference_metrics.json").read_text())["best_reference"]
@@ -140,8 +140,10 @@ def predict(X, vm, km):
     sub = common_pb2.Submission(source=raising)
     v = judge.JudgeValidity(judge_pb2.JudgeRequest(task_id="puromycin_enzyme_kinetics",
                                                    submission=sub), timeout=300)
-    assert v.status == "exec_error" and "not implemented yet" in v.message and v.s_v == 0.0
+    assert v.status == common_pb2.RUN_STATUS_EXEC_ERROR and "not implemented yet" in v.message \
+        and v.s_v == 0.0
     s = scorer.ScoreSubmission(scorer_pb2.ScoreRequest(task_id="puromycin_enzyme_kinetics",
                                                        submission=sub), timeout=300)
-    assert s.status == "exec_error" and s.s_n == 0.0 and "not implemented yet" in s.message
+    assert s.status == common_pb2.RUN_STATUS_EXEC_ERROR and s.s_n == 0.0 and \
+        "not implemented yet" in s.message
     assert math.isfinite(s.m_ref) and s.m_ref > 0  # the reference's metric is known

@@ -163,6 +163,7 @@ def watch(stub: agent_pb2_grpc.AgentServiceStub, campaign_id: str, out: TextIO |
 
 
 def cmd_campaign(args: argparse.Namespace) -> int:
+    from lawlab import convert
     from lawlab.agent.v1 import agent_pb2, agent_pb2_grpc
     from lawlab.rpc.client import sync_channel
 
@@ -205,7 +206,7 @@ def cmd_campaign(args: argparse.Namespace) -> int:
             rows = [[t.task_id, t.agent + (f"/{t.model}" if t.model else ""),
                      {1: "real", 2: "parallel"}.get(t.setting, "?"), t.context, t.seed,
                      agent_pb2.TrialStatus.Name(t.status).removeprefix("TRIAL_STATUS_").lower(),
-                     t.attempts, t.cause or "-",
+                     t.attempts, convert.enum_name(agent_pb2.FailureCause, t.cause) or "-",
                      _fmt(t.scores.s_n if t.scores.HasField("s_n") else None),
                      _fmt(t.scores.s_v if t.scores.HasField("s_v") else None),
                      _fmt(t.scores.s_s if t.scores.HasField("s_s") else None)]

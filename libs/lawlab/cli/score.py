@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 from google.protobuf.json_format import MessageToDict
 
 from lawlab import config
+from lawlab.convert import enum_name, enum_value
 
 if TYPE_CHECKING:
     import grpc
@@ -88,10 +89,11 @@ def cmd_score(args: argparse.Namespace) -> int:
             task_id=args.task, submission=common_pb2.Submission(source=source)), timeout=600)
     doc = MessageToDict(s, preserving_proto_field_name=True,
                         always_print_fields_with_no_presence=True)
+    status = doc["status"] = enum_name(common_pb2.RunStatus, s.status)
     import math
 
     sub = f"{s.m_sub:.4g}" if math.isfinite(s.m_sub) else "not computed"
-    lines = [f"{args.task}: status {s.status}; S_N {s.s_n:.3f} ({s.metric} {sub} against "
+    lines = [f"{args.task}: status {status}; S_N {s.s_n:.3f} ({s.metric} {sub} against "
              f"the best reference {s.best_reference}, {s.m_ref:.4g})"]
     if s.message:
         lines.append(f"  {s.message}")
@@ -105,7 +107,7 @@ def cmd_score(args: argparse.Namespace) -> int:
         lines.append(f"  Acc_{sr.tau:g}: {sr.acc_tau_id:g} in domain, {sr.acc_tau_ood:g} out of "
                      f"domain; NMSE {sr.nmse_id:.3g} in domain, {sr.nmse_ood:.3g} out")
     _print(doc, args.json, lines)
-    return 0 if s.status == "ok" else 1
+    return 0 if s.status == common_pb2.RUN_STATUS_OK else 1
 
 
 def cmd_judge(args: argparse.Namespace) -> int:
@@ -120,7 +122,8 @@ def cmd_judge(args: argparse.Namespace) -> int:
                          + (" (or --law and --base)" if args.kind == "structure" else ""))
     request = judge_pb2.JudgeRequest(task_id=args.task,
                                      submission=common_pb2.Submission(source=source),
-                                     backend=args.backend)
+                                     backend=enum_value(judge_pb2.JudgeBackend, args.backend,
+                                                        "--backend"))
     with _service("judge", args.judge_addr, args.tasks_dir) as channel:
         stub = judge_pb2_grpc.JudgeServiceStub(channel)
         if args.kind == "validity":
@@ -129,26 +132,30 @@ def cmd_judge(args: argparse.Namespace) -> int:
             v = stub.JudgeStructure(request, timeout=600)
     doc = MessageToDict(v, preserving_proto_field_name=True,
                         always_print_fields_with_no_presence=True)
+    # the vocabulary's words in the text and the JSON, as in trajectories and the store
+    status = doc["status"] = enum_name(common_pb2.RunStatus, v.status)
+    backend = doc["backend"] = enum_name(judge_pb2.JudgeBackend, v.backend)
     if args.kind == "validity":
-        s_v = f"{v.s_v:.3f}" if v.HasField("s_v") else f"null ({v.status}: {v.message[:200]})"
+        s_v = f"{v.s_v:.3f}" if v.HasField("s_v") else f"null ({status}: {v.message[:200]})"
         if v.anti_hacking_reason.startswith("not parseable"):
             gate = f"the module does not parse ({v.anti_hacking_reason.split(': ', 1)[-1]})"
         else:
             gate = ("anti-hacking gate passed" if v.anti_hacking_passed else
                     "anti-hacking gate FAILED: " + v.anti_hacking_reason)
-        run = "" if v.status == "ok" else f"; the submission did not run ({v.status}: " \
+        run = "" if status == "ok" else f"; the submission did not run ({status}: " \
             f"{v.message[:200]})"
-        lines = [f"{args.task}: S_V {s_v} [{v.backend}]; {gate}{run}"]
+        lines = [f"{args.task}: S_V {s_v} [{backend}]; {gate}{run}"]
         lines += [f"  [{'x' if i.passed else ' '}] {i.item_id}: {i.evidence}" for i in v.items]
     else:
-        level = f"{v.s_s:g}" if v.HasField("s_s") else f"null ({v.status})"
-        lines = [f"{args.task}: level {level} ({v.confidence} confidence, {v.backend}): "
+        confidence = doc["confidence"] = enum_name(judge_pb2.Confidence, v.confidence)
+        level = f"{v.s_s:g}" if v.HasField("s_s") else f"null ({status})"
+        lines = [f"{args.task}: level {level} ({confidence} confidence, {backend}): "
                  f"{v.explanation}",
                  f"  matched: {', '.join(v.matched) or '-'}", f"  missed: {', '.join(v.missed) or '-'}"]
     _print(doc, args.json, lines)
     # one rule with `lawlab score`: a module that did not compile, run or meet the
     # contract is exit 1, whatever it scored
-    return 0 if v.status in ("ok", "") else 1
+    return 0 if status in ("ok", "") else 1
 
 
 def _structure_offline(args: argparse.Namespace, source: str) -> int:

@@ -6,6 +6,7 @@ event to the trajectory and returns the notes shown with the trial."""
 from __future__ import annotations
 
 from lawlab.common.v1 import common_pb2
+from lawlab.convert import enum_name
 from lawlab.judge.v1 import judge_pb2
 from lawlab.rpc.client import SCORING_CALL
 from lawlab.scorer.v1 import scorer_pb2
@@ -38,7 +39,8 @@ async def _structure(record: TrialRecord, clients: Clients, trajectory: Trajecto
     record.s_s = verdict.s_s if verdict.HasField("s_s") else None  # null: no verdict
     trajectory.write({"type": "score", "structure": {
         "s_s": verdict.s_s, "matched": list(verdict.matched), "missed": list(verdict.missed),
-        "confidence": verdict.confidence, "explanation": verdict.explanation}})
+        "confidence": enum_name(judge_pb2.Confidence, verdict.confidence),
+        "explanation": verdict.explanation}})
     return [f"S_S: {verdict.explanation}"]
 
 
@@ -64,21 +66,23 @@ async def _numeric_and_validity(record: TrialRecord, clients: Clients, trajector
     record.s_n = score_.s_n
     record.s_v = validity.s_v if validity.HasField("s_v") else None
     notes = []
+    status = enum_name(common_pb2.RunStatus, score_.status)
     if score_.HasField("srbench"):
         notes.append(await _srbench(record, clients, task_id, submission, score_.srbench))
-    notes.append(f"S_N {score_.status}: {task.metric} {score_.m_sub:.4g} vs reference "
+    notes.append(f"S_N {status}: {task.metric} {score_.m_sub:.4g} vs reference "
                  f"{score_.best_reference} {score_.m_ref:.4g}")
     if score_.message:
         notes.append(score_.message)
     sr = score_.srbench
     trajectory.write({"type": "score", "numeric": {
-        "status": score_.status, "s_n": score_.s_n, "m_sub": score_.m_sub,
+        "status": status, "s_n": score_.s_n, "m_sub": score_.m_sub,
         "m_ref": score_.m_ref, "best_reference": score_.best_reference,
         "message": score_.message,
         **({"srbench": {"tau": sr.tau, "acc_tau_id": sr.acc_tau_id, "nmse_id": sr.nmse_id,
                         "acc_tau_ood": sr.acc_tau_ood, "nmse_ood": sr.nmse_ood}}
            if score_.HasField("srbench") else {})},
-        "validity": {"s_v": validity.s_v, "status": validity.status,
+        "validity": {"s_v": validity.s_v,
+                     "status": enum_name(common_pb2.RunStatus, validity.status),
                      "anti_hacking_passed": validity.anti_hacking_passed,
                      "items": [{"id": i.item_id, "passed": i.passed, "evidence": i.evidence}
                                for i in validity.items]}})
