@@ -103,11 +103,17 @@ def setting_from_name(name: str) -> common_pb2.Setting:
 E = TypeVar("E", bound=int)
 
 
-def enum_name(enum: type[int], number: int) -> str:
+def enum_name(enum: type[int], number: int, field: str = "") -> str:
     """A proto enum value as lawlab's vocabulary word (RUN_STATUS_CONTRACT_FAIL ->
-    "contract_fail"); "" for the zero value (unset)."""
+    "contract_fail"); "" for the zero value (unset); INVALID_ARGUMENT naming ``field``
+    for a number the enum lacks (proto3 keeps unknown numbers as they came)."""
     wrapper: Any = enum  # a generated enum class: protobuf's EnumTypeWrapper API
-    name = str(wrapper.Name(number))
+    try:
+        name = str(wrapper.Name(number))
+    except ValueError:
+        prefix = str(wrapper.Name(0)).removesuffix("_UNSPECIFIED").lower()
+        raise InvalidArgument(field or prefix, f"unknown enum value {number}; use one of "
+                              + ", ".join(sorted(str(n) for n in wrapper.keys()))) from None
     if name.endswith("_UNSPECIFIED"):
         return ""
     return name.removeprefix(str(wrapper.Name(0)).removesuffix("UNSPECIFIED")).lower()

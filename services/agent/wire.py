@@ -74,8 +74,8 @@ def cell_proto(c: Cell) -> agent_pb2.TrialCell:
 
 def report_from_proto(request: agent_pb2.CompleteTrialRequest) -> Report:
     r = request.result
-    status = agent_pb2.TrialStatus.Name(r.status).removeprefix("TRIAL_STATUS_").lower()
-    cause = enum_name(agent_pb2.FailureCause, request.cause)
+    status = enum_name(agent_pb2.TrialStatus, r.status, "result.status")
+    cause = enum_name(agent_pb2.FailureCause, request.cause, "cause")
     if not cause and status not in FINAL_STATUSES:
         raise InvalidArgument("result.status", f"{status!r} is not a final status; a failed "
                                                "attempt must set cause")

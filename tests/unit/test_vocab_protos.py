@@ -30,3 +30,19 @@ def test_every_word_has_its_enum_value_and_back(words, enum):
 def test_an_unknown_word_names_the_field():
     with pytest.raises(InvalidArgument, match="status: unknown value 'fine'"):
         enum_value(common_pb2.RunStatus, "fine", "status")
+
+
+def test_an_unknown_number_names_the_field():
+    """proto3 keeps an enum number it does not know; reading one is the client's
+    error (INVALID_ARGUMENT), not the server's (the fuzz test found result.status -1
+    answered INTERNAL)."""
+    with pytest.raises(InvalidArgument, match="cause: unknown enum value -1"):
+        enum_name(agent_pb2.FailureCause, -1, "cause")
+
+
+def test_a_trial_report_with_an_unknown_status_is_refused_naming_it():
+    from lawlab_agent.wire import report_from_proto
+    request = agent_pb2.CompleteTrialRequest()
+    request.result.status = -1
+    with pytest.raises(InvalidArgument, match="result.status: unknown enum value -1"):
+        report_from_proto(request)
