@@ -18,7 +18,7 @@ import statistics
 import subprocess
 import sys
 import time
-from collections import defaultdict
+from collections import Counter, defaultdict
 from pathlib import Path
 
 from lawlab.agent.v1 import agent_pb2, agent_pb2_grpc
@@ -162,6 +162,33 @@ def sandbox_timeouts(data_dir: Path) -> list[str]:
     return hits
 
 
+NOTES = ROOT / "bench" / "baselines_notes.md"
+
+
+def _notes(commit: str) -> list[str]:
+    """The hand-written reading of a run (bench/baselines_notes.md), kept apart from the
+    generated tables; its first line names the run's commit it was written for, and a
+    run at another commit says so above it."""
+    if not NOTES.exists():
+        return []
+    text = NOTES.read_text()
+    first = text.splitlines()[0] if text else ""
+    written_for = first.removeprefix("<!-- run:").removesuffix("-->").strip()
+    out = ["", "## Reading this run (written by hand, not generated)", ""]
+    if written_for != commit:
+        out += [f"*Written for the run at commit {written_for}; this run is {commit}: "
+                "the figures quoted below may be stale.*", ""]
+    return out + [text.split("\n", 1)[1].strip() if first.startswith("<!--") else text.strip()]
+
+
+def _numeric_not_symbolic(trials: list) -> str:
+    """How many problems were solved to Acc_0.1 in and out of domain without the judge
+    finding the same equation (a numerically equivalent but different form)."""
+    n = sum(1 for t in trials if val(t, "acc_tau_id") == 1.0 and val(t, "acc_tau_ood") == 1.0
+            and val(t, "symbolic_accuracy") != 1.0)
+    return f"{n} of {len(trials)} fit within 10% in and out of domain but not symbolically"
+
+
 def _goals(trials: list, agents: list[str], library: TaskLibrary, args: argparse.Namespace,
            errors: int) -> list[str]:
     """Issue #18's goals against this run: each met or missed, with the figure."""
@@ -174,37 +201,47 @@ def _goals(trials: list, agents: list[str], library: TaskLibrary, args: argparse
     real = {a: [t for t in trials if t.agent == a and t.setting == REAL
                 and library.get(t.task_id).meta.suite == "real"] for a in agents}
     par = {a: [t for t in trials if t.agent == a and t.setting == PARALLEL] for a in agents}
-    rows = []
+    rows: list[tuple[str, str, bool, str]] = []
     if "sr" in agents:
-        k, n = share(suite("sr", "lsr-transform"), "symbolic_accuracy", lambda v: v == 1.0)
+        lsrt, lsrs = suite("sr", "lsr-transform"), suite("sr", "lsr-synth")
+        k, n = share(lsrt, "symbolic_accuracy", lambda v: v == 1.0)
         rows.append(("sr: LSR-Transform symbolic accuracy >= 0.315", f"{k}/{n} = {k / max(n, 1):.3f}",
-                     k / max(n, 1) >= 0.315))
-        k, n = share(suite("sr", "lsr-transform"), "acc_tau_id", lambda v: v == 1.0)
+                     k / max(n, 1) >= 0.315, _numeric_not_symbolic(lsrt)))
+        k, n = share(lsrt, "acc_tau_id", lambda v: v == 1.0)
         rows.append(("sr: LSR-Transform Acc_0.1 in domain >= 0.5", f"{k / max(n, 1):.3f}",
-                     k / max(n, 1) >= 0.5))
-        k, n = share(suite("sr", "lsr-synth"), "symbolic_accuracy", lambda v: v == 1.0)
+                     k / max(n, 1) >= 0.5, ""))
+        k, n = share(lsrs, "symbolic_accuracy", lambda v: v == 1.0)
         rows.append(("sr: LSR-Synth symbolic accuracy >= 0.281", f"{k}/{n} = {k / max(n, 1):.3f}",
-                     k / max(n, 1) >= 0.281))
+                     k / max(n, 1) >= 0.281, _numeric_not_symbolic(lsrs)))
     best_par = max(agents, key=lambda a: strict_mean(par[a], "s_s") if par[a] else -1)
     k, n = share(par[best_par], "s_s", lambda v: v == 1.0)
+    levels = Counter(val(t, "s_s") for t in par[best_par])
+    spread = "S_S levels: " + ", ".join(f"{v:g}: {levels[v]}" for v in sorted(levels, reverse=True))
     rows.append((f"Parallel: full recovery on >= 25% of worlds ({best_par})",
-                 f"{k}/{n} = {k / max(n, 1):.3f}", k / max(n, 1) >= 0.25))
+                 f"{k}/{n} = {k / max(n, 1):.3f}", k / max(n, 1) >= 0.25, spread))
     m = strict_mean(par[best_par], "s_s")
-    rows.append((f"Parallel: mean S_S >= 0.5 ({best_par})", f"{m:.3f}", m >= 0.5))
+    rows.append((f"Parallel: mean S_S >= 0.5 ({best_par})", f"{m:.3f}", m >= 0.5, ""))
     best_real = max(agents, key=lambda a: share(real[a], "s_n", lambda v: v >= BEATS)[0])
     k, n = share(real[best_real], "s_n", lambda v: v >= BEATS)
+    ties = sum(1 for t in real[best_real] if abs(val(t, "s_n") - 0.5) < BEATS - 0.5)
+    below = sum(1 for t in real[best_real] if val(t, "s_n") <= 0.5 - (BEATS - 0.5))
     rows.append((f"Real: S_N >= {BEATS} on >= 50% of the tasks ({best_real})",
-                 f"{k}/{n} = {k / max(n, 1):.3f}", k / max(n, 1) >= 0.5))
+                 f"{k}/{n} = {k / max(n, 1):.3f}", k / max(n, 1) >= 0.5,
+                 f"{ties} tie the reference (S_N within 0.0005 of 0.5), {below} below it"))
+    cpu = {a: sum(t.wall_seconds for t in trials if t.agent == a) / 60 for a in agents}
     rows.append(("make baselines <= 30 min on this machine", f"{args.minutes:.1f} min",
-                 args.minutes <= 30))
-    rows.append(("0 harness errors", str(errors), errors == 0))
+                 args.minutes <= 30,
+                 f"{len(trials)} trials, {args.concurrency} at a time; trial minutes per agent: "
+                 + ", ".join(f"{a} {v:.0f}" for a, v in cpu.items())))
+    rows.append(("0 harness errors", str(errors), errors == 0, ""))
     timeouts = sandbox_timeouts(Path(args.data_dir))
     rows.append(("no sandbox timeouts", f"{len(timeouts)}" + (f" ({', '.join(timeouts[:6])})"
                                                               if timeouts else ""),
-                 not timeouts))
+                 not timeouts, ""))
     out = ["", "## Issue #18's goals, against this run", "",
-           "| goal | measured | |", "|---|---|---|"]
-    out += [f"| {g} | {v} | {'met' if ok else '**missed**'} |" for g, v, ok in rows]
+           "| goal | measured | | why (measured in this run) |", "|---|---|---|---|"]
+    out += [f"| {g} | {v} | {'met' if ok else '**missed**'} | {why if not ok else ''} |"
+            for g, v, ok, why in rows]
     return out
 
 
@@ -320,6 +357,7 @@ def write(trials: list, control_scores: dict, args: argparse.Namespace) -> None:
               + (": " + ", ".join(f"{t.agent} {t.task_id} "
                                   f"({enum_name(agent_pb2.FailureCause, t.cause)}: {t.error[:80]})"
                                   for t in errors) if errors else ".")]
+    lines += _notes(args.commit)
     out = docs / "baselines.md"
     out.write_text("\n".join(lines) + "\n")
     figure(trials, agents, library, docs / "baselines.png")
