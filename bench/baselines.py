@@ -165,6 +165,15 @@ def sandbox_timeouts(data_dir: Path) -> list[str]:
 NOTES = ROOT / "bench" / "baselines_notes.md"
 
 
+def spent_minutes(data_dir: Path, seconds: float) -> float:
+    """Wall minutes over every invocation on this data dir: a resumed or re-tabulated
+    run reports the whole run's time, not only its own (each adds a line)."""
+    log = data_dir / "wall-seconds"
+    with log.open("a") as f:
+        f.write(f"{seconds:.1f}\n")
+    return sum(float(x) for x in log.read_text().split()) / 60
+
+
 def _notes(commit: str) -> list[str]:
     """The hand-written reading of a run (bench/baselines_notes.md), kept apart from the
     generated tables; its first line names the run's commit it was written for, and a
@@ -379,5 +388,5 @@ if __name__ == "__main__":
     a.commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT,
                               capture_output=True, text=True).stdout.strip() or "unknown"
     trials, control_scores = run(a)
-    a.minutes = (time.monotonic() - began) / 60
+    a.minutes = spent_minutes(Path(a.data_dir), time.monotonic() - began)
     write(trials, control_scores, a)

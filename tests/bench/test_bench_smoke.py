@@ -61,3 +61,9 @@ def test_baselines_on_two_tasks(tmp_path):
     text = (out / "baselines.md").read_text()
     assert "dnase_elisa" in text and "mercury_vapour_pressure" in text
     assert (out / "baselines.png").stat().st_size > 0
+    # each goal met or missed; a missed one with its measured reason
+    goals = text.split("## Issue #18's goals, against this run")[1].splitlines()
+    real = next(line for line in goals if line.startswith("| Real: S_N"))
+    assert "| met |" in real or "tie the reference" in real, real
+    parallel = next(line for line in goals if line.startswith("| Parallel: full recovery"))
+    assert "| met |" in parallel or "S_S levels: " in parallel, parallel
