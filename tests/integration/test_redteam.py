@@ -1,5 +1,7 @@
 """The sandbox red-team suite: concrete attacks, each with its exact expected
-outcome, each followed by a check that the same session still works.
+outcome, and a check that the same session still works: after each attack where
+later calls share a process an attack could take down (the zygote mode's zygote,
+the Docker backend's session container), once after all of them in cold mode.
 
 Layers under test (docs/sandbox.md): namespaces (bubblewrap), seccomp, rlimits,
 the wall-clock kill, the read-only view. The import gate is a usability aid,
@@ -215,6 +217,14 @@ def test_attack(sandbox, session, cluster, name, code, status, needle, timeout, 
     assert r.status == status, f"{name}: {pb.ExecStatus.Name(r.status)}\n{out[-1500:]}"
     assert needle in out, f"{name}: {needle!r} not in\n{out[-1500:]}"
     assert "PWNED" not in r.stdout and "uid=" not in r.stdout
+    # A cold box shares only the session's files with the next call, and a new
+    # box costs about a second: cold mode checks the session once, after every
+    # attack (test_the_session_serves_after_every_attack, last in this module).
+    if request.node.callspec.params["sandbox"] != "cold":
+        _assert_session_serves(sandbox, session)
+
+
+def _assert_session_serves(sandbox, session):
     follow = _exec(sandbox, session, "print(train_df.shape)")
     assert follow.status == OK and "(2, 2)" in follow.stdout, follow.stderr
 
@@ -281,3 +291,9 @@ def test_forged_output_cannot_fake_a_submission_result(sandbox):
                              fit_timeout_seconds=1),
         jobs=[pb.SubmissionJob(job_id="j", x=x)]), timeout=60)
     assert ok.status == pb.SUBMISSION_STATUS_OK and list(ok.results[0].predictions) == [2.0, 4.0]
+
+
+def test_the_session_serves_after_every_attack(sandbox, session):
+    """Last in the module, so it runs after every attack on the same session (pytest
+    groups the tests by the module-scoped ``sandbox`` parameter)."""
+    _assert_session_serves(sandbox, session)
