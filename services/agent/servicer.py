@@ -15,40 +15,26 @@ once.
 from __future__ import annotations
 
 import asyncio
-import difflib
-import json
 import logging
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
 import grpc
 
-from lawlab import convert
 from lawlab.agent.v1 import agent_pb2, agent_pb2_grpc
 from lawlab.errors import FailedPrecondition, InvalidArgument, NotFound
-from lawlab.rpc.client import FAST_CALL
 from lawlab.settings import AgentSettings
-from lawlab.simulator.v1 import simulator_pb2
 from lawlab_agent import campaign as camp
+from lawlab_agent.admission import Admission
 from lawlab_agent.builtin import BUILTIN_AGENTS, builtin_agents
 from lawlab_agent.campaign import trial_id_for
 from lawlab_agent.campaigns.local import LocalWorkers
 from lawlab_agent.campaigns.scheduler import CampaignScheduler
-from lawlab_agent.domain import SolverTask
 from lawlab_agent.launchers import Launcher
 from lawlab_agent.policy import ConfigurationError, Policy
-from lawlab_agent.store import DONE_STATUSES, Cell, TrialStore
+from lawlab_agent.store import TrialStore
 from lawlab_agent.trial.opening import Clients
-from lawlab_agent.views import CONTEXTS
-from lawlab_agent.wire import (
-    campaign_pb,
-    cell_proto,
-    decoding_doc,
-    record_to_proto,
-    report_from_proto,
-    spec_doc,
-    task_of,
-)
+from lawlab_agent.wire import campaign_pb, cell_proto, record_to_proto, report_from_proto, spec_doc
 
 log = logging.getLogger("lawlab.agent")
 
@@ -65,6 +51,7 @@ class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
         self.clients = clients
         self.data_dir = data_dir
         self.policies = dict(policies or builtin_agents(settings.llm))
+        self.admission = Admission(clients, self.policies)
         self.local = LocalWorkers(store, clients, self.policies, self._trajectory_path,
                                   settings.workers)
         # None: campaign trials run in this process; otherwise workers (local processes
@@ -81,69 +68,10 @@ class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
     def _trajectory_path(self, trial_id: str, attempt_no: int) -> Path:
         return self.data_dir / "trajectories" / f"{trial_id}.attempt{attempt_no}.jsonl"
 
-    async def _tasks(self) -> list[SolverTask]:
-        resp = await self.clients.simulator.ListTasks(simulator_pb2.ListTasksRequest(),
-                                                      timeout=FAST_CALL)
-        return [task_of(t) for t in resp.tasks]
-
-    async def _check_task(self, task_id: str, setting: str) -> None:
-        """A typo'd task id or a setting the task lacks is refused before any trial is
-        stored (NOT_FOUND / FAILED_PRECONDITION saying where to look)."""
-        tasks = await self._tasks()
-        task = next((t for t in tasks if t.task_id == task_id), None)
-        if task is None:
-            ids = [t.task_id for t in tasks]
-            close = list(dict.fromkeys(
-                [i for i in ids if task_id.lower() in i.lower()]
-                + difflib.get_close_matches(task_id, ids, n=3, cutoff=0.75)))[:3]
-            raise NotFound(f"task {task_id!r} not found"
-                           + (f"; did you mean {', '.join(close)}?" if close else "")
-                           + " (`lawlab tasks list` lists them)")
-        supported = set(task.settings) or {"real"}
-        if setting not in supported:
-            raise FailedPrecondition(f"task {task_id!r} has no {setting} setting (its world key "
-                                     "drew no Parallel world: `lawlab tasks list` shows which "
-                                     "tasks have one)" if setting == "parallel" else
-                                     f"task {task_id!r} supports only {sorted(supported)}")
-
-    async def _check_policy(self, agent: str, model: str, decoding: str, field: str) -> None:
-        """Configuration errors stop at once, burning nothing."""
-        try:
-            await self.policies[agent](model, json.loads(decoding) if decoding else {}).close()
-        except ConfigurationError as err:
-            raise InvalidArgument(field, str(err) if field == "agent" else
-                                  f"{agent}/{model or '-'}: {err}") from None
-
-    async def _cell(self, request: agent_pb2.RunTrialRequest) -> Cell:
-        if not request.task_id:
-            raise InvalidArgument("task_id", "is required")
-        setting = convert.setting_name(request.setting)
-        if setting == "unspecified":
-            raise InvalidArgument("setting", "must be SETTING_REAL or SETTING_PARALLEL")
-        if request.agent not in self.policies:
-            raise InvalidArgument("agent", f"unknown agent {request.agent!r}; available: "
-                                           f"{sorted(self.policies)}")
-        context = request.context or "full"
-        if context not in CONTEXTS:
-            raise InvalidArgument("context", f"unknown context {context!r}; one of "
-                                             f"{', '.join(CONTEXTS)}")
-        await self._check_task(request.task_id, setting)
-        decoding = camp.decoding_json(decoding_doc(
-            request.decoding, "decoding", request.model if request.agent == "openai" else None))
-        if decoding and request.agent != "openai":
-            raise InvalidArgument("decoding", f"applies to LLM backends (openai) only, not "
-                                              f"{request.agent!r}")
-        await self._check_policy(request.agent, request.model, decoding, "agent")
-        trial_id = request.trial_id or trial_id_for(request.task_id, setting, request.agent,
-                                                    request.model, request.seed, context,
-                                                    decoding)
-        return Cell(trial_id, request.task_id, setting, request.agent, request.model,
-                    request.seed, context, decoding)
-
     # ---- trials ------------------------------------------------------------------------
     async def RunTrial(self, request: agent_pb2.RunTrialRequest,
                        context: grpc.aio.ServicerContext) -> agent_pb2.Trial:
-        cell = await self._cell(request)
+        cell = await self.admission.cell(request)
         try:
             return record_to_proto(await self.local.run_now(cell))
         except ConfigurationError as err:
@@ -215,27 +143,11 @@ class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
                             context: grpc.aio.ServicerContext) -> agent_pb2.Campaign:
         doc = spec_doc(request.spec, set(self.policies))
         for agent, model, decoding in doc["agents"]:
-            await self._check_policy(agent, model, camp.decoding_json(decoding), "spec.agents")
-        campaign_id = doc["name"]
-        existing = await asyncio.to_thread(self.store.campaign, campaign_id)
-        if existing is not None and existing.spec != doc:
-            raise FailedPrecondition(
-                f"campaign {campaign_id!r} exists with a different grid; choose another "
-                "name, or resubmit the same grid to resume it")
-        if existing is None:
-            cells = camp.expand(doc, await self._tasks())
-            await asyncio.to_thread(self.store.create_campaign, campaign_id, doc, cells)
-        trials = await asyncio.to_thread(self.store.campaign_trials, campaign_id)
-        if request.retry_failed:
-            for r in trials:
-                if r.status == "error":
-                    r.status = "interrupted"
-                    await asyncio.to_thread(self.store.put, r)
-        row = await asyncio.to_thread(self.store.campaign, campaign_id)
-        assert row is not None
-        if row.state != "finished" or any(r.status not in DONE_STATUSES for r in trials):
-            self.scheduler.start(campaign_id)
-        return campaign_pb(await self.scheduler.snapshot(campaign_id))
+            await self.admission.check_policy(agent, model, camp.decoding_json(decoding),
+                                              "spec.agents")
+        return campaign_pb(await self.scheduler.submit(
+            doc["name"], doc, self.admission.campaign_cells,
+            retry_failed=request.retry_failed))
 
     async def GetCampaign(self, request: agent_pb2.GetCampaignRequest,
                           context: grpc.aio.ServicerContext) -> agent_pb2.Campaign:

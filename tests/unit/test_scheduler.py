@@ -150,3 +150,52 @@ def test_a_trial_finished_elsewhere_is_never_leased_again(world):
 
     asyncio.run(play())
     assert store.get("t0").s_n == 0.6 and store.get("t0").attempts == 0
+
+
+def test_a_resubmitted_grid_resumes_and_reruns_errored_trials_only_when_asked(world):
+    """StartCampaign's rules (CampaignScheduler.submit): a new grid is expanded and
+    stored once; the same grid again runs nothing finished; ``retry_failed`` runs the
+    errored trials again, in a new attempt; another grid under the same name is
+    refused."""
+    from lawlab.errors import FailedPrecondition
+
+    sched, store, clock, launcher = world
+    spec = {**SPEC, "name": "g"}
+    cells = [Cell(f"g{i}", "dnase_elisa", "real", "template", "", i, "full") for i in range(2)]
+    expanded = []
+
+    async def expand(doc):
+        expanded.append(doc["name"])
+        return cells
+
+    async def play():
+        first = await sched.submit("g", spec, expand)
+        assert first.totals.total == 2
+        await _until(lambda: launcher.launched, "a launch")
+        a = (await sched.lease("g", "w1")).lease
+        b = (await sched.lease("g", "w2")).lease
+        assert await sched.complete("w1", a.cell.trial_id, 1, _ok())
+        bad = Report(status="error", cause="config", error="bad key", trajectory=[])
+        assert await sched.complete("w2", b.cell.trial_id, 1, bad)
+        await _until(lambda: not sched.running("g"), "the campaign's end")
+        again = await sched.submit("g", spec, expand)  # nothing to run: no lease offered
+        await _until(lambda: not sched.running("g"), "the resubmission's end")
+        assert again.totals.total == 2 and (await sched.lease("g", "w1")).lease is None
+        assert store.get(b.cell.trial_id).status == "error"
+        with pytest.raises(FailedPrecondition, match="different grid"):
+            await sched.submit("g", {**spec, "repeats": 2}, expand)
+        launched = len(launcher.launched)
+        await sched.submit("g", spec, expand, retry_failed=True)
+        await _until(lambda: len(launcher.launched) > launched, "the rerun's launch")
+        rerun = (await sched.lease("g", "w3")).lease
+        assert rerun.cell.trial_id == b.cell.trial_id and rerun.attempt == 2
+        assert await sched.complete("w3", rerun.cell.trial_id, 2, _ok())
+        await _until(lambda: not sched.running("g"), "the rerun's end")
+        return a.cell.trial_id
+
+    kept = asyncio.run(play())
+    assert expanded == ["g"]  # expanded once, when first stored
+    assert store.get(kept).attempts == 1  # the finished trial was never run again
+    rows = {r.trial_id: r for r in store.campaign_trials("g")}
+    assert {r.status for r in rows.values()} == {"completed"}
+    assert store.campaign("g").state == "finished"

@@ -17,13 +17,13 @@ import logging
 import random
 import time
 from collections import deque
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from prometheus_client import Counter, Gauge, Histogram
 
-from lawlab.errors import NotFound
+from lawlab.errors import FailedPrecondition, NotFound
 from lawlab.vocab import Cause, TrialStatus
 from lawlab_agent import attempt
 from lawlab_agent import campaign as camp
@@ -142,6 +142,32 @@ class CampaignScheduler:
         if task is None or task.done():
             self._tasks[campaign_id] = asyncio.create_task(self._drive(campaign_id),
                                                            name=f"campaign-{campaign_id}")
+
+    async def submit(self, campaign_id: str, spec: dict,
+                     cells: Callable[[dict], Awaitable[list[Cell]]], *,
+                     retry_failed: bool = False) -> camp.Summary:
+        """A new grid is stored (its cells expanded by ``cells``) and run; the same
+        grid again resumes it, with its errored trials run again if
+        ``retry_failed``; another grid under a stored name is refused."""
+        existing = await asyncio.to_thread(self.store.campaign, campaign_id)
+        if existing is not None and existing.spec != spec:
+            raise FailedPrecondition(
+                f"campaign {campaign_id!r} exists with a different grid; choose another "
+                "name, or resubmit the same grid to resume it")
+        if existing is None:
+            await asyncio.to_thread(self.store.create_campaign, campaign_id, spec,
+                                    await cells(spec))
+        trials = await asyncio.to_thread(self.store.campaign_trials, campaign_id)
+        if retry_failed:
+            for r in trials:
+                if r.status == TrialStatus.ERROR:
+                    r.status = TrialStatus.INTERRUPTED
+                    await asyncio.to_thread(self.store.put, r)
+        row = await asyncio.to_thread(self.store.campaign, campaign_id)
+        assert row is not None
+        if row.state != "finished" or any(r.status not in DONE_STATUSES for r in trials):
+            self.start(campaign_id)
+        return await self.snapshot(campaign_id)
 
     def running(self, campaign_id: str) -> bool:
         task = self._tasks.get(campaign_id)
