@@ -104,7 +104,8 @@ def main() -> None:
             def score():
                 r = scorer.ScoreSubmission(scorer_pb2.ScoreRequest(
                     task_id=BIG, submission=common_pb2.Submission(source=big_sub)), timeout=600)
-                assert r.status == "ok", r.message
+                assert r.status == common_pb2.RUN_STATUS_OK, (common_pb2.RunStatus.Name(r.status),
+                                                              r.message)
 
             groups = pd.read_csv(library_dir / BIG / "data" / "test_test.csv")["group_id"].nunique()
             # the first call also runs every published reference (m_ref), then cached per task
