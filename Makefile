@@ -13,7 +13,7 @@ WORLD_KEY ?= $(dir $(TASKS_DIR))world-key
 PROTOS := $(shell find protos -name '*.proto')
 GEN_STAMP := libs/lawlab/common/v1/common_pb2.py
 
-.PHONY: install apt deps proto sandbox-access tasks node-client certs run test typecheck test-all baselines lint clean distclean deploy deploy-dry-run undeploy docker base-image images push-images test-images test-load test-faults test-fuzz test-redteam test-bench loadtest
+.PHONY: install apt deps proto sandbox-access tasks node-client certs run test typecheck test-all baselines lint clean distclean deploy deploy-dry-run undeploy docker base-image images push-images test-images test-load test-faults test-fuzz test-redteam test-bench test-keys loadtest
 
 install: apt deps proto sandbox-access tasks node-client
 
@@ -121,6 +121,11 @@ test-faults: install
 # every bench/ script in its smallest mode, as its docstring runs it (issue #20)
 test-bench: install
 	$(BIN)/pytest -q -m bench tests/bench
+
+# The key sweep (issue #35): the library built with 5 fresh keys, each validated
+# and the key-dependent tests (marker world_key) run against it; figures in bench/RESULTS.md
+test-keys: install
+	$(PY) bench/key_sweep.py --keys 5
 
 test-fuzz: install
 	LAWLAB_FUZZ_EXAMPLES=$${LAWLAB_FUZZ_EXAMPLES:-200} $(BIN)/pytest -q tests/integration/test_fuzz.py

@@ -39,6 +39,8 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from lawlab.contract import parse
+
 IGNORED = {0.0, 1.0, 2.0, 0.5, 3.0, 10.0, math.e, math.pi, 1e-300}
 # unit conversions and physical constants are not fitted degrees of freedom
 CONVERSIONS = {273.15, 100.0, 1e3, 1e-3, 1e6, 1e-6, 1e9, 1e-9, 60.0, 3600.0, 86400.0, 24.0,
@@ -324,7 +326,7 @@ def check(source: str, cap: int, aggregates: Iterable[float] = ()) -> GateVerdic
     """The gate's verdict. ``cap`` is max_law_constants + max_local_params of the
     task; ``aggregates`` are the task's target aggregates (training and test)."""
     try:
-        tree = ast.parse(source)
+        tree = parse(source)
     except SyntaxError as err:
         return _fail(f"not parseable: {err.msg}")
     docstrings = _docstrings(tree)

@@ -150,9 +150,33 @@ class LawModule:
         return len(node.keys) if isinstance(node, ast.Dict) else None
 
 
+MAX_NODES = 5000  # syntax nodes in a law module (a long, honest module has ~1,500)
+
+
+class SourceTooComplex(SyntaxError):
+    """A module too large or too deeply nested to analyse: refused before any
+    analysis that could take unbounded time or memory (issue #31)."""
+
+
+def parse(source: str) -> ast.Module:
+    """``ast.parse`` within stated limits: SyntaxError (SourceTooComplex naming the
+    limit) rather than a RecursionError or an unbounded analysis later."""
+    try:
+        tree = ast.parse(source)
+    except (RecursionError, MemoryError):
+        raise SourceTooComplex("the module nests deeper than the parser allows (for example a "
+                               f"sum of thousands of terms); a law may have at most "
+                               f"{MAX_NODES:,} syntax nodes") from None
+    n = sum(1 for _ in ast.walk(tree))
+    if n > MAX_NODES:
+        raise SourceTooComplex(f"the module has {n:,} syntax nodes; a law may have at most "
+                               f"{MAX_NODES:,}")
+    return tree
+
+
 def read_module(source: str) -> LawModule:
     """Parses ``source`` (SyntaxError propagates) and collects its top level."""
-    tree = ast.parse(source)
+    tree = parse(source)
     top: dict[str, ast.AST] = {}
     literals: dict[str, Any] = {}
     for node in tree.body:
@@ -189,7 +213,8 @@ def static_check(source: str, inputs: Sequence[str], multi_group: bool) -> Stati
     try:
         module = read_module(source)
     except SyntaxError as err:
-        return StaticReport(False, [f"syntax error: {err.msg} (line {err.lineno})"])
+        where = f" (line {err.lineno})" if err.lineno else ""
+        return StaticReport(False, [f"syntax error: {err.msg}{where}"])
     problems = [f"missing {name}" for name in REQUIRED_NAMES if name not in module.top]
     used: list[str] = []
     if "USED_INPUTS" in module.top:

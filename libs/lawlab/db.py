@@ -10,6 +10,7 @@ a lock; across processes the database serialises them.
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import threading
 from collections.abc import Callable, Iterator
@@ -66,8 +67,15 @@ class SqliteDatabase(Database):
         super().__init__()
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
+        if not path.exists():  # state (tokens' hashes, the audit, sources): owner only
+            os.close(os.open(path, os.O_WRONLY | os.O_CREAT, 0o600))
         self._db = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None)
         self._db.execute("PRAGMA journal_mode=WAL")
+        for suffix in ("", "-wal", "-shm"):  # the WAL's files inherit nothing: set them too
+            try:
+                os.chmod(f"{path}{suffix}", 0o600)
+            except OSError:
+                pass
         self._db.execute("PRAGMA synchronous=FULL")
         self._db.execute("PRAGMA busy_timeout=10000")
         # reads use their own connection and lock: in WAL mode they see the last

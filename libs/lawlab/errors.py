@@ -8,12 +8,27 @@ from __future__ import annotations
 
 import grpc
 
+MAX_MESSAGE = 600  # characters of an error message sent or logged (an echoed 100 kB id is not)
+MAX_SHOWN = 80     # characters of a caller's identifier quoted in a message
+
+
+def shown(value: object, limit: int = MAX_SHOWN) -> str:
+    """A caller-supplied identifier as a message quotes it: repr, cut to ``limit``."""
+    text = repr(value)
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(str(value)):,} characters)"
+
+
+def capped(message: str, limit: int = MAX_MESSAGE) -> str:
+    return message if len(message) <= limit else \
+        f"{message[:limit]}... ({len(message):,} characters in all)"
+
 
 class LawlabError(Exception):
     code: grpc.StatusCode = grpc.StatusCode.INTERNAL
     trailing_metadata: tuple[tuple[str, str], ...] = ()
 
     def __init__(self, message: str) -> None:
+        message = capped(message)
         super().__init__(message)
         self.message = message
 

@@ -191,11 +191,39 @@ Residuals = Callable[[np.ndarray], np.ndarray]
 Jacobian = Callable[[np.ndarray], np.ndarray]
 
 
+Bounds = tuple[np.ndarray, np.ndarray]
+
+
+def _bounds(names: Sequence[str], bounds: Mapping[str, tuple[float, float]] | None
+            ) -> Bounds | None:
+    if not bounds:
+        return None
+    lo = np.array([float(bounds.get(n, (-np.inf, np.inf))[0]) for n in names])
+    hi = np.array([float(bounds.get(n, (-np.inf, np.inf))[1]) for n in names])
+    return lo, hi
+
+
+def _inside(x0: np.ndarray, box: Bounds | None) -> np.ndarray:
+    """A start moved inside the box (strictly, where the box has room: the solver
+    refuses a start on a bound)."""
+    if box is None:
+        return x0
+    lo, hi = box
+    with np.errstate(all="ignore"):
+        finite = np.isfinite(hi - lo)
+        edge = np.where(np.isfinite(lo), np.abs(lo), np.where(np.isfinite(hi), np.abs(hi), 1.0))
+        eps = np.where(finite, (hi - lo) * 1e-9, 1e-12 * np.maximum(edge, 1.0))
+        out: np.ndarray = np.clip(x0, np.where(np.isfinite(lo), lo + eps, lo),
+                                  np.where(np.isfinite(hi), hi - eps, hi))
+    return out
+
+
 def _solve(residuals: Residuals, x0s: list[np.ndarray], max_nfev: int,
-           jac: Jacobian | None = None) -> _Optimum:
-    """The best optimum over the starts, polished."""
+           jac: Jacobian | None = None, box: Bounds | None = None) -> _Optimum:
+    """The best optimum over the starts (inside ``box``, where given), polished."""
     found: list[_Optimum] = []
-    for x0 in x0s:
+    limits = box if box is not None else (-np.inf, np.inf)
+    for x0 in (_inside(x, box) for x in x0s):
         try:
             with np.errstate(all="ignore"), warnings.catch_warnings():
                 warnings.simplefilter("ignore", RuntimeWarning)
@@ -203,7 +231,7 @@ def _solve(residuals: Residuals, x0s: list[np.ndarray], max_nfev: int,
                 if not np.all(np.isfinite(r0)):
                     continue
                 sol = least_squares(residuals, x0, method="trf", x_scale="jac", max_nfev=max_nfev,
-                                    jac=jac if jac is not None else "2-point")
+                                    jac=jac if jac is not None else "2-point", bounds=limits)
         except (ValueError, FloatingPointError, np.linalg.LinAlgError):
             continue
         cost = float(np.sum(sol.fun**2))
@@ -213,11 +241,11 @@ def _solve(residuals: Residuals, x0s: list[np.ndarray], max_nfev: int,
         raise FitError("no start gave finite residuals; give better --init values")
     best = min(found, key=lambda o: o.cost)
     best.agreeing = sum(o.cost <= best.cost * (1 + AGREE) + 1e-300 for o in found)
-    return _polish(residuals, best, max_nfev, jac)
+    return _polish(residuals, best, max_nfev, jac, box)
 
 
 def _polish(residuals: Residuals, best: _Optimum, max_nfev: int,
-            jac: Jacobian | None = None) -> _Optimum:
+            jac: Jacobian | None = None, box: Bounds | None = None) -> _Optimum:
     """Restart the solver from the best start's optimum with tight tolerances.
     The default stopping rule (a relative step or cost change below 1e-8) halts
     flat, ill-conditioned problems (rational functions, near-aliased periods)
@@ -226,10 +254,11 @@ def _polish(residuals: Residuals, best: _Optimum, max_nfev: int,
     try:
         with np.errstate(all="ignore"), warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
-            sol = least_squares(residuals, best.x, method="trf", x_scale="jac",
+            sol = least_squares(residuals, _inside(best.x, box), method="trf", x_scale="jac",
                                 max_nfev=min(max_nfev, POLISH_EVALUATIONS * (len(best.x) + 1)),
                                 jac=jac if jac is not None else "2-point",
-                                ftol=POLISH_TOL, xtol=POLISH_TOL, gtol=POLISH_TOL)
+                                ftol=POLISH_TOL, xtol=POLISH_TOL, gtol=POLISH_TOL,
+                                bounds=box if box is not None else (-np.inf, np.inf))
     except (ValueError, FloatingPointError, np.linalg.LinAlgError):
         return best
     best.converged = sol.status > 0  # 0: it ran out of evaluations, still moving
@@ -329,8 +358,10 @@ def fit_expression(
     n_starts: int = 24,
     seed: int = 0,
     max_nfev: int = 2000,
+    bounds: Mapping[str, tuple[float, float]] | None = None,
 ) -> FitResult:
-    """Fit global constants of ``expr`` to (data, y) in residual ``space``."""
+    """Fit global constants of ``expr`` to (data, y) in residual ``space``, each
+    within its ``bounds`` where given (a mechanism's sign)."""
     init = dict(init or {})
     names = list(constants)
     y_t = to_residual_space(y, space)
@@ -359,7 +390,8 @@ def fit_expression(
         starts = _starts(x0, n_starts, rng)
     else:  # no start given: the fit chooses its own from the data's magnitudes
         starts = _screened_starts(residuals, len(names), _scales(env, y_t), n_starts, rng)
-    opt = _solve(residuals, starts, max_nfev, _checked(jacobian, x0))
+    box = _bounds(names, bounds)
+    opt = _solve(residuals, starts, max_nfev, _checked(jacobian, _inside(x0, box)), box)
     theta, rss, jac = opt.x, opt.cost, opt.jac
     n = len(y_t)
     tss = float(np.sum((y_t - y_t.mean()) ** 2))
@@ -390,8 +422,10 @@ def fit_grouped(
     n_starts: int = 12,
     seed: int = 0,
     max_nfev: int = 3000,
+    bounds: Mapping[str, tuple[float, float]] | None = None,
 ) -> FitResult:
-    """Fit shared constants plus per-group ``local_names`` jointly."""
+    """Fit shared constants plus per-group ``local_names`` jointly (each within its
+    ``bounds`` where given)."""
     init = dict(init or {})
     groups = np.asarray(groups).astype(str)
     labels = sorted(set(groups))
@@ -436,7 +470,9 @@ def fit_grouped(
         np.tile([float(init.get(n, 1.0)) for n in local_names], n_g),
     ])
     rng = np.random.default_rng(seed)
-    opt = _solve(residuals, _starts(x0, n_starts, rng), max_nfev, _checked(jacobian, x0))
+    box = _bounds([*global_names, *(n for _ in range(n_g) for n in local_names)], bounds)
+    opt = _solve(residuals, _starts(x0, n_starts, rng), max_nfev,
+                 _checked(jacobian, _inside(x0, box)), box)
     theta, rss, jac = opt.x, opt.cost, opt.jac
     n = len(y_t)
     tss = float(np.sum((y_t - y_t.mean()) ** 2))

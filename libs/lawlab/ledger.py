@@ -2,12 +2,15 @@
 and the audit log: SQLite in the embedded default, PostgreSQL when several
 simulator replicas share it.
 
-A budget belongs to what must not get more than one: (team, task, epoch) for
-an external team, the trial for lawlab's own campaigns. Never to a session or
-an attempt: a session is only a handle on a budget, so closing, reopening,
-retrying or crashing buys nothing. An operator starts a new epoch (a
-leaderboard round) explicitly; the audit log records the epoch of every
-session.
+A budget belongs to what must not get more than one: (team, task, worlds) for
+an external team, where *worlds* is the served library's release (its world
+key and built worlds: a rebuild with another key or catalogue is a new
+release, with new hidden laws), and the trial for lawlab's own campaigns. Never
+to a session, an attempt or an epoch: a session is only a handle on a budget,
+so closing, reopening, retrying or crashing buys nothing, and a new epoch (a
+leaderboard round, opened explicitly by the operator) over the same worlds
+keeps counting what each team already spent on them. Closing an epoch closes
+its open sessions. The audit log records the epoch of every session.
 
 A Parallel query is charged in the same transaction that checks the session's
 state, records the response and writes the audit row, before the response is
@@ -96,7 +99,9 @@ CREATE TABLE IF NOT EXISTS tokens (
     max_open_sessions INTEGER NOT NULL,
     queries_per_second DOUBLE PRECISION NOT NULL,
     created           DOUBLE PRECISION NOT NULL,
-    revoked           DOUBLE PRECISION
+    revoked           DOUBLE PRECISION,
+    owner             TEXT NOT NULL DEFAULT '',
+    expires           DOUBLE PRECISION
 );
 CREATE TABLE IF NOT EXISTS audit (
     id         {serial} PRIMARY KEY,
@@ -110,7 +115,8 @@ CREATE TABLE IF NOT EXISTS audit (
     calls_max  INTEGER NOT NULL DEFAULT 0,
     detail     TEXT NOT NULL DEFAULT '',
     epoch      TEXT NOT NULL DEFAULT '',
-    budget_key TEXT NOT NULL DEFAULT ''
+    budget_key TEXT NOT NULL DEFAULT '',
+    client     TEXT NOT NULL DEFAULT ''
 );
 CREATE INDEX IF NOT EXISTS audit_session ON audit (session_id);
 CREATE INDEX IF NOT EXISTS audit_budget ON audit (budget_key);
@@ -132,6 +138,7 @@ CREATE TABLE IF NOT EXISTS submissions (
     trajectory TEXT NOT NULL DEFAULT '',
     received   DOUBLE PRECISION NOT NULL,
     scored     DOUBLE PRECISION,
+    attempts   INTEGER NOT NULL DEFAULT 0,
     UNIQUE (owner, task_id, setting, epoch)
 );
 CREATE INDEX IF NOT EXISTS submissions_state ON submissions (state);
@@ -219,6 +226,11 @@ class TokenRow:
     queries_per_second: float
     created: float
     revoked: float | None
+    owner: str = ""               # who the team is: a person or contact (operator's record)
+    expires: float | None = None  # epoch seconds; None: never
+
+    def expired(self, now: float | None = None) -> bool:
+        return self.expires is not None and (now or time.time()) >= self.expires
 
 
 @dataclass(frozen=True)
@@ -234,6 +246,7 @@ class AuditRow:
     detail: str
     epoch: str
     budget_key: str
+    client: str = ""  # the caller's address (gRPC peer) where the action came from outside
 
 
 @dataclass(frozen=True)
@@ -341,11 +354,11 @@ def split_token(token: str) -> tuple[str, str] | None:
     return parts[1], parts[2]
 
 
-def budget_key(task_id: str, owner: str, epoch: str, trial_id: str = "") -> str:
-    """What one budget belongs to: the trial, or (team, task, epoch)."""
+def budget_key(task_id: str, owner: str, world: str, trial_id: str = "") -> str:
+    """What one budget belongs to: the trial, or (team, task, the worlds' release)."""
     if trial_id:
         return f"trial:{trial_id}"
-    return f"team:{owner}:{task_id}:{epoch}"
+    return f"team:{owner}:{task_id}:world:{world}"
 
 
 class Ledger:
@@ -366,6 +379,16 @@ class Ledger:
                 if db.columns(ex, "audit") and "epoch" not in db.columns(ex, "audit"):
                     ex("ALTER TABLE audit ADD COLUMN epoch TEXT NOT NULL DEFAULT ''")
                     ex("ALTER TABLE audit ADD COLUMN budget_key TEXT NOT NULL DEFAULT ''")
+            token_columns = db.columns(ex, "tokens")
+            if token_columns and "owner" not in token_columns:
+                ex("ALTER TABLE tokens ADD COLUMN owner TEXT NOT NULL DEFAULT ''")
+                ex("ALTER TABLE tokens ADD COLUMN expires DOUBLE PRECISION")
+            audit_columns = db.columns(ex, "audit")
+            if audit_columns and "client" not in audit_columns:
+                ex("ALTER TABLE audit ADD COLUMN client TEXT NOT NULL DEFAULT ''")
+            sub_columns = db.columns(ex, "submissions")
+            if sub_columns and "attempts" not in sub_columns:
+                ex("ALTER TABLE submissions ADD COLUMN attempts INTEGER NOT NULL DEFAULT 0")
             epoch_columns = db.columns(ex, "epochs")
             if epoch_columns and "release_real" not in epoch_columns:
                 ex("ALTER TABLE epochs ADD COLUMN release_real TEXT NOT NULL DEFAULT 'immediate'")
@@ -399,14 +422,17 @@ class Ledger:
 
     # ---- helpers -------------------------------------------------------------------
     def _audit(self, ex: Executor, team: str, action: str, session: SessionRow | None,
-               n_points: int = 0, calls_used: int | None = None, detail: str = "") -> None:
+               n_points: int = 0, calls_used: int | None = None, detail: str = "",
+               client: str = "") -> None:
         ex("INSERT INTO audit (ts, team, action, session_id, task_id, n_points, calls_used, "
-           "calls_max, detail, epoch, budget_key) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+           "calls_max, detail, epoch, budget_key, client) "
+           "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
            (time.time(), team, action, session.session_id if session else "",
             session.task_id if session else "", n_points,
             (session.calls_used if calls_used is None else calls_used) if session else 0,
             session.calls_max if session else 0, detail,
-            session.epoch if session else "", session.budget_key if session else ""))
+            session.epoch if session else "", session.budget_key if session else "",
+            client[:200]))
 
     def audit_event(self, team: str, action: str, session: SessionRow | None,
                     detail: str = "") -> None:
@@ -478,6 +504,7 @@ class Ledger:
             current = self._current_epoch(ex)
             if current is not None:
                 ex("UPDATE epochs SET closed = ? WHERE epoch_id = ?", (now, current))
+                self._close_sessions(ex, current)
                 self._audit(ex, "operator", "epoch_close", None, detail=current)
             ex("INSERT INTO epochs (epoch_id, opened, release, release_real) VALUES (?, ?, ?, ?)",
                (epoch_id, now, release, release_real))
@@ -495,12 +522,18 @@ class Ledger:
             if r[2] is not None:
                 return EpochRow(*r)
             ex("UPDATE epochs SET closed = ? WHERE epoch_id = ?", (now, epoch_id))
+            self._close_sessions(ex, epoch_id)
             self._audit(ex, "operator", "epoch_close", None, detail=epoch_id)
         return EpochRow(r[0], r[1], now, r[3], r[4])
 
+    @staticmethod
+    def _close_sessions(ex: Executor, epoch_id: str) -> None:
+        """A closed epoch's sessions close with it (its teams open new ones in the next)."""
+        ex("UPDATE sessions SET state = 'closed' WHERE epoch = ? AND state = 'open'", (epoch_id,))
+
     # ---- submissions -------------------------------------------------------------------
     def submit(self, session_id: str, actor: str, request_id: str, source: str,
-               trajectory: str = "") -> tuple[SubmissionRow, bool]:
+               trajectory: str = "", client: str = "") -> tuple[SubmissionRow, bool]:
         """Record a team's final law for the task and setting of its session, in the
         session's epoch: one per (owner, task, setting, epoch). Returns the row and
         whether ``request_id`` had been received already (a retried upload).
@@ -548,7 +581,7 @@ class Ledger:
                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'queued', ?, ?)",
                (submission_id, row.owner, row.task_id, row.setting, row.epoch, session_id,
                 request_id, digest, source, trajectory, now))
-            self._audit(ex, row.owner, "submit", row, detail=submission_id)
+            self._audit(ex, row.owner, "submit", row, detail=submission_id, client=client)
             out = ex(f"{_SUBMISSION_SELECT} WHERE submission_id = ?", (submission_id,)).fetchone()
         return SubmissionRow(*out), False
 
@@ -574,6 +607,27 @@ class Ledger:
             rows = ex(f"{_SUBMISSION_SELECT}{clause} ORDER BY received", tuple(args)).fetchall()
         return [SubmissionRow(*r) for r in rows]
 
+    def record_attempt(self, submission_id: str, error: str, limit: int) -> bool:
+        """A scoring attempt of a queued submission failed (not a service that is
+        down): counted; at ``limit`` attempts the submission fails with the reason,
+        so no submission is retried at the head of the queue for ever. Returns
+        whether it failed for good."""
+        with self.db.tx() as ex:
+            r = ex("SELECT owner, state, attempts FROM submissions WHERE submission_id = ?",
+                   (submission_id,)).fetchone()
+            if r is None or r[1] != "queued":
+                return False
+            attempts = int(r[2]) + 1
+            final = attempts >= limit
+            ex("UPDATE submissions SET attempts = ?, state = ?, message = ?, scored = ? "
+               "WHERE submission_id = ? AND state = 'queued'",
+               (attempts, "failed" if final else "queued",
+                f"exec_error: could not be scored in {attempts} attempts: {error}"[:2000]
+                if final else "", time.time() if final else None, submission_id))
+            self._audit(ex, r[0], "submission_attempt", None,
+                        detail=f"{submission_id} {attempts}/{limit}: {error}"[:500])
+        return final
+
     def record_scores(self, submission_id: str, state: str, message: str,
                       s_n: float | None = None, s_v: float | None = None,
                       s_s: float | None = None) -> None:
@@ -593,11 +647,12 @@ class Ledger:
     # ---- sessions --------------------------------------------------------------------
     def open_session(self, session_id: str, task_id: str, setting: str, calls_max: int,
                      owner: str = "internal", max_open: int | None = None, trial_id: str = "",
-                     token_id: str = "") -> SessionRow:
-        """Open a session on the budget of (owner, task, current epoch), or of the
-        trial when ``trial_id`` is given; the budget is created on first use and
-        continued afterwards. Refuses (QuotaExceeded) when the owner already has
-        ``max_open`` open sessions (idle ones are expired first)."""
+                     token_id: str = "", world: str = "", client: str = "") -> SessionRow:
+        """Open a session on the budget of (owner, task, ``world``: the served
+        worlds' release), or of the trial when ``trial_id`` is given; the budget is
+        created on first use and continued afterwards, across epochs. Refuses
+        (QuotaExceeded) when the owner already has ``max_open`` open sessions (idle
+        ones are expired first)."""
         now = time.time()
         with self.db.tx() as ex:
             self.db.lock_key(ex, f"lawlab-owner:{owner}")
@@ -617,7 +672,7 @@ class Ledger:
                 epoch = ""
             key = ""
             if setting == "parallel":
-                key = budget_key(task_id, owner, epoch, trial_id)
+                key = budget_key(task_id, owner, world, trial_id)
                 ex("INSERT INTO budgets (budget_key, task_id, owner, epoch, calls_max, created) "
                    "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (budget_key) DO NOTHING",
                    (key, task_id, owner, epoch, calls_max, now))
@@ -632,7 +687,7 @@ class Ledger:
             row = self._row(ex, session_id)
             assert row is not None
             self._audit(ex, owner, "open_session", row,
-                        detail=setting + (f" trial={trial_id}" if trial_id else ""))
+                        detail=setting + (f" trial={trial_id}" if trial_id else ""), client=client)
         return row
 
     def get(self, session_id: str) -> SessionRow | None:
@@ -788,7 +843,7 @@ class Ledger:
                 where.append(f"{column} = ?")
                 args.append(value)
         sql = ("SELECT ts, team, action, session_id, task_id, n_points, calls_used, calls_max, "
-               "detail, epoch, budget_key FROM audit"
+               "detail, epoch, budget_key, client FROM audit"
                + (" WHERE " + " AND ".join(where) if where else "") + " ORDER BY id DESC LIMIT ?")
         with self.db.read() as ex:
             rows = ex(sql, (*args, limit)).fetchall()
@@ -796,8 +851,12 @@ class Ledger:
 
     # ---- tokens ------------------------------------------------------------------
     def create_token(self, team: str, role: str = "team", max_open_sessions: int = 8,
-                     queries_per_second: float = 20.0) -> tuple[str, TokenRow]:
-        """Returns (token, row). The token is shown once; only its hash is kept."""
+                     queries_per_second: float = 20.0, owner: str = "",
+                     expires: float | None = None) -> tuple[str, TokenRow]:
+        """Returns (token, row). The token is shown once; only its hash is kept.
+        ``owner`` records who the team is (a contact; two teams with one owner are
+        shown together by ``lawlab token list``); ``expires`` (epoch seconds) ends
+        it."""
         if not team or not team.replace("-", "").replace("_", "").isalnum():
             raise ValueError("team: use letters, digits, '-' and '_' only")
         if team == "internal":
@@ -811,11 +870,13 @@ class Ledger:
         now = time.time()
         with self.db.tx() as ex:
             ex("INSERT INTO tokens (token_id, team, role, secret_sha256, max_open_sessions, "
-               "queries_per_second, created) VALUES (?, ?, ?, ?, ?, ?, ?)",
+               "queries_per_second, created, owner, expires) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                (token_id, team, role, hash_secret(secret), max_open_sessions,
-                queries_per_second, now))
-            self._audit(ex, "operator", "token_create", None, detail=f"{token_id} {team} {role}")
-        row = TokenRow(token_id, team, role, max_open_sessions, queries_per_second, now, None)
+                queries_per_second, now, owner[:200], expires))
+            self._audit(ex, "operator", "token_create", None,
+                        detail=f"{token_id} {team} {role} owner={owner[:80]!r}")
+        row = TokenRow(token_id, team, role, max_open_sessions, queries_per_second, now, None,
+                       owner[:200], expires)
         return f"{TOKEN_PREFIX}_{token_id}_{secret}", row
 
     def verify_token(self, token: str) -> TokenRow | None:
@@ -825,18 +886,31 @@ class Ledger:
         token_id, secret = parts
         with self.db.read() as ex:
             r = ex("SELECT token_id, team, role, max_open_sessions, queries_per_second, created, "
-                   "revoked, secret_sha256 FROM tokens WHERE token_id = ?", (token_id,)).fetchone()
+                   "revoked, owner, expires, secret_sha256 FROM tokens WHERE token_id = ?",
+                   (token_id,)).fetchone()
         if r is None or r[6] is not None:
             return None
-        if not hmac.compare_digest(r[7], hash_secret(secret)):
+        if not hmac.compare_digest(r[9], hash_secret(secret)):
             return None
-        return TokenRow(*r[:7])
+        row = TokenRow(*r[:9])
+        return None if row.expired() else row
 
     def list_tokens(self) -> list[TokenRow]:
         with self.db.read() as ex:
             rows = ex("SELECT token_id, team, role, max_open_sessions, queries_per_second, created,"
-                      " revoked FROM tokens ORDER BY created").fetchall()
+                      " revoked, owner, expires FROM tokens ORDER BY created").fetchall()
         return [TokenRow(*r) for r in rows]
+
+    def shared_clients(self) -> dict[str, list[str]]:
+        """Client addresses from which more than one team opened sessions or
+        submitted (the audit's record): address -> teams."""
+        with self.db.read() as ex:
+            rows = ex("SELECT DISTINCT client, team FROM audit WHERE client != '' AND action IN "
+                      "('open_session', 'submit')").fetchall()
+        by: dict[str, set[str]] = {}
+        for client, team in rows:
+            by.setdefault(str(client).rsplit(":", 1)[0], set()).add(str(team))
+        return {c: sorted(t) for c, t in by.items() if len(t) > 1}
 
     def revoke_token(self, token_id: str) -> list[SessionRow] | None:
         """Revoke a token and close the sessions opened with it. Returns the

@@ -40,7 +40,16 @@ Kinds (docs/judges.md has an example of each):
   ``interaction`` (the opposite: a joint effect is required);
 - ``peak`` (``input``): an interior maximum within the range;
 - ``periodic`` (``input``, ``period``, ``min_amplitude``, ``max_amplitude``): a
-  cycle of that period, detrended, of that amplitude.
+  cycle of that period, detrended, of that amplitude;
+- ``linear`` (``input``, ``x`` and ``y`` transforms, ``rtol``): in those axes the
+  law is a straight line (a structural item: a log-linear terminal phase, ln p
+  linear in 1/T), within ``rtol`` of its span.
+
+Where an item is probed: over the task's *use range* (``ranges``; by default the
+records' range), the range a law will be used on (the held-out side of an
+extrapolation split, a stated band beyond it); ``over: [lo, hi]`` on an item
+probes that range of its input instead, ``slope`` with ``every: true`` requires
+every local slope in the band, not the median.
 
 Every item of a real-data task cites where it comes from (``citation``).
 """
@@ -57,7 +66,10 @@ from lawlab.vocab import RubricKind
 
 KINDS = frozenset(RubricKind)
 ONE_INPUT = {"monotone", "depends_on", "limit", "curvature", "slope", "ratio", "contrast",
-             "level", "peak", "periodic"}
+             "level", "peak", "periodic", "linear"}
+# S_V weights (docs/judges.md): an item that pins a coefficient's value (a level) counts
+# half; C.2 leaves coefficient accuracy to the numeric score
+WEIGHTS = {"level": 0.5}
 EXPECT = {"approaches", "plateau", "increasing", "decreasing", "finite_positive", "below",
           "above"}
 TRANSFORMS = {"identity", "log", "inverse_kelvin", "inverse_kelvin_from_fahrenheit"}
@@ -101,10 +113,33 @@ def validate_item(item: Mapping[str, Any], inputs: Sequence[str]) -> None:
         raise ValueError(f"rubric item {name!r}: give a positive factor")
     if kind == "periodic" and not float(item.get("period", 0)) > 0:
         raise ValueError(f"rubric item {name!r}: give a positive period")
+    if kind == "linear" and not float(item.get("rtol", 0)) > 0:
+        raise ValueError(f"rubric item {name!r}: give rtol, the straight line's tolerance")
+    over = item.get("over")
+    if over is not None and (not isinstance(over, (list, tuple)) or len(over) != 2
+                             or not float(over[0]) < float(over[1])):
+        raise ValueError(f"rubric item {name!r}: over must be [lo, hi] with lo < hi")
 
 
 def input_ranges(frame: pd.DataFrame, inputs: Sequence[str]) -> dict[str, tuple[float, float]]:
     return {n: (float(frame[n].min()), float(frame[n].max())) for n in inputs}
+
+
+def use_ranges(frame: pd.DataFrame, inputs: Sequence[str],
+               overrides: Mapping[str, Sequence[float]] | None = None
+               ) -> dict[str, tuple[float, float]]:
+    """The range each input is probed on: the records' (every split), widened to
+    a task's stated use range where it gives one (never narrowed)."""
+    out = input_ranges(frame, inputs)
+    for name, (lo, hi) in (overrides or {}).items():
+        if name in out:
+            a, b = out[name]
+            out[name] = (min(a, float(lo)), max(b, float(hi)))
+    return out
+
+
+def weight(item: Mapping[str, Any]) -> float:
+    return float(WEIGHTS.get(str(item.get("kind")), 1.0))
 
 
 def _axis(lo: float, hi: float, n: int, log: bool | None = None) -> np.ndarray:
@@ -168,7 +203,8 @@ def probe_inputs(
         cols[a], cols[b] = ga.ravel(), gb.ravel()
         return pd.DataFrame(cols)[list(inputs)]
     if kind in ONE_INPUT:
-        lo, hi = ranges[item["input"]]
+        lo, hi = (float(item["over"][0]), float(item["over"][1])) if item.get("over") \
+            else ranges[item["input"]]
         if kind == "monotone" and item.get("step"):
             step = float(item["step"])
             xs = np.linspace(lo, hi - step, GRID)
@@ -267,9 +303,28 @@ def verdict(item: Mapping[str, Any], probes: pd.DataFrame, pred: np.ndarray) -> 
         if not np.all(np.isfinite(y)):
             return False, "the transformed prediction is not finite (a log of a non-positive value)"
         slopes = np.diff(y) / np.diff(x)
-        s = float(np.median(slopes))
         lo, hi = float(item["lo"]), float(item["hi"])
+        if item.get("every"):
+            a, b = float(np.min(slopes)), float(np.max(slopes))
+            return lo <= a and b <= hi, (f"local slopes span [{a:.4g}, {b:.4g}], every one "
+                                         f"expected in [{lo:.4g}, {hi:.4g}]")
+        s = float(np.median(slopes))
         return lo <= s <= hi, f"median slope {s:.4g}, expected in [{lo:.4g}, {hi:.4g}]"
+    if kind == "linear":
+        x = _transform(probes[item["input"]].to_numpy(float), item.get("x", "identity"))
+        y = _transform(pred, item.get("y", "identity"))
+        if not np.all(np.isfinite(y)):
+            return False, "the transformed prediction is not finite (a log of a non-positive value)"
+        if float(np.ptp(y)) <= 1e-12 * max(float(np.max(np.abs(y))), 1e-300):
+            return False, "flat: the law does not change along this input"
+        design = np.column_stack([np.ones_like(x), x])
+        coef, *_ = np.linalg.lstsq(design, y, rcond=None)
+        span = max(float(np.ptp(y)), 1e-300)
+        dev = float(np.max(np.abs(y - design @ coef))) / span
+        tol = float(item["rtol"])
+        return dev <= tol, (f"deviates from a straight line by {dev:.3g} of its span in "
+                            f"({item.get('x', 'identity')} {item['input']}, "
+                            f"{item.get('y', 'identity')} y); at most {tol:g}")
     if kind == "ratio":
         half = len(pred) // 2
         with np.errstate(all="ignore"):

@@ -93,6 +93,9 @@ class SandboxSettings:
     backend: str = "local"  # LAWLAB_SANDBOX_BACKEND: local | docker
     mode: str = "zygote"  # LAWLAB_SANDBOX_MODE
     image: str = ""  # LAWLAB_SANDBOX_IMAGE (docker backend; '' -> lawlab/sandbox:<version>)
+    # LAWLAB_SANDBOX_SUBMISSION_SECONDS: a submission run's limit when its caller sets none
+    # (the scorer's and the judge's runs: one scoring job's limit in the queue)
+    submission_seconds: float = 100.0
 
 
 @dataclass(frozen=True)
@@ -140,7 +143,8 @@ class Settings:
         sandbox = SandboxSettings(
             backend=r.choice("LAWLAB_SANDBOX_BACKEND", "local", ("local", "docker")),
             mode=r.text("LAWLAB_SANDBOX_MODE", "zygote"),
-            image=r.text("LAWLAB_SANDBOX_IMAGE"))
+            image=r.text("LAWLAB_SANDBOX_IMAGE"),
+            submission_seconds=r.number("LAWLAB_SANDBOX_SUBMISSION_SECONDS", 100.0))
         judge = JudgeSettings(
             llm_base_url=r.text("LAWLAB_JUDGE_LLM_BASE_URL").rstrip("/"),
             llm_model=r.text("LAWLAB_JUDGE_LLM_MODEL"),

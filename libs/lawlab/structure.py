@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import ast
 import itertools
+import math
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -54,6 +55,16 @@ Params = Sequence[float] | np.ndarray
 
 MATCH_TOL = 1e-4  # RMS misfit relative to the target's spread, in residual space
 PERTURBATION = 0.12  # relative size of the per-group moves in family tests
+MAX_POWER_DIGITS = 300  # an exact power of numbers larger than this is refused
+ABSOLUTE_ZEROS = (273.15, 459.67)  # kelvin and rankine offsets: unit conversions, not constants
+# coefficients count only between 0.75 and 1 (C.5): a level reached only with every
+# literal free stands when the submission's literals lie within COEFF_FULL (relative)
+# of the values that structure takes on the hidden law and, as written, it leaves at
+# most 2 COEFF_FULL of the hidden pieces' departure from the base (1.0 kept); within
+# COEFF_PARTIAL and 2 COEFF_PARTIAL (0.75 at most); otherwise the level as written
+# stands (Kleiber's 3/4 against a hidden 0.69 is the base, not a near miss)
+COEFF_FULL = 0.10
+COEFF_PARTIAL = 0.25
 
 
 class TranslationError(ValueError):
@@ -74,6 +85,8 @@ class Form:
     init: list[float]
     inputs: list[str]
     local: list[bool] = field(default_factory=list)
+    # the declared constant each parameter stands for ('' for a freed literal)
+    names: list[str] = field(default_factory=list)
 
     _compiled: Any = field(default=None, repr=False, compare=False)
     _gradient: Any = field(default=None, repr=False, compare=False)
@@ -121,7 +134,7 @@ class Form:
         return sum(self.local)
 
     def with_local(self, local: Sequence[bool]) -> Form:
-        return Form(self.expr, self.params, self.init, self.inputs, list(local))
+        return Form(self.expr, self.params, self.init, self.inputs, list(local), self.names)
 
 
 def form_from_expression(expr: Expression, constants: Mapping[str, float], inputs: Sequence[str],
@@ -158,29 +171,35 @@ class _Translator(PredictWalker[sympy.Expr]):
     integers or simple rational exponents) literal numbers are free parameters."""
 
     def __init__(self, used_inputs: Sequence[str], constants: Mapping[str, float],
-                 local_names: set[str], free_literals: bool = False) -> None:
+                 local_names: set[str], free_literals: bool = False,
+                 free_exponents: bool = False) -> None:
         super().__init__(used_inputs)
         self.constants = dict(constants)
         self.local_names = local_names
         self.free_literals = free_literals
+        self.free_exponents = free_exponents
         self.params: list[sympy.Symbol] = []
         self.init: list[float] = []
         self.local: list[bool] = []
+        self.names: list[str] = []
         self._declared: dict[str, sympy.Expr] = {}
 
     def fail(self, node: ast.AST | None, reason: str) -> TranslationError:
         return TranslationError(reason)
 
-    def _param(self, value: float, local: bool = False) -> sympy.Symbol:
+    def _param(self, value: float, local: bool = False, name: str = "") -> sympy.Symbol:
         p = sympy.Symbol(f"c{len(self.params)}", real=True)
         self.params.append(p)
         self.init.append(float(value))
         self.local.append(local)
+        self.names.append(name)
         return p
 
     def number(self, value: float, node: ast.AST) -> sympy.Expr:
         if not self.free_literals and float(value).is_integer() and abs(value) <= 3:
             return sympy.Integer(int(value))
+        if self.free_literals and self.free_exponents and value in ABSOLUTE_ZEROS:
+            return sympy.Float(value)  # a unit's offset (kelvin), not a coefficient
         return self._param(value)
 
     def integer(self, value: int) -> sympy.Expr:
@@ -192,7 +211,8 @@ class _Translator(PredictWalker[sympy.Expr]):
             raise TranslationError(f"unknown name {name!r}" if isinstance(node, ast.Name)
                                    else f"constant {name!r} has no declared value")
         if name not in self._declared:
-            self._declared[name] = self._param(self.constants[name], name in self.local_names)
+            self._declared[name] = self._param(self.constants[name], name in self.local_names,
+                                               name)
         return self._declared[name]
 
     def column(self, name: str) -> sympy.Expr:
@@ -200,12 +220,21 @@ class _Translator(PredictWalker[sympy.Expr]):
 
     def operator(self, op: type[ast.operator], left: sympy.Expr,
                  right: sympy.Expr) -> sympy.Expr:
+        if op is ast.Pow and isinstance(left, sympy.Number) and isinstance(right, sympy.Number):
+            # exact powers of numbers: refuse what cannot be held (3 ** 3 ** 3 ** 3 has
+            # 3.6 trillion digits) before sympy tries
+            base, power = abs(float(left)), float(right)
+            if base > 1 and power * math.log10(base) > MAX_POWER_DIGITS:
+                raise TranslationError(f"the number {left} ** {right} is too large (more than "
+                                       f"{MAX_POWER_DIGITS} digits)")
         return cast(sympy.Expr, ARITHMETIC[op](left, right))
 
     def negate(self, value: sympy.Expr) -> sympy.Expr:
         return -value
 
     def function(self, name: str, arg: sympy.Expr) -> sympy.Expr:
+        if name == "sqrt" and self.free_exponents:  # a power like any other: arg ** c
+            return cast(sympy.Expr, arg ** self._param(0.5))
         return SYMPY_FUNCTIONS[name](arg)
 
     def math_constant(self, name: str) -> sympy.Expr:
@@ -216,18 +245,20 @@ class _Translator(PredictWalker[sympy.Expr]):
         """A literal exponent that is a simple rational (m ** 0.75, x ** (1/3)) is a
         structural choice, not a fitted constant; anything else is an expression."""
         value = _fold(node)
-        if value is not None:
+        if value is not None and not self.free_exponents:
             rational = sympy.Rational(value).limit_denominator(12)
             if abs(float(rational) - value) < 1e-9:
                 return rational
         return self.expr(node)
 
 
-def translate(source: str, free_literals: bool = False) -> Form:
+def translate(source: str, free_literals: bool = False, free_exponents: bool = False) -> Form:
     """The submission's predict() as a Form over its USED_INPUTS; its LOCAL_FITTABLE
     parameters are marked per group. ``free_literals`` makes every literal number
     (pi and small integers too, but not simple rational exponents) a free parameter,
-    as LLM-SRBench's symbolic accuracy does with placeholders."""
+    as LLM-SRBench's symbolic accuracy does with placeholders; ``free_exponents``
+    frees exponents too (``sqrt(x)`` is ``x ** c``), keeping only a temperature
+    scale's offset (273.15, 459.67): the structure judge's placeholders."""
     module = read_module(source)
     if module.predict is None:
         raise TranslationError("no predict function")
@@ -235,9 +266,9 @@ def translate(source: str, free_literals: bool = False) -> Form:
     local = module.local_init()
     constants = {**module.constants(), **local}
     local_names = set(local)
-    tr = _Translator(used, constants, local_names, free_literals)
+    tr = _Translator(used, constants, local_names, free_literals, free_literals and free_exponents)
     out = tr.read(module.predict)
-    return Form(out, tr.params, tr.init, used, tr.local)
+    return Form(out, tr.params, tr.init, used, tr.local, tr.names)
 
 
 def _space(v: np.ndarray, space: str) -> np.ndarray:
@@ -252,13 +283,10 @@ def misfit(form: Form, data: Mapping[str, np.ndarray], target: np.ndarray, space
                           starts)[0]
 
 
-def family_rank(form: Form, data: Sequence[Mapping[str, np.ndarray]],
-                values: Sequence[Params], space: str, tol: float = 1e-7) -> int:
-    """The local dimension of a form's family at these parameter values: the
-    numerical rank of its (grouped) Jacobian on the probes, columns normalised.
-    Two forms that describe the same family have the same rank; a form with an
-    extra term or extra per-group freedom has a higher one, even where the extra
-    parameter happens to be zero."""
+def _grouped_jacobian(form: Form, data: Sequence[Mapping[str, np.ndarray]],
+                      values: Sequence[Params], space: str) -> np.ndarray:
+    """d (residual-space curves) / d (shared parameters, then each group's local
+    ones), stacked over the groups; non-finite entries zero."""
     glob = [i for i, is_local in enumerate(form.local) if not is_local]
     loc = [i for i, is_local in enumerate(form.local) if is_local]
     blocks = []
@@ -286,7 +314,11 @@ def family_rank(form: Form, data: Sequence[Mapping[str, np.ndarray]],
             block[:, start:start + len(loc)] = grad[:, loc]
         blocks.append(block)
     jac = np.vstack(blocks)
-    jac = np.where(np.isfinite(jac), jac, 0.0)
+    out: np.ndarray = np.where(np.isfinite(jac), jac, 0.0)
+    return out
+
+
+def _rank(jac: np.ndarray, tol: float = 1e-7) -> int:
     with np.errstate(all="ignore"):
         norms = np.linalg.norm(jac, axis=0)
     keep = np.isfinite(norms) & (norms > 0)
@@ -295,6 +327,16 @@ def family_rank(form: Form, data: Sequence[Mapping[str, np.ndarray]],
         return 0
     sv = np.linalg.svd(jac, compute_uv=False)
     return int(np.sum(sv > tol * sv[0]))
+
+
+def family_rank(form: Form, data: Sequence[Mapping[str, np.ndarray]],
+                values: Sequence[Params], space: str, tol: float = 1e-7) -> int:
+    """The local dimension of a form's family at these parameter values: the
+    numerical rank of its (grouped) Jacobian on the probes, columns normalised.
+    Two forms that describe the same family have the same rank; a form with an
+    extra term or extra per-group freedom has a higher one, even where the extra
+    parameter happens to be zero."""
+    return _rank(_grouped_jacobian(form, data, values, space), tol)
 
 
 def grouped_misfit(form: Form, data: Sequence[Mapping[str, np.ndarray]],
@@ -401,6 +443,7 @@ class Piece:
     kind: str
     neutral: Mapping[str, float]
     importance: float = 1.0
+    sharing: bool = False  # a change of which parameters are shared (no added structure)
 
 
 @dataclass
@@ -426,6 +469,50 @@ class HiddenLaw:
         names = {**self.constants, **{n: float(np.median(list(v.values())))
                                       for n, v in self.local.items()}}
         return form_from_expression(self.expr, names, self.inputs, list(self.local))
+
+    def placeholder_form(self) -> Form:
+        """The hidden law with every literal of its expression a free constant too
+        (the same placeholders as a submission's): its parameters' ``names`` say
+        which declared constant each stands for."""
+        from lawlab.contract import law_module
+
+        med = {n: float(np.median(list(v.values()))) for n, v in self.local.items()}
+        source = law_module(title="hidden law", expr=self.expr.text, used_inputs=self.inputs,
+                            constants=self.constants, local_init=med or None)
+        return translate(source, free_literals=True, free_exponents=True)
+
+    def placeholder_values(self, form: Form) -> list[np.ndarray]:
+        """Each probed group's parameter vector of :meth:`placeholder_form`."""
+        out = []
+        for g in self.groups:
+            v = {**self.constants, **{n: t[g] for n, t in self.local.items()}}
+            out.append(np.array([float(v[n]) if n else init
+                                 for n, init in zip(form.names, form.init)]))
+        return out
+
+    @property
+    def added(self) -> list[Piece]:
+        """The pieces that add structure (not a change of sharing)."""
+        return [p for p in self.pieces if not p.sharing]
+
+    def base_curves(self) -> list[np.ndarray]:
+        """The published base on the probes: every piece neutral (or the stated base)."""
+        if self.base is not None:
+            return [self.base.evaluate(self.probes[g], self.base.init) for g in self.groups]
+        neutral = {k: v for p in self.pieces for k, v in p.neutral.items()}
+        return self.evaluate(self.values(neutral))
+
+    def base_form(self) -> Form | None:
+        """The base as a form to refit (the pieces' constants held neutral), or None
+        when the pieces only change sharing."""
+        if self.base is not None:
+            return self.base
+        neutral = {k: v for p in self.added for k, v in p.neutral.items()}
+        if not neutral:
+            return None
+        form = self.form()
+        names = [*self.constants, *self.local]
+        return _freeze(form, names, neutral)
 
     def values(self, neutral: Mapping[str, float] | None = None) -> list[np.ndarray]:
         """The parameter vector of each probed group (pieces set neutral as given)."""
@@ -459,7 +546,8 @@ def hidden_law_of(spec: Mapping[str, Any], inputs: Sequence[str]) -> HiddenLaw:
         if p.get("per_group"):  # removing it: one shared value for every group
             neutral = {p["per_group"]: float(np.median(list(law["local"][p["per_group"]]
                                                                .values())))}
-        pieces.append(Piece(p["description"], p["kind"], neutral, float(p.get("importance", 1.0))))
+        pieces.append(Piece(p["description"], p["kind"], neutral, float(p.get("importance", 1.0)),
+                            bool(p.get("shared") or p.get("per_group"))))
     probes = {("" if not multi else g): probe_points(judge["support"][g], spec["log_inputs"],
                                                       int(judge["points"]), int(judge["salt"]))
               for g in groups}
@@ -509,34 +597,142 @@ class StructureOutcome:
     missed: list[str] = field(default_factory=list)
     confidence: str = "high"
     explanation: str = ""
+    # what the level was matched against (the form as compared, the curves): where
+    # the coefficients are then read
+    against: tuple[Form, list[np.ndarray]] | None = field(default=None, repr=False,
+                                                         compare=False)
+
+
+def _freeze(form: Form, names: Sequence[str], values: Mapping[str, float]) -> Form:
+    """``form`` (whose parameters stand for ``names``) with the named ones held at
+    ``values``."""
+    subs = {p: values[n] for p, n in zip(form.params, names) if n in values}
+    keep = [i for i, n in enumerate(names) if n not in values]
+    return Form(form.expr.subs(subs), [form.params[i] for i in keep],
+                [form.init[i] for i in keep], form.inputs, [form.local[i] for i in keep],
+                [form.names[i] for i in keep] if form.names else [])
 
 
 def judge_structure(source: str, hidden: HiddenLaw, seed: int = 0) -> StructureOutcome:
-    """The level of hidden structure a submission recovers (module docstring)."""
+    """The level of hidden structure a submission recovers (module docstring).
+
+    Structure is compared twice: as written (small integers and simple rational
+    exponents are structural choices, other literals and the declared constants
+    fitted) and with every literal of both laws a free constant (placeholders,
+    exponents included). Coefficients count only between 0.75 and 1: a level that
+    only the placeholders reach stands when the submission's literals are close to
+    the values its structure takes on the hidden law (COEFF_FULL keeps 1.0,
+    COEFF_PARTIAL allows 0.75); otherwise the level as written stands."""
     pieces = [p.description for p in hidden.pieces]
     try:
-        sub = translate(source)
-    except (TranslationError, SyntaxError, TypeError, ValueError) as err:
+        written = translate(source)
+        free = translate(source, free_literals=True, free_exponents=True)
+    except (TranslationError, SyntaxError, TypeError, ValueError, RecursionError) as err:
         return StructureOutcome(0.0, [], ["base form", *pieces], "low",
                                 f"predict could not be translated ({err}); no structural credit")
     data = [hidden.probes[g] for g in hidden.groups]
     try:
-        sub_curves = [sub.evaluate(d, sub.init) for d in data]
+        for d in data:
+            written.evaluate(d, written.init)
     except Exception as err:  # noqa: BLE001  (a broken expression is an invalid submission)
         return StructureOutcome(0.0, [], ["base form", *pieces], "high",
                                 f"the translated law cannot be evaluated: {err}")
-    rng = np.random.default_rng(seed)
-    hform = hidden.form()
-    truth = hidden.values()
-    multi = len(data) > 1
-    h_curves = hidden.evaluate(truth)
+    h_curves = hidden.evaluate(hidden.values())
     targets = h_curves
-    if multi:  # move the hidden law's per-group values: the sharing pattern is exercised
+    if len(data) > 1:  # move the hidden law's per-group values: the sharing pattern is exercised
+        rng = np.random.default_rng(seed)
         for _ in range(3):
-            moved = hidden.evaluate(_perturbed(hform, truth, rng))
+            moved = hidden.evaluate(_perturbed(hidden.form(), hidden.values(), rng))
             if _finite(moved):
                 targets = moved
                 break
+    as_written = _level(written, hidden, hidden.form(), hidden.values(), targets, seed)
+    if as_written.level >= 1.0:
+        return as_written
+    hform = hidden.placeholder_form()
+    placeholders = _level(free, hidden, hform, hidden.placeholder_values(hform), targets, seed)
+    if placeholders.level <= as_written.level:
+        return as_written
+    form, curves = placeholders.against or (free, None)
+    off = literal_deviation(form, hidden, curves)
+    left = departure_left(written, hidden)
+    why = ("" if off <= COEFF_PARTIAL and left <= 2 * COEFF_PARTIAL else
+           f"its literals are {off:.0%} off the values that structure takes"
+           if np.isfinite(off) and off > COEFF_PARTIAL else
+           "its literals do not settle on values of that structure" if off > COEFF_PARTIAL else
+           f"as written it leaves {min(left, 9.99):.0%} of the hidden pieces' departure from "
+           "the base")
+    if why:
+        as_written.explanation += (f"; with every literal free it would reach "
+                                   f"{placeholders.level:g}, but {why}")
+        return as_written
+    full = off <= COEFF_FULL and left <= 2 * COEFF_FULL
+    placeholders.level = placeholders.level if full else min(placeholders.level, 0.75)
+    placeholders.explanation += (
+        f" (its literals as placeholders; coefficients count only between 0.75 and 1: they "
+        f"are within {off:.0%} of that structure's values and leave {left:.0%} of the hidden "
+        "pieces' departure from the base)")
+    return placeholders
+
+
+def literal_deviation(free: Form, hidden: HiddenLaw,
+                      curves: list[np.ndarray] | None = None) -> float:
+    """How far the submission's literals are from the values its placeholder form
+    takes when refitted to the hidden law: the largest relative difference over
+    the literals the data identify (a literal that only trades off with another
+    parameter, as the 1 in ``a * (1 + b x)``, says nothing and is skipped). 0 when
+    it has none."""
+    data = [hidden.probes[g] for g in hidden.groups]
+    curves = curves if curves is not None else hidden.evaluate(hidden.values())
+    if not _finite(curves):
+        return float("inf")
+    value, fitted = grouped_misfit(free, data, curves, hidden.space)
+    if not fitted or value >= MATCH_TOL:
+        return float("inf")
+    glob = [i for i, is_local in enumerate(free.local) if not is_local]
+    jac = _grouped_jacobian(free, data, fitted, hidden.space)
+    full = _rank(jac)
+    worst = 0.0
+    for col, i in enumerate(glob):
+        if free.names and free.names[i]:
+            continue  # a declared constant: fitted by contract
+        if _rank(np.delete(jac, col, axis=1)) == full:
+            continue  # not identified on its own
+        fit_v, written_v = float(fitted[0][i]), float(free.init[i])
+        scale = max(abs(fit_v), abs(written_v), 1e-12)
+        worst = max(worst, abs(written_v - fit_v) / scale)
+    return worst
+
+
+def departure_left(form: Form, hidden: HiddenLaw) -> float:
+    """How much of the hidden pieces' departure from the base ``form`` (as written,
+    refitted) leaves: its misfit to the hidden law over the base's (0: it
+    reproduces the hidden law; 1: no closer than the published base). 0 when the
+    pieces only change sharing (no departure to measure)."""
+    base = hidden.base_form()
+    if base is None:
+        return 0.0
+    data = [hidden.probes[g] for g in hidden.groups]
+    curves = hidden.evaluate(hidden.values())
+    if not _finite(curves):
+        return float("inf")
+    d_base, _ = grouped_misfit(base, data, curves, hidden.space, starts=3)
+    if not d_base > MATCH_TOL:
+        return 0.0
+    d_form, _ = grouped_misfit(form, data, curves, hidden.space)
+    return float(d_form / d_base)
+
+
+def _level(sub: Form, hidden: HiddenLaw, hform: Form, truth: list[np.ndarray],
+           targets: list[np.ndarray], seed: int) -> StructureOutcome:
+    """The C.5 level of ``sub`` against the hidden law, whose family is ``hform``
+    at per-group values ``truth`` (its curves ``targets``, moved per group for a
+    Type II law)."""
+    pieces = [p.description for p in hidden.pieces]
+    data = [hidden.probes[g] for g in hidden.groups]
+    rng = np.random.default_rng(seed + 1)
+    multi = len(data) > 1
+    h_curves = hidden.evaluate(hidden.values())
     forward, fitted = grouped_misfit(sub, data, targets, hidden.space)
     if forward < MATCH_TOL:
         # a larger family (an extra term, extra per-group freedom) has a higher local
@@ -557,17 +753,30 @@ def judge_structure(source: str, hidden: HiddenLaw, seed: int = 0) -> StructureO
             return StructureOutcome(1.0, ["base form", *pieces, *(["sharing"] if multi else [])],
                                     [], "high", "equivalent to the hidden law up to "
                                     "reparameterisation" + (", with the same shared and per-group "
-                                                            "parameters" if multi else ""))
+                                                            "parameters" if multi else ""),
+                                    (sub, h_curves))
         extra = "extra terms" if not multi else "extra terms or extra per-group freedom"
+        if not hidden.added:  # the hidden law is the base with other sharing: no added structure
+            return StructureOutcome(0.5, ["base form"], pieces, "high",
+                                    f"the published base form (plus {extra}); the hidden law "
+                                    "differs from it only in which parameters are shared, which "
+                                    "counts as a level only beside recovered added structure",
+                                    (sub, h_curves))
         return StructureOutcome(0.75, ["base form", *pieces], [f"({extra})"], "high",
-                                f"contains the hidden structure plus {extra}")
+                                f"contains the hidden structure plus {extra}", (sub, h_curves))
     if multi and sub.params:
-        free, _ = grouped_misfit(sub.with_local([True] * len(sub.params)), data, targets,
-                                 hidden.space)
+        every = sub.with_local([True] * len(sub.params))
+        free, _ = grouped_misfit(every, data, targets, hidden.space)
         if free < MATCH_TOL:
-            return StructureOutcome(0.75, ["base form", *pieces], ["sharing"], "high",
-                                    "the hidden structure with the wrong shared/per-group "
-                                    "parameters (a level lost)")
+            if hidden.added:
+                return StructureOutcome(0.75, ["base form", *pieces], ["sharing"], "high",
+                                        "the hidden structure with the wrong shared/per-group "
+                                        "parameters (a level lost)", (every, h_curves))
+            # the pieces only change sharing: without them this is the published base
+            return StructureOutcome(0.5, ["base form"], pieces, "high",
+                                    "the published base form; the hidden law differs from it "
+                                    "only in which parameters are shared, which counts as a "
+                                    "level only beside recovered added structure")
     for subset in important_subsets(hidden.pieces):
         neutral = {k: v for i, p in enumerate(hidden.pieces) if i not in subset
                    for k, v in p.neutral.items()}
@@ -577,23 +786,24 @@ def judge_structure(source: str, hidden: HiddenLaw, seed: int = 0) -> StructureO
             return StructureOutcome(0.75, ["base form", *got],
                                     [p for p in pieces if p not in got], "high",
                                     f"the published base form plus the most important added "
-                                    f"terms ({', '.join(got)})")
-    neutral = {k: v for p in hidden.pieces for k, v in p.neutral.items()}
-    if hidden.base is not None:
-        base = [hidden.base.evaluate(d, hidden.base.init) for d in data]
-    else:
-        base = hidden.evaluate(hidden.values(neutral))
+                                    f"terms ({', '.join(got)})", (sub, partial))
+    base = hidden.base_curves()
     if _finite(base) and grouped_misfit(sub, data, base, hidden.space)[0] < MATCH_TOL:
         return StructureOutcome(0.5, ["base form"], pieces, "high",
-                                "recovers the published base form, not the added structure")
-    sub_all, h_all = np.concatenate(sub_curves), np.concatenate(h_curves)
+                                "recovers the published base form, not the added structure",
+                                (sub, base))
+    # the trend with the submission's parameters refitted (per group where it has them)
+    sub_curves = [sub.evaluate(d, v) for d, v in zip(data, fitted)] if fitted else []
+    sub_all = np.concatenate(sub_curves) if sub_curves else np.array([])
+    h_all = np.concatenate(h_curves)
     trend = float("nan")
-    if np.all(np.isfinite(sub_all)) and np.std(sub_all) > 0:
+    if sub_all.size == h_all.size and np.all(np.isfinite(sub_all)) and np.std(sub_all) > 0:
         trend = float(spearmanr(sub_all, h_all).statistic)
     sub_inputs = {str(s) for s in sub.expr.free_symbols} & set(sub.inputs)
     if sub_inputs & set(hidden.inputs) and np.isfinite(trend) and trend > 0.5:
         return StructureOutcome(0.25, ["relevant variables"], ["base form", *pieces], "high",
-                                f"relevant variables and trend (Spearman {trend:.2f}) only")
+                                f"relevant variables and trend (Spearman {trend:.2f}, "
+                                "its constants refitted) only")
     return StructureOutcome(0.0, [], ["base form", *pieces], "high",
                             "unrelated to the hidden law")
 

@@ -33,6 +33,7 @@ class Job:
     fit_x: pd.DataFrame | None = None
     fit_y: np.ndarray | None = None
     seed: int = 0
+    law_constants: dict[str, float] | None = None  # run with these LAW_CONSTANTS values
 
 
 @dataclass
@@ -55,13 +56,15 @@ def contract_for(meta: TaskMeta) -> sandbox_pb2.Contract:
 
 
 async def run_jobs(stub: sandbox_pb2_grpc.SandboxServiceStub, meta: TaskMeta, source: str,
-                   jobs: Sequence[Job]) -> RunResult:
+                   jobs: Sequence[Job], timeout_seconds: float = 0.0) -> RunResult:
+    """``timeout_seconds``: the run's limit (0: the sandbox's limit for submissions)."""
     inputs = meta.input_names
     request = sandbox_pb2.RunSubmissionRequest(
-        submission=common_pb2.Submission(source=source), contract=contract_for(meta))
+        submission=common_pb2.Submission(source=source), contract=contract_for(meta),
+        timeout_seconds=timeout_seconds)
     for job in jobs:
         pb = sandbox_pb2.SubmissionJob(job_id=job.job_id, x=convert.frame_to_table(job.x, inputs),
-                                       seed=job.seed)
+                                       seed=job.seed, law_constants=job.law_constants or {})
         if job.fit_x is not None and job.fit_y is not None:
             pb.fit_x.CopyFrom(convert.frame_to_table(job.fit_x, inputs))
             pb.fit_y.extend(np.asarray(job.fit_y, dtype=float).tolist())

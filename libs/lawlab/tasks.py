@@ -172,6 +172,17 @@ class Task:
                                 float(col.min()), float(col.max())))
         return out
 
+    def use_range(self) -> dict[str, tuple[float, float]]:
+        """Where the validity rubric probes each input (answer key: eval/validity.json):
+        the records of every split, widened to the task's stated use range."""
+        from lawlab import rubric
+
+        frames = [self.train, *self.heldout().values()]
+        path = self.root / "eval" / "validity.json"
+        overrides = json.loads(path.read_text()).get("use_range", {}) if path.exists() else {}
+        return rubric.use_ranges(pd.concat(frames, ignore_index=True), self.meta.input_names,
+                                 overrides)
+
     def references(self) -> list[Reference]:
         with open(self.root / "eval" / "references.json") as fh:
             raw = json.load(fh)
@@ -239,6 +250,17 @@ class TaskLibrary:
         if not path.exists():
             return ""
         return str(json.loads(path.read_text()).get("world_fingerprint", ""))
+
+    @property
+    def release(self) -> str:
+        """The release the library serves: its world key's fingerprint and a hash of
+        every built world (SUITE.json; a rebuild with another key, catalogue or
+        private variants is another release). '' for a library without worlds'
+        record (imported tasks)."""
+        path = self.root / "SUITE.json"
+        if not path.exists():
+            return ""
+        return str(json.loads(path.read_text()).get("release", ""))
 
     def ids(self) -> list[str]:
         return list(self._tasks)

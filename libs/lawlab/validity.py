@@ -1,8 +1,10 @@
 """S_V: a task's rubric of executable checks behind the anti-hacking gate
 (PROTOCOL.md section 4, paper C.2-C.3; docs/judges.md).
 
-    S_V = M / N  when the gate passes, where N is the number of rubric items and M
-                 the number of items that hold on every probed group;
+    S_V = M / N  when the gate passes, where N is the weighted number of rubric
+                 items and M the weighted number that hold on every probed group
+                 (weight 1/2 for an item that pins a coefficient's value, a
+                 ``level``; 1 for every other item: rubric.WEIGHTS);
     S_V = 0      when the gate fails (hidden degrees of freedom: nothing else is
                  judged) or the submission cannot run.
 
@@ -50,12 +52,16 @@ class ItemVerdict:
     evidence: str
     groups_failed: int = 0
     groups: int = 1
+    weight: float = 1.0  # rubric.WEIGHTS: a coefficient level counts half
 
 
 def plan(items: Sequence[Mapping[str, Any]], frame: pd.DataFrame, inputs: Sequence[str],
-         multi_group: bool) -> list[GroupPlan]:
-    """Probe points per group; the probed ranges are those of the whole frame."""
-    ranges = rubric_mod.input_ranges(frame, inputs)
+         multi_group: bool, ranges: Mapping[str, tuple[float, float]] | None = None
+         ) -> list[GroupPlan]:
+    """Probe points per group (a group's rows are where its local parameters are
+    fitted); the probed ranges are the task's use range (``ranges``; by default
+    those of the whole frame)."""
+    ranges = dict(ranges) if ranges else rubric_mod.input_ranges(frame, inputs)
     groups = ([(str(g), rows) for g, rows in frame.groupby(GROUP_COL, sort=True)]
               if multi_group else [("", frame)])
     out = []
@@ -105,14 +111,17 @@ def judge(items: Sequence[Mapping[str, Any]], plans: Sequence[GroupPlan],
             evidence = (f"holds on all {len(plans)} groups (e.g. {first_ok})" if len(plans) > 1
                         else first_ok)
         out.append(ItemVerdict(key, str(item.get("description", "")), not bad, evidence,
-                               len(bad), len(plans)))
+                               len(bad), len(plans), rubric_mod.weight(item)))
     return out
 
 
 def s_v(verdicts: Sequence[ItemVerdict], gate_passed: bool, ran: bool = True) -> float:
+    """The one S_V rule, for every backend: the weighted share of rubric items that
+    hold (weights: rubric.WEIGHTS), 0 when the gate fails or the law cannot run."""
     if not gate_passed or not ran or not verdicts:
         return 0.0
-    return sum(v.passed for v in verdicts) / len(verdicts)
+    total = sum(v.weight for v in verdicts)
+    return sum(v.weight for v in verdicts if v.passed) / total if total > 0 else 0.0
 
 
 # ---- in-process evaluation of laws the caller trusts ------------------------------
@@ -141,8 +150,9 @@ def expression_predictor(expr: str, constants: Mapping[str, float], inputs: Sequ
 
 
 def evaluate(items: Sequence[Mapping[str, Any]], frame: pd.DataFrame, inputs: Sequence[str],
-             multi_group: bool, predictor: Predictor) -> list[ItemVerdict]:
-    plans = plan(items, frame, inputs, multi_group)
+             multi_group: bool, predictor: Predictor,
+             ranges: Mapping[str, tuple[float, float]] | None = None) -> list[ItemVerdict]:
+    plans = plan(items, frame, inputs, multi_group, ranges)
     predictions = {p.group: predictor(p) for p in plans}
     return judge(items, plans, predictions)
 

@@ -64,6 +64,7 @@ class RubricKind(StrEnum):
     LEVEL = "level"
     PEAK = "peak"
     PERIODIC = "periodic"
+    LINEAR = "linear"
 
 
 class JudgeBackend(StrEnum):

@@ -17,7 +17,10 @@ from different suites are never mixed.
 
 An operator may publish a key to make a suite reproducible across labs (a
 development suite, which will be memorised in time) and keep another secret
-for a leaderboard.
+for a leaderboard. lawlab publishes one, :data:`PUBLIC` (``lawlab tasks build
+--public``): the release docs/tasks.md, docs/worlds.md and docs/baselines.md
+describe, which anyone can rebuild byte for byte and re-run; never a
+leaderboard's key.
 """
 
 from __future__ import annotations
@@ -82,6 +85,11 @@ class WorldKey:
         return cls(secrets.token_bytes(KEY_BYTES))
 
 
+def public() -> "WorldKey":
+    """lawlab's published development key (module docstring): its worlds are public."""
+    return WorldKey(hashlib.sha256(b"lawlab public development release, 2026").digest())
+
+
 def default_path(tasks_dir: Path) -> Path:
     """``LAWLAB_WORLD_KEY_FILE``, else ``world-key`` beside the task library."""
     env = os.environ.get("LAWLAB_WORLD_KEY_FILE")
@@ -107,6 +115,24 @@ def load_or_create(path: Path) -> tuple[WorldKey, bool]:
     if path.exists():
         return load(path), False
     key = WorldKey.generate()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w") as fh:
+        fh.write(key.secret.hex() + "\n")
+    return key, True
+
+
+def write_public(path: Path) -> tuple[WorldKey, bool]:
+    """The public development key written at ``path`` (mode 0600 like any key), or
+    read there when it is already the public one; refuses to overwrite another key."""
+    path = Path(path)
+    key = public()
+    if path.exists():
+        existing = load(path)
+        if existing.fingerprint != key.fingerprint:
+            raise WorldKeyError(f"{path} holds another world key ({existing.fingerprint}); "
+                                "build the public release into another folder")
+        return existing, False
     path.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     with os.fdopen(fd, "w") as fh:

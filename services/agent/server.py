@@ -62,5 +62,5 @@ async def build(args: argparse.Namespace, settings: Settings):
     spec = ServiceSpec(agent_pb2_grpc.add_AgentServiceServicer_to_server, servicer,
                        agent_pb2.DESCRIPTOR.services_by_name["AgentService"],
                        http_app=status_page.make_app(store, status_page.simulator_fetch(
-                           config.service_address("simulator"))))
+                           config.service_address("simulator")), settings.internal_token))
     return [spec], [resume], [close]

@@ -7,11 +7,14 @@ browser every 5 s: no JavaScript, nothing fetched from elsewhere.
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import html
 import json
 import time
 from collections.abc import Callable
 
+from lawlab.rpc.server import bearer_token
 from lawlab_agent import campaign as camp
 from lawlab_agent.store import TrialStore
 
@@ -61,7 +64,19 @@ def external_snapshot(fetch: Callable[[], list[dict]] | None) -> dict:
         board.append({**e, **{k: (sum(e[k]) / len(e[k]) if e[k] else None)
                               for k in ("s_n", "s_v", "s_s")}})
     epoch = subs[0]["epoch"] if subs else ""
-    return {"available": True, "epoch": epoch, "teams": board, "submissions": subs}
+    return {"available": True, "epoch": epoch, "teams": board}
+
+
+def without_teams(ext: dict) -> dict:
+    """What the page shows a caller without the internal token: how many teams and
+    submissions, never which team submitted what (issue #31)."""
+    if not ext.get("available"):
+        return ext
+    teams = ext.get("teams", [])
+    return {"available": True, "epoch": ext.get("epoch", ""), "hidden": True,
+            "team_count": len(teams),
+            "submissions": sum(t["submissions"] for t in teams),
+            "released": sum(t["released"] for t in teams), "teams": []}
 
 
 def _num(x: float | None) -> str:
@@ -73,6 +88,13 @@ def _external_section(ext: dict) -> str:
     if not ext.get("available"):
         return ("<h2>External submissions</h2><p class=muted>not available: "
                 f"{e(str(ext.get('reason', '')))}</p>")
+    if ext.get("hidden"):
+        return (f"<h2>External submissions, epoch {e(ext.get('epoch') or '(current)')}</h2>"
+                f"<p>{ext['team_count']} teams, {ext['submissions']} submissions, "
+                f"{ext['released']} with released scores.</p><p class=muted>Per-team scores "
+                "are shown with the internal token (`Authorization: Bearer "
+                "&lt;LAWLAB_INTERNAL_TOKEN&gt;`) or on the simulator's leaderboard "
+                "(`lawlab leaderboard`).</p>")
     ext_rows = "".join(
         f"<tr><td>{e(t['team'])}</td><td>{t['submissions']}</td><td>{t['released']}</td>"
         f"<td>{_num(t['s_n'])}</td><td>{_num(t['s_v'])}</td><td>{_num(t['s_s'])}</td></tr>"
@@ -174,9 +196,18 @@ def simulator_fetch(address: str, timeout: float = 3.0, cache_seconds: float = 5
     return fetch
 
 
-def make_app(store: TrialStore, external: Callable[[], list[dict]] | None = None) -> Callable:
-    def full_snapshot() -> dict:
-        return {**snapshot(store), "external": external_snapshot(external)}
+def make_app(store: TrialStore, external: Callable[[], list[dict]] | None = None,
+             internal_token: str = "") -> Callable:
+    token_hash = hashlib.sha256(internal_token.encode()).digest() if internal_token else b""
+
+    def trusted(environ: dict) -> bool:
+        token, _ = bearer_token([("authorization", environ.get("HTTP_AUTHORIZATION", ""))])
+        return bool(token_hash and token is not None and hmac.compare_digest(
+            hashlib.sha256(token.encode()).digest(), token_hash))
+
+    def full_snapshot(environ: dict) -> dict:
+        ext = external_snapshot(external)
+        return {**snapshot(store), "external": ext if trusted(environ) else without_teams(ext)}
 
     def app(environ, start_response):
         path = environ.get("PATH_INFO", "/")
@@ -184,12 +215,12 @@ def make_app(store: TrialStore, external: Callable[[], list[dict]] | None = None
             start_response("405 Method Not Allowed", [("Content-Type", "text/plain")])
             return [b"GET only\n"]
         if path == "/api/status":
-            body = json.dumps(full_snapshot()).encode()
+            body = json.dumps(full_snapshot(environ)).encode()
             start_response("200 OK", [("Content-Type", "application/json"),
                                       ("Cache-Control", "no-store")])
             return [body]
         if path in ("/", "/index.html"):
-            body = render(full_snapshot()).encode()
+            body = render(full_snapshot(environ)).encode()
             start_response("200 OK", [("Content-Type", "text/html; charset=utf-8"),
                                       ("Cache-Control", "no-store"),
                                       ("Content-Security-Policy", "default-src 'none'; "

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from lawlab import config
+from lawlab import config, isolate
 from lawlab.judge.v1 import judge_pb2, judge_pb2_grpc
 from lawlab.rpc.client import aio_channel
 from lawlab.rpc.server import ServiceSpec
@@ -17,6 +17,7 @@ from lawlab_judge.servicer import JudgeServicer
 
 
 async def build(args: argparse.Namespace, settings: Settings):
+    isolate.start()  # the fork server for structure comparisons (lawlab.isolate)
     channel = aio_channel(config.service_address("sandbox"))
     servicer = JudgeServicer(TaskLibrary(Path(args.tasks_dir)),
                              sandbox_pb2_grpc.SandboxServiceStub(channel),

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 
 import grpc
 from prometheus_client import Counter, Histogram
 
-from lawlab import antihack, structure, validity
+from lawlab import antihack, isolate, rubric, structure, validity
 from lawlab.common.v1 import common_pb2
 from lawlab.convert import enum_value
 from lawlab.errors import FailedPrecondition, InvalidArgument, NotFound, Unavailable
@@ -74,14 +75,17 @@ class JudgeServicer(judge_pb2_grpc.JudgeServiceServicer):
                 status=MALFORMED, backend=LLM,
                 message="the judge model's replies were not valid verdicts (twice): "
                         + " | ".join(r[:300] for r in raws))
-        verdicts = [judge_pb2.RubricVerdict(
-            item_id=v["item_id"], passed=v["passed"], evidence=v["evidence"],
-            description=next(it.get("description", "") for it in items
-                             if it["id"] == v["item_id"])) for v in parsed]
-        # the same formula as the deterministic backend (lawlab.validity.s_v): the rubric
-        # items only, and 0 when the gate fails; the gate is never the model's call
-        s_v = (sum(v.passed for v in verdicts) / len(verdicts)
-               if gate.passed and verdicts else 0.0)
+        by_id = {str(it["id"]): it for it in items}
+        judged = [validity.ItemVerdict(v["item_id"], str(by_id[v["item_id"]].get("description", "")),
+                                       v["passed"], v["evidence"],
+                                       weight=rubric.weight(by_id[v["item_id"]]))
+                  for v in parsed]
+        verdicts = [judge_pb2.RubricVerdict(item_id=v.item_id, passed=v.passed,
+                                            evidence=v.evidence, description=v.description)
+                    for v in judged]
+        # the one S_V rule (lawlab.validity.s_v), weights included; the gate is never the
+        # model's call
+        s_v = validity.s_v(judged, gate.passed)
         VERDICTS.labels("validity", "ok").inc()
         S_V.observe(s_v)
         return judge_pb2.ValidityVerdict(s_v=s_v, items=verdicts, anti_hacking_passed=gate.passed,
@@ -129,7 +133,7 @@ class JudgeServicer(judge_pb2_grpc.JudgeServiceServicer):
             return await self._llm_validity(task, source, gate)
         items = task.rubric()
         # every group of a Type II task, each fitted once on its own training rows
-        plans = validity.plan(items, task.train, inputs, meta.multi_group)
+        plans = validity.plan(items, task.train, inputs, meta.multi_group, task.use_range())
         jobs = [Job(p.group or "all", p.probes,
                     p.rows[inputs] if meta.multi_group else None,
                     p.rows[meta.target.name].to_numpy(float) if meta.multi_group else None)
@@ -165,12 +169,22 @@ class JudgeServicer(judge_pb2_grpc.JudgeServiceServicer):
                 raise FailedPrecondition("the LLM judge compares with a hidden law; this task "
                                          "has none (its symbolic accuracy is deterministic)")
             return await self._llm_structure(task, source)
-        if task.meta.suite != "real":
-            outcome = await asyncio.to_thread(self.symbolic_outcome, task, source)
-        elif not task.has_world():
+        if task.meta.suite == "real" and not task.has_world():
             raise NotFound(f"task {task.task_id!r} has no hidden law")
-        else:
-            outcome = await asyncio.to_thread(self.structure_outcome, task, source)
+        step = symbolic_step if task.meta.suite != "real" else structure_step
+        try:
+            # a killable child with time and memory limits: a pathological expression
+            # stops there, never in this service's event loop (issue #31)
+            outcome = await asyncio.to_thread(isolate.run_limited, step,
+                                              (str(task.root), source), STRUCTURE_SECONDS)
+        except isolate.LimitExceeded as err:
+            VERDICTS.labels("structure", "exec_error").inc()
+            S_S.observe(0.0)
+            return judge_pb2.StructureVerdict(
+                s_s=0.0, backend=DETERMINISTIC, confidence=judge_pb2.CONFIDENCE_LOW,
+                status=common_pb2.RUN_STATUS_EXEC_ERROR,
+                explanation=f"comparing the structure {err}: the submitted expression is too "
+                            "large to compare, so it gets no structural credit")
         VERDICTS.labels("structure", "ok").inc()
         S_S.observe(outcome.level)
         return judge_pb2.StructureVerdict(
@@ -179,16 +193,31 @@ class JudgeServicer(judge_pb2_grpc.JudgeServiceServicer):
             confidence=enum_value(judge_pb2.Confidence, outcome.confidence, "confidence"),
             explanation=outcome.explanation, status=OK)
 
-    def symbolic_outcome(self, task: Task, source: str) -> structure.StructureOutcome:
-        """Problems with a known ground truth: symbolic accuracy (0 or 1), probed at
-        the training records (their inputs need not be independent). Every literal
-        constant of either side is a placeholder (LLM-SRBench)."""
-        truth = next(r for r in task.references() if r.name == "ground_truth")
-        form = structure.translate(truth.module, free_literals=True)
-        rows = task.train.iloc[:: max(1, len(task.train) // 160)]
-        probes = {n: rows[n].to_numpy(float) for n in task.meta.input_names}
-        return structure.symbolic_match(source, form, probes)
 
-    def structure_outcome(self, task: Task, source: str) -> structure.StructureOutcome:
-        hidden = structure.hidden_law_of(task.world_spec(), task.meta.input_names)
-        return structure.judge_structure(source, hidden)
+
+STRUCTURE_SECONDS = 60.0  # a structure comparison's time limit (its child is then killed)
+
+
+def symbolic_step(root: str, source: str) -> structure.StructureOutcome:
+    """Problems with a known ground truth: symbolic accuracy (0 or 1), probed at
+    the training records (their inputs need not be independent). Every literal
+    constant of either side is a placeholder (LLM-SRBench). Runs in a killable
+    child (lawlab.isolate)."""
+    task = Task(Path(root))
+    truth = next(r for r in task.references() if r.name == "ground_truth")
+    form = structure.translate(truth.module, free_literals=True)
+    rows = task.train.iloc[:: max(1, len(task.train) // 160)]
+    probes = {n: rows[n].to_numpy(float) for n in task.meta.input_names}
+    return _plain(structure.symbolic_match(source, form, probes))
+
+
+def structure_step(root: str, source: str) -> structure.StructureOutcome:
+    """The structure judge against the task's hidden law, in a killable child."""
+    task = Task(Path(root))
+    hidden = structure.hidden_law_of(task.world_spec(), task.meta.input_names)
+    return _plain(structure.judge_structure(source, hidden))
+
+
+def _plain(outcome: structure.StructureOutcome) -> structure.StructureOutcome:
+    outcome.against = None  # compiled forms stay in the child
+    return outcome

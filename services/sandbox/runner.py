@@ -380,12 +380,17 @@ def run_submission(req: dict, out) -> int:
         try:
             X = _matrix(job["x"], used)
             local: dict = {}
+            job_law = dict(law)
+            for name, value in (job.get("law_constants") or {}).items():
+                if name not in law:  # the scorer's refit names only declared constants
+                    raise KeyError(f"law_constants: {name!r} is not in LAW_CONSTANTS")
+                job_law[name] = float(value)
             if contract["type"] == "II":
                 fx = _matrix(job["fit_x"], used)
                 fy = np.asarray(job["fit_y"], dtype=float)
                 signal.setitimer(signal.ITIMER_REAL, float(contract["fit_timeout_seconds"]))
                 try:
-                    fitted = mod["fit"](fx, fy, **law)
+                    fitted = mod["fit"](fx, fy, **job_law)
                 finally:
                     signal.setitimer(signal.ITIMER_REAL, 0)
                 if not isinstance(fitted, dict) or set(fitted) != set(names):
@@ -394,7 +399,7 @@ def run_submission(req: dict, out) -> int:
                 local = {k: float(v) for k, v in fitted.items()}
                 if not all(math.isfinite(v) for v in local.values()):
                     raise ValueError("fit returned non-finite parameters")
-            pred = np.asarray(mod["predict"](X, **law, **other, **local), dtype=float)
+            pred = np.asarray(mod["predict"](X, **job_law, **other, **local), dtype=float)
             if pred.shape != (X.shape[0],):
                 raise ValueError(f"predict returned shape {pred.shape}, expected ({X.shape[0]},)")
             if not np.all(np.isfinite(pred)):

@@ -36,7 +36,8 @@ async def build(args: argparse.Namespace, settings: Settings):
         from lawlab_sandbox.docker_backend import DockerBackend
 
         backend = DockerBackend(work, image=settings.sandbox.image)
-    servicer = SandboxServicer(work, mode=mode, backend=backend)
+    servicer = SandboxServicer(work, mode=mode, backend=backend,
+                               submission_seconds=settings.sandbox.submission_seconds)
 
     async def cleanup() -> None:
         await servicer.close()

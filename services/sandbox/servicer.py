@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import math
 import os
 import shutil
 import tempfile
@@ -90,10 +91,12 @@ class LocalBackend:
 
 class SandboxServicer(sandbox_pb2_grpc.SandboxServiceServicer):
     def __init__(self, work_dir: Path | None = None, max_boxes: int = 8,
-                 mode: str = "zygote", backend=None) -> None:
+                 mode: str = "zygote", backend=None,
+                 submission_seconds: float = box.DEFAULT_TIMEOUT) -> None:
         if mode not in ("zygote", "cold"):
             raise ValueError(f"sandbox mode must be zygote or cold, not {mode!r}")
         self.mode = mode
+        self.submission_seconds = min(float(submission_seconds), box.DEFAULT_TIMEOUT)
         self.backend = backend or LocalBackend()
         self.work_dir = Path(work_dir or tempfile.mkdtemp(prefix="lawlab-sandbox-"))
         self.work_dir.mkdir(parents=True, exist_ok=True)
@@ -247,6 +250,11 @@ class SandboxServicer(sandbox_pb2_grpc.SandboxServiceServicer):
             x = convert.table_to_frame(job.x, f"jobs[{i}].x")
             entry = {"job_id": job.job_id or str(i), "seed": job.seed,
                      "x": {"columns": {k: x[k].tolist() for k in x.columns if k != GROUP_COL}}}
+            if job.law_constants:
+                bad = [k for k, v in job.law_constants.items() if not math.isfinite(v)]
+                if bad:
+                    raise InvalidArgument(f"jobs[{i}].law_constants", f"non-finite {bad}")
+                entry["law_constants"] = dict(job.law_constants)
             if multi:
                 fx = convert.table_to_frame(job.fit_x, f"jobs[{i}].fit_x")
                 if len(fx) != len(job.fit_y):
@@ -258,7 +266,7 @@ class SandboxServicer(sandbox_pb2_grpc.SandboxServiceServicer):
         contract = {"type": "II" if multi else "I", "max_law_constants": c.max_law_constants,
                     "max_local_params": c.max_local_params,
                     "fit_timeout_seconds": c.fit_timeout_seconds or 10.0}
-        timeout = request.timeout_seconds or box.DEFAULT_TIMEOUT
+        timeout = min(request.timeout_seconds or self.submission_seconds, box.DEFAULT_TIMEOUT)
         # A large batch of seeded jobs (each job reseeds the RNGs, so results do not depend
         # on which box runs it) is spread over one box per core; each box is a full box.
         parts = 1

@@ -45,6 +45,15 @@ class SrbenchOutcome:
 TAU = 0.1
 
 
+@dataclass
+class Refitted:
+    """S_N with the LAW_CONSTANTS refitted on the training split (lawlab_scorer.refit)."""
+
+    s_n: float
+    constants: dict[str, float]
+    message: str
+
+
 def srbench(task: Task, run: RunResult, tau: float = TAU) -> SrbenchOutcome | None:
     """Acc_tau and NMSE in and out of domain (LLM-SRBench); None for real-data tasks.
     Failed predictions count as Acc 0 and NMSE infinite."""

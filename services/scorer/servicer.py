@@ -4,20 +4,24 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Awaitable, Sequence
+from dataclasses import replace
 
 import grpc
 from prometheus_client import Counter, Histogram
 
 from lawlab.common.v1 import common_pb2
+from lawlab.contract import read_module
 from lawlab.convert import enum_value
 from lawlab.errors import FailedPrecondition, InvalidArgument, NotFound
 from lawlab.sandbox.v1 import sandbox_pb2_grpc
 from lawlab.scorer.v1 import scorer_pb2, scorer_pb2_grpc
-from lawlab.submission_runs import run_jobs
+from lawlab.submission_runs import Job, RunResult, run_jobs
 from lawlab.tasks import Task, TaskLibrary
-from lawlab_scorer import numeric
+from lawlab_scorer import numeric, refit
 
 log = logging.getLogger("lawlab.scorer")
+REFERENCE_SECONDS = 100.0
 
 SCORED = Counter("lawlab_scorer_submissions_total", "Submissions scored, by status.", ["status"])
 S_N = Histogram("lawlab_scorer_s_n", "S_N of scored submissions.",
@@ -38,6 +42,31 @@ class ScorerServicer(scorer_pb2_grpc.ScorerServiceServicer):
             raise NotFound(f"task {task_id!r} not found")
         return self.library.get(task_id)
 
+    async def _refit(self, task: Task, source: str, outcome: numeric.NumericOutcome,
+                     refs: dict[str, dict[str, float]]) -> numeric.Refitted | None:
+        """S_N with the submission's LAW_CONSTANTS refitted on the training split
+        (lawlab_scorer.refit); None where it does not apply (a problem with a known
+        ground truth, or a submission that did not run)."""
+        if task.meta.suite != "real" or outcome.status != "ok":
+            return None
+        try:
+            declared = read_module(source).constants(("LAW_CONSTANTS",))
+        except (SyntaxError, ValueError, TypeError):
+            return None  # the sandbox ran it: its constants are not literal (counted as is)
+
+        def run(jobs: Sequence[Job]) -> Awaitable[RunResult]:
+            return run_jobs(self.sandbox, task.meta, source, jobs)
+
+        fitted = await refit.refit(task, declared, run)
+        if not fitted.ok:
+            return numeric.Refitted(0.0, {}, fitted.message + "; S_N is 0")
+        if fitted.constants == declared or not fitted.constants:
+            return numeric.Refitted(outcome.s_n, fitted.constants, fitted.message)
+        jobs = [replace(j, law_constants=fitted.constants) for j in numeric.build_jobs(task)]
+        again = numeric.score(task, await run_jobs(self.sandbox, task.meta, source, jobs), refs)
+        return numeric.Refitted(again.s_n if again.status == "ok" else 0.0, fitted.constants,
+                                fitted.message)
+
     async def reference_metrics(self, task: Task) -> dict[str, dict[str, float]]:
         """Runs every published reference through the sandbox once per task."""
         lock = self._ref_locks.setdefault(task.task_id, asyncio.Lock())
@@ -46,7 +75,10 @@ class ScorerServicer(scorer_pb2_grpc.ScorerServiceServicer):
                 jobs = numeric.build_jobs(task)
                 out = {}
                 for ref in task.references():
-                    run = await run_jobs(self.sandbox, task.meta, ref.module, jobs)
+                    # the operator's own laws: the sandbox's full limit, whatever the
+                    # (shorter) limit for submissions
+                    run = await run_jobs(self.sandbox, task.meta, ref.module, jobs,
+                                         timeout_seconds=REFERENCE_SECONDS)
                     if run.status != "ok":
                         raise FailedPrecondition(
                             f"reference {ref.name} of {task.task_id} failed: {run.message}")
@@ -60,13 +92,25 @@ class ScorerServicer(scorer_pb2_grpc.ScorerServiceServicer):
         if not request.submission.source.strip():
             raise InvalidArgument("submission.source", "is empty")
         refs = await self.reference_metrics(task)
-        run = await run_jobs(self.sandbox, task.meta, request.submission.source,
-                             numeric.build_jobs(task))
+        source = request.submission.source
+        run = await run_jobs(self.sandbox, task.meta, source, numeric.build_jobs(task))
         outcome = numeric.score(task, run, refs)
+        submitted, refitted = outcome.s_n, await self._refit(task, source, outcome, refs)
+        if refitted is not None:
+            outcome.s_n = min(submitted, refitted.s_n)
+            if refitted.s_n < submitted - 1e-9:
+                outcome.message = "; ".join(filter(None, [
+                    outcome.message, f"S_N {submitted:.4f} as submitted, {refitted.s_n:.4f} with "
+                    "LAW_CONSTANTS refitted on the training split: the smaller counts "
+                    f"({refitted.message})"]))
         SCORED.labels(outcome.status).inc()
         S_N.observe(outcome.s_n)
         sr = outcome.srbench
         return scorer_pb2.NumericScore(
+            s_n_submitted=submitted,
+            s_n_refit=refitted.s_n if refitted is not None else submitted,
+            refit_constants=refitted.constants if refitted is not None else {},
+            refit_message=refitted.message if refitted is not None else "",
             srbench=(scorer_pb2.SrbenchScore(
                 tau=sr.tau, acc_tau_id=sr.acc_tau_id, nmse_id=sr.nmse_id,
                 acc_tau_ood=sr.acc_tau_ood, nmse_ood=sr.nmse_ood) if sr else None),

@@ -37,6 +37,7 @@ from lawlab.errors import (
     NotFound,
     ResourceExhausted,
     Unauthenticated,
+    shown,
 )
 from lawlab.ledger import (
     BudgetExhausted,
@@ -186,7 +187,7 @@ class SimulatorServicer(simulator_pb2_grpc.SimulatorServiceServicer):
         if not task_id:
             raise InvalidArgument(field, "is required")
         if task_id not in self.library:
-            raise NotFound(f"task {task_id!r} not found; ListTasks (`lawlab sim tasks`) "
+            raise NotFound(f"task {shown(task_id)} not found; ListTasks (`lawlab sim tasks`) "
                            "lists the tasks")
         return self.library.get(task_id)
 
@@ -212,7 +213,7 @@ class SimulatorServicer(simulator_pb2_grpc.SimulatorServiceServicer):
                 self._session_facts.pop(next(iter(self._session_facts)))
             self._session_facts[session_id] = facts
         if not (who.sees_all_sessions or facts.owner == who.team):
-            raise NotFound(f"session {session_id!r} not found; ListSessions shows yours")
+            raise NotFound(f"session {shown(session_id)} not found; ListSessions shows yours")
         return facts
 
     async def _session(self, session_id: str, who: Identity) -> SessionRow:
@@ -224,7 +225,7 @@ class SimulatorServicer(simulator_pb2_grpc.SimulatorServiceServicer):
             raise InvalidArgument("session_id", "longer than 128 characters")
         row = await asyncio.to_thread(self.ledger.get, session_id)
         if row is None or not (who.sees_all_sessions or row.owner == who.team):
-            raise NotFound(f"session {session_id!r} not found; ListSessions shows yours")
+            raise NotFound(f"session {shown(session_id)} not found; ListSessions shows yours")
         if row.state == "open" and time.time() - row.last_used > TOUCH_EVERY_SECONDS \
                 and self.ledger.effective_state(row) == "open":
             await asyncio.to_thread(self.ledger.touch, row.session_id)
@@ -254,14 +255,14 @@ class SimulatorServicer(simulator_pb2_grpc.SimulatorServiceServicer):
     # ---- catalogue -----------------------------------------------------------
     async def ListTasks(self, request: simulator_pb2.ListTasksRequest,
                         context: grpc.aio.ServicerContext) -> simulator_pb2.ListTasksResponse:
-        await self._who(context)
+        await self._who(context, rate_limited=True)
         return simulator_pb2.ListTasksResponse(
             tasks=[convert.meta_to_proto(t.meta, t.group_ids, t.has_world())
                    for t in self.library])
 
     async def GetTask(self, request: simulator_pb2.GetTaskRequest,
                       context: grpc.aio.ServicerContext) -> simulator_pb2.GetTaskResponse:
-        await self._who(context)
+        await self._who(context, rate_limited=True)
         task = self._task(request.task_id)
         return simulator_pb2.GetTaskResponse(task=convert.meta_to_proto(task.meta, task.group_ids,
                                                                         task.has_world()))
@@ -295,7 +296,9 @@ class SimulatorServicer(simulator_pb2_grpc.SimulatorServiceServicer):
         try:
             row = await asyncio.to_thread(
                 self.ledger.open_session, uuid.uuid4().hex, task.task_id, setting, calls_max,
-                who.team, max_open, request.trial_id, who.token_id)
+                who.team, max_open, request.trial_id, who.token_id,
+                self.library.release or self.world_key.fingerprint,
+                "" if who.role == "internal" else context.peer())
         except QuotaExceeded as err:
             QUOTA_REFUSALS.labels("open_sessions", who.team).inc()
             await asyncio.to_thread(self.ledger.record, who.team, "open_refused", None, str(err))
@@ -312,7 +315,7 @@ class SimulatorServicer(simulator_pb2_grpc.SimulatorServiceServicer):
     async def GetSession(self, request: simulator_pb2.GetSessionRequest,
                          context: grpc.aio.ServicerContext) -> simulator_pb2.Session:
         return self._session_proto(await self._session(request.session_id,
-                                                       await self._who(context)))
+                                                       await self._who(context, rate_limited=True)))
 
     async def ListSessions(self, request: simulator_pb2.ListSessionsRequest,
                            context: grpc.aio.ServicerContext) -> simulator_pb2.ListSessionsResponse:
@@ -334,7 +337,7 @@ class SimulatorServicer(simulator_pb2_grpc.SimulatorServiceServicer):
 
     async def GetTrainingData(self, request: simulator_pb2.GetTrainingDataRequest,
                               context: grpc.aio.ServicerContext) -> simulator_pb2.GetTrainingDataResponse:
-        row = await self._session(request.session_id, await self._who(context))
+        row = await self._session(request.session_id, await self._who(context, rate_limited=True))
         if row.setting != "real":
             raise FailedPrecondition("training data is served to Real sessions only; "
                                      "a Parallel session gathers data with Query")
@@ -463,7 +466,7 @@ class SimulatorServicer(simulator_pb2_grpc.SimulatorServiceServicer):
             raise ResourceExhausted(str(err)) from None
         except KeyError:
             self._session_facts.pop(request.session_id, None)
-            raise NotFound(f"session {request.session_id!r} not found") from None
+            raise NotFound(f"session {shown(request.session_id)} not found") from None
         except SessionNotOpen as err:
             REFUSALS.labels("closed", who.team).inc()
             QUERIES.labels("refused").inc()
@@ -537,7 +540,8 @@ class SimulatorServicer(simulator_pb2_grpc.SimulatorServiceServicer):
             submissions.check_trajectory(events)
             stored, replayed = await asyncio.to_thread(
                 self.ledger.submit, row.session_id,
-                "internal" if who.sees_all_sessions else who.team, request.request_id, source)
+                "internal" if who.sees_all_sessions else who.team, request.request_id, source,
+                "", "" if who.role == "internal" else context.peer())
         except LawlabError as err:
             submissions.SUBMISSIONS.labels(row.epoch, row.setting, "refused").inc()
             await asyncio.to_thread(self.ledger.audit_event, who.team, "submit_refused", row,
@@ -561,7 +565,7 @@ class SimulatorServicer(simulator_pb2_grpc.SimulatorServiceServicer):
             raise InvalidArgument("submission_id", "is required")
         row = await asyncio.to_thread(self.ledger.submission, request.submission_id)
         if row is None or not (who.sees_all_sessions or row.owner == who.team):
-            raise NotFound(f"submission {request.submission_id!r} not found; ListSubmissions "
+            raise NotFound(f"submission {shown(request.submission_id)} not found; ListSubmissions "
                            "shows yours")
         epoch = await asyncio.to_thread(self.ledger.epoch, row.epoch)
         return submissions.status_proto(row, epoch, self.world_key.fingerprint)

@@ -17,10 +17,12 @@ import asyncio
 import json
 import logging
 import math
+import re
+import time
 from pathlib import Path
 
 import grpc
-from prometheus_client import Counter
+from prometheus_client import Counter, Gauge
 
 from lawlab import antihack, config, convert, validity
 from lawlab.common.v1 import common_pb2
@@ -100,10 +102,48 @@ def status_proto(row: SubmissionRow, epoch: EpochRow | None, fingerprint: str,
     return out
 
 
+QUEUE_DEPTH = Gauge("lawlab_simulator_scoring_queue", "Submissions waiting to be scored, "
+                    "by team.", ["team"])
+QUEUE_AGE = Gauge("lawlab_simulator_scoring_queue_oldest_seconds", "Age of each team's oldest "
+                  "submission waiting to be scored.", ["team"])
+SCORING = Gauge("lawlab_simulator_scoring_running", "Submissions being scored now.")
+CONCURRENCY = 2   # submissions scored at once, at most one per team
+MAX_ATTEMPTS = 3  # failed scoring attempts (not a service that is down) before a verdict
+
+
+_NUMBER = re.compile(r"(?<![A-Za-z_])[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?")
+
+
+def redact(text: str, limit: int = 500) -> str:
+    """Run notes as a team sees them: the submission's own error text ran on held-out
+    inputs, so every number in it (an input value, a prediction) is masked."""
+    out = _NUMBER.sub("#", text)
+    return out if len(out) <= limit else out[:limit] + "..."
+
+
+def fair_order(rows: list[SubmissionRow], served: dict[str, float]) -> list[SubmissionRow]:
+    """Queued submissions in the order they are taken: each team's oldest first,
+    the team served least recently first (a team never served before by its oldest
+    submission's age), then each team's next, and so on: round robin, so one
+    team's slow submissions delay another's by at most one job."""
+    by_team: dict[str, list[SubmissionRow]] = {}
+    for row in sorted(rows, key=lambda r: r.received):
+        by_team.setdefault(row.owner, []).append(row)
+    teams = sorted(by_team, key=lambda t: (served.get(t, -math.inf), by_team[t][0].received))
+    out: list[SubmissionRow] = []
+    depth = max((len(v) for v in by_team.values()), default=0)
+    for i in range(depth):
+        out += [by_team[t][i] for t in teams if i < len(by_team[t])]
+    return out
+
+
 class SubmissionScorer:
     """Scores queued submissions through the scorer and judge services (with the
-    internal token), one at a time; a service that is down leaves the submission
-    queued and is tried again."""
+    internal token): CONCURRENCY at a time, at most one per team, teams in round
+    robin (:func:`fair_order`). A service that is down leaves the submission queued
+    and is tried again with backoff; any other failure counts as an attempt, and
+    after MAX_ATTEMPTS the submission gets a verdict (failed, with the reason)
+    instead of coming back to the head of the queue."""
 
     def __init__(self, ledger: Ledger, library) -> None:
         self.ledger = ledger
@@ -112,6 +152,11 @@ class SubmissionScorer:
         self._channels: list[grpc.aio.Channel] = []
         self._scorer: scorer_pb2_grpc.ScorerServiceStub | None = None
         self._judge: judge_pb2_grpc.JudgeServiceStub | None = None
+        self._served: dict[str, float] = {}
+        self._running: dict[str, asyncio.Task[None]] = {}  # team -> its scoring task
+        self._down_until = 0.0
+        self._delay = 1.0
+        self._teams: set[str] = set()
 
     def _stubs(self):
         if self._scorer is None:
@@ -123,33 +168,90 @@ class SubmissionScorer:
         return self._scorer, self._judge
 
     async def close(self) -> None:
+        for task in self._running.values():
+            task.cancel()
         for channel in self._channels:
             await channel.close()
 
     async def run(self) -> None:
-        delay = 1.0
         while True:
             try:
-                done = await self.score_queued()
-                delay = 1.0
-            except grpc.aio.AioRpcError as err:
-                log.warning("scoring submissions failed; will retry",
-                            extra={"code": err.code().name, "detail": err.details()})
-                done, delay = 0, min(60.0, delay * 2)
-            except Exception:  # noqa: BLE001  (kept running; the submission stays queued)
-                log.exception("scoring submissions failed")
-                done, delay = 0, min(60.0, delay * 2)
-            if not done:
-                self.wake.clear()
-                try:
-                    await asyncio.wait_for(self.wake.wait(), timeout=delay)
-                except TimeoutError:
-                    pass
+                await self.dispatch()
+            except Exception:  # noqa: BLE001  (kept running; the submissions stay queued)
+                log.exception("scheduling submissions failed")
+            self.wake.clear()
+            waits = [asyncio.ensure_future(self.wake.wait()), *self._running.values()]
+            await asyncio.wait(waits, timeout=1.0, return_when=asyncio.FIRST_COMPLETED)
+            waits[0].cancel()
+
+    async def dispatch(self) -> int:
+        """Start scoring the next submissions in fair order (free slots only)."""
+        for team, task in list(self._running.items()):
+            if task.done():
+                del self._running[team]
+        rows = await asyncio.to_thread(self.ledger.submissions, None, None, "queued")
+        self._gauges(rows)
+        if time.monotonic() < self._down_until:
+            return 0
+        started = 0
+        for row in fair_order(rows, self._served):
+            if len(self._running) >= CONCURRENCY:
+                break
+            if row.owner in self._running:
+                continue
+            self._served[row.owner] = time.monotonic()
+            self._running[row.owner] = asyncio.create_task(self._attempt(row))
+            log.info("submission scoring started", extra={"submission_id": row.submission_id,
+                                                          "team": row.owner,
+                                                          "task_id": row.task_id})
+            started += 1
+        SCORING.set(len(self._running))
+        return started
+
+    def _gauges(self, rows: list[SubmissionRow]) -> None:
+        now = time.time()
+        depth: dict[str, int] = {}
+        oldest: dict[str, float] = {}
+        for r in rows:
+            depth[r.owner] = depth.get(r.owner, 0) + 1
+            oldest[r.owner] = max(oldest.get(r.owner, 0.0), now - r.received)
+        for team in self._teams | set(depth):
+            QUEUE_DEPTH.labels(team).set(depth.get(team, 0))
+            QUEUE_AGE.labels(team).set(oldest.get(team, 0.0))
+        self._teams |= set(depth)
+
+    async def _attempt(self, row: SubmissionRow) -> None:
+        try:
+            await self.score(row)
+            self._delay = 1.0
+        except grpc.aio.AioRpcError as err:
+            if err.code() == grpc.StatusCode.UNAVAILABLE:  # a service is down: not its fault
+                log.warning("scoring service unavailable; will retry",
+                            extra={"detail": err.details()})
+                self._down_until = time.monotonic() + self._delay
+                self._delay = min(60.0, self._delay * 2)
+                return
+            await self._failed(row, f"{err.code().name}: {err.details()}")
+        except Exception as err:  # noqa: BLE001  (the submission stays queued or fails)
+            log.exception("scoring a submission failed")
+            await self._failed(row, f"{type(err).__name__}: {err}")
+        finally:
+            self.wake.set()
+
+    async def _failed(self, row: SubmissionRow, why: str) -> None:
+        final = await asyncio.to_thread(self.ledger.record_attempt, row.submission_id,
+                                        why[:500], MAX_ATTEMPTS)
+        if final:
+            SUBMISSIONS.labels(row.epoch, row.setting, "failed").inc()
+        log.warning("scoring attempt failed", extra={"submission_id": row.submission_id,
+                                                     "final": final, "detail": why[:200]})
 
     async def score_queued(self) -> int:
+        """Score every queued submission now, in fair order (tests, operators)."""
         rows = await asyncio.to_thread(self.ledger.submissions, None, None, "queued")
-        for row in rows:
-            await self.score(row)
+        for row in fair_order(rows, self._served):
+            self._served[row.owner] = time.monotonic()
+            await self._attempt(row)
         return len(rows)
 
     async def score(self, row: SubmissionRow) -> None:
@@ -163,9 +265,11 @@ class SubmissionScorer:
             await asyncio.to_thread(self.ledger.record_scores, row.submission_id, state,
                                     f"S_S: {verdict.explanation}", s_s=s_s)
         else:
-            score = await scorer.ScoreSubmission(scorer_pb2.ScoreRequest(
-                task_id=row.task_id, submission=submission), timeout=SCORING_CALL)
-            valid = await judge.JudgeValidity(request, timeout=SCORING_CALL)
+            # the scorer and the judge at once: a slow law holds the queue for one limit
+            score, valid = await asyncio.gather(
+                scorer.ScoreSubmission(scorer_pb2.ScoreRequest(
+                    task_id=row.task_id, submission=submission), timeout=SCORING_CALL),
+                judge.JudgeValidity(request, timeout=SCORING_CALL))
             state = "scored" if score.status == common_pb2.RUN_STATUS_OK else "failed"
             message = (f"S_N {enum_name(common_pb2.RunStatus, score.status)}: "
                        f"{score.m_sub:.4g} vs the best reference {score.best_reference} "
@@ -173,8 +277,12 @@ class SubmissionScorer:
                        f"{sum(i.passed for i in valid.items)} of {len(valid.items)} rubric items"
                        + ("" if valid.anti_hacking_passed else
                           f", gate failed: {valid.anti_hacking_reason}"))
+            if abs(score.s_n_refit - score.s_n_submitted) > 1e-9:
+                message += (f"; S_N {score.s_n_submitted:.4f} as submitted, "
+                            f"{score.s_n_refit:.4f} with LAW_CONSTANTS refitted on the training "
+                            "split (the smaller counts)")
             if score.message:
-                message += f"; {score.message}"
+                message += f"; {redact(score.message)}"
             await asyncio.to_thread(
                 self.ledger.record_scores, row.submission_id, state, message,
                 s_n=score.s_n,
@@ -205,5 +313,5 @@ def write_trajectory(data_dir: Path, submission_id: str, events: list[str]) -> s
     return str(path)
 
 
-__all__ = ["SUBMISSIONS", "SubmissionScorer", "check_trajectory", "status_proto", "validate",
-           "write_trajectory"]
+__all__ = ["SUBMISSIONS", "SubmissionScorer", "check_trajectory", "fair_order", "status_proto",
+           "validate", "write_trajectory"]

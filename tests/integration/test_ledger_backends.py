@@ -101,18 +101,24 @@ def test_the_budget_belongs_to_team_task_and_epoch_not_to_the_session(url):
     ledger.close()
 
 
-def test_a_new_epoch_gives_a_new_budget_and_is_audited(url):
+def test_a_new_epoch_keeps_the_budget_of_the_same_worlds_and_is_audited(url):
+    """Issue #29: a new epoch over the same worlds does not buy 300 more observations
+    of them; new worlds (another release) get a new budget; a closed epoch's
+    sessions close."""
     ledger = open_ledger(url)
     team, task = f"team{_sid()[:6]}", _task()
-    first = ledger.open_session(_sid(), task, "parallel", 1, team)
+    first = ledger.open_session(_sid(), task, "parallel", 1, team, world="release-a")
     ledger.charge(first.session_id, "a", "h", 1, obs)
     epoch = f"round-{_sid()[:6]}"
     ledger.open_epoch(epoch, "immediate")
     try:
         assert ledger.current_epoch() == epoch
-        second = ledger.open_session(_sid(), task, "parallel", 1, team)
-        assert second.epoch == epoch and second.calls_used == 0
-        assert second.budget_key != first.budget_key
+        assert ledger.get(first.session_id).state == "closed"  # closed with its epoch
+        second = ledger.open_session(_sid(), task, "parallel", 1, team, world="release-a")
+        assert second.epoch == epoch and second.calls_used == 1
+        assert second.budget_key == first.budget_key
+        rebuilt = ledger.open_session(_sid(), task, "parallel", 1, team, world="release-b")
+        assert rebuilt.calls_used == 0 and rebuilt.budget_key != first.budget_key
         with pytest.raises(ValueError, match="never reopened"):
             ledger.open_epoch(epoch)
         ledger.close_epoch(epoch)

@@ -53,7 +53,7 @@ def test_constant_control_fails_most_rubric_items(library):
         constant = audits["constant"]
         scores[task.task_id] = validity.s_v(constant.verdicts, gate.passed)
     mean = float(np.mean(list(scores.values())))
-    assert mean <= 0.25, f"constant control mean S_V {mean:.3f}: {scores}"
+    assert mean <= 0.2, f"constant control mean S_V {mean:.3f}: {scores}"
 
 
 def test_every_best_reference_and_hidden_law_satisfies_its_rubric(library):
@@ -64,6 +64,28 @@ def test_every_best_reference_and_hidden_law_satisfies_its_rubric(library):
                     and audit.passed < len(audit.verdicts):
                 problems.append(f"{task.task_id} {audit.law}: {validity.failures(audit.verdicts)[:2]}")
     assert not problems, "\n".join(problems)
+
+
+def test_s_v_fails_wrong_mechanisms_and_passes_right_but_weak_laws(library):
+    """Issue #30: the labelled sets (lawlab/taskbuild/validity_labels.yaml), each law
+    fitted on the training split: wrong mechanisms that fit the data score a mean
+    S_V <= 0.5 and none 1.0; right-but-weak laws a mean >= 0.9; across at least six
+    disciplines."""
+    from lawlab.taskbuild import validity_labels
+
+    results = validity_labels.score_all(library)
+    wrong = [r for r in results if r.law.label == "wrong"]
+    weak = [r for r in results if r.law.label == "weak"]
+    assert len(wrong) >= 12 and len(weak) >= 8
+    assert len({r.discipline for r in wrong}) >= 6
+    assert all(r.gate for r in results), [r.law.law for r in results if not r.gate]
+    mean_wrong = float(np.mean([r.s_v for r in wrong]))
+    mean_weak = float(np.mean([r.s_v for r in weak]))
+    assert mean_wrong <= 0.5, mean_wrong
+    assert not [r for r in wrong if r.s_v >= 1.0], [(r.law.task, r.law.law) for r in wrong
+                                                    if r.s_v >= 1.0]
+    assert mean_weak >= 0.9, (mean_weak, [(r.law.task, r.law.law, r.s_v, r.failed[:1])
+                                          for r in weak if r.s_v < 0.9])
 
 
 def test_the_gate_passes_every_reference_and_hidden_law(library):

@@ -38,6 +38,12 @@ FAMILIES = {
     "enzyme2": ("c", (0.02, 1.1), "(Vm * c / (K + c) + h * c) * exp(-g * c)",
                 {"Vm": 200.0, "K": 0.06, "h": 60.0, "g": 0.25},
                 [("h * c", {"h": 0.0}, 0.7), ("exp(-g * c)", {"g": 0.0}, 0.3)], "linear"),
+    # issue #30: a growth term with a freed exponent (linear growth is the base)
+    "rat": ("t", (0.0, 100.0), "W0 + g * t ** eta", {"W0": 50.0, "g": 2.0, "eta": 1.47},
+            [("t ** eta", {"eta": 1.0}, 1.0)], "linear"),
+    # issue #30: a gamma-variate whose power of x was freed (the base has x ** 1)
+    "gamma": ("x", (0.1, 10.0), "a * x ** h * exp(-k * x)", {"a": 3.0, "h": 0.75, "k": 0.4},
+              [("x ** h", {"h": 1.0}, 1.0)], "linear"),
 }
 
 # (family, submission expression, its constants, expected level)
@@ -56,8 +62,11 @@ CASES = [
     ("enzyme", "a * c ** b", {"a": 200.0, "b": 0.3}, 0.25),
     ("enzyme", "a * (1 - exp(-b * c))", {"a": 220.0, "b": 8.0}, 0.25),
     ("enzyme", "Vm * c ** 2 / (K ** 2 + c ** 2)", {"Vm": 200.0, "K": 0.06}, 0.25),
-    ("enzyme", "a - b * c", {"a": 200.0, "b": 20.0}, 0.0),
-    ("enzyme", "a * exp(-b * c)", {"a": 200.0, "b": 2.0}, 0.0),
+    # constants are placeholders (C.5): a law and its sign-flipped twin are one structure,
+    # and a law in the right input whose refit follows the trend is "relevant variables"
+    ("enzyme", "a - b * c", {"a": 200.0, "b": 20.0}, 0.25),
+    ("enzyme", "a * exp(-b * c)", {"a": 200.0, "b": 2.0}, 0.25),
+    ("enzyme", "a + b * (2 * c - 1) ** 2", {"a": 100.0, "b": 50.0}, 0.0),
     # exponential decay to an offset
     ("decay", "A * exp(-k * t) + h", {"A": 4.0, "k": 0.3, "h": 1.0}, 1.0),
     ("decay", "exp(a - k * t) + h", {"a": 1.5, "k": 0.3, "h": 1.0}, 1.0),
@@ -68,7 +77,7 @@ CASES = [
     ("decay", "A * exp(-k * t) * cos(w * t)", {"A": 5.0, "k": 0.3, "w": 0.01}, 0.5),
     ("decay", "A / (1 + k * t)", {"A": 5.0, "k": 0.5}, 0.25),
     ("decay", "a - b * t", {"a": 5.0, "b": 0.4}, 0.25),
-    ("decay", "a + b * t", {"a": 1.0, "b": 0.4}, 0.0),
+    ("decay", "a + b * t", {"a": 1.0, "b": 0.4}, 0.25),
     ("decay", "a + 0 * t", {"a": 2.0}, 0.0),
     # allometric scaling with a freed exponent (the base fixes Kleiber's 3/4)
     ("allometry", "a * m ** b", {"a": 3.0, "b": 0.7}, 1.0),
@@ -95,7 +104,7 @@ CASES = [
     ("growth", "K * (1 - exp(-r * t))", {"K": 9.0, "r": 0.1}, 0.25),
     ("growth", "a + b * t", {"a": 0.0, "b": 0.3}, 0.25),
     ("growth", "K / (1 + exp(-r * (t - t0))) ** 2", {"K": 9.0, "r": 0.45, "t0": 12.0}, 0.25),
-    ("growth", "a * exp(-b * t)", {"a": 9.0, "b": 0.1}, 0.0),
+    ("growth", "a * exp(-b * t)", {"a": 9.0, "b": 0.1}, 0.25),
     # two added pieces: the most important one recovered is 0.75, the lesser one alone 0.5
     ("enzyme2", "(Vm * c / (K + c) + h * c) * exp(-g * c)",
      {"Vm": 190.0, "K": 0.05, "h": 50.0, "g": 0.2}, 1.0),
@@ -108,7 +117,21 @@ CASES = [
     ("enzyme2", "(Vm * c / (K + c) + h * c) * exp(-g * c) + q",
      {"Vm": 190.0, "K": 0.05, "h": 50.0, "g": 0.2, "q": 1.0}, 0.75),
     ("enzyme2", "a * c ** b", {"a": 200.0, "b": 0.3}, 0.25),
-    ("enzyme2", "a - b * c", {"a": 200.0, "b": 20.0}, 0.0),
+    ("enzyme2", "a - b * c", {"a": 200.0, "b": 20.0}, 0.25),
+    ("enzyme2", "a + 0 * c", {"a": 200.0}, 0.0),
+    # issue #30, written from C.5 before the judge ran: literal exponents are coefficients
+    ("rat", "W0 + g * t ** 1.5", {"W0": 50.0, "g": 2.0}, 1.0),
+    ("rat", "W0 + g * t ** eta", {"W0": 50.0, "g": 2.0, "eta": 1.4}, 1.0),
+    ("rat", "W0 + g * t", {"W0": 50.0, "g": 2.0}, 0.5),
+    ("rat", "W0 + g * t ** 1.0", {"W0": 50.0, "g": 2.0}, 0.5),
+    ("rat", "W0 + g * t ** 2", {"W0": 50.0, "g": 0.1}, 0.25),
+    ("rat", "W0 * exp(r * t)", {"W0": 50.0, "r": 0.02}, 0.25),
+    ("rat", "W0 + g * t ** 1.5 + q * t", {"W0": 50.0, "g": 2.0, "q": 0.1}, 0.75),
+    ("gamma", "a * x ** 0.8 * exp(-k * x)", {"a": 3.0, "k": 0.4}, 0.75),
+    ("gamma", "exp(la + 0.75 * log(x) - k * x)", {"la": 1.1, "k": 0.4}, 1.0),
+    ("gamma", "a * x ** h * exp(-k * x)", {"a": 3.0, "h": 0.7, "k": 0.4}, 1.0),
+    ("gamma", "a * x * exp(-k * x)", {"a": 3.0, "k": 0.4}, 0.5),
+    ("gamma", "a * sqrt(x) * exp(-k * x)", {"a": 3.0, "k": 0.4}, 0.25),
 ]
 
 # Type II: a dose-response curve per assay run; Asym varies per run, the shape and the
@@ -129,7 +152,19 @@ GROUP_CASES = [
     ("Asym / (1 + exp((xmid - log(c)) / scal))", {"xmid": 1.5, "scal": 1.0, "Asym": 2.0}, {},
      0.25),
     ("a + b * log(c)", {"b": 0.4}, {"a": 1.0}, 0.25),
-    ("a - b * c", {"a": 2.0}, {"b": 0.1}, 0.0),
+    # issue #30: the trend is judged with the constants refitted, not as submitted
+    ("a + b * log(c)", {"b": -5.0}, {"a": 1.0}, 0.25),
+    ("a - b * c", {"a": 2.0}, {"b": 0.1}, 0.25),
+    ("a + 0 * c", {}, {"a": 1.0}, 0.0),
+]
+
+# issue #30: a world whose only piece is a sharing change (the base lets xmid vary per
+# run; the hidden law shares it): the published base is 0.5, not 0.75
+SHARING_ONLY = "Asym / (1 + exp((xmid - log(c)) / scal))"
+SHARING_CASES = [
+    (SHARING_ONLY, {"scal": 1.0}, {"Asym": 2.0, "xmid": 1.5}, 0.5),
+    (SHARING_ONLY, {"xmid": 1.5, "scal": 1.0}, {"Asym": 2.0}, 1.0),
+    ("a + b * log(c)", {"b": 0.4}, {"a": 1.0}, 0.25),
 ]
 
 
@@ -154,6 +189,17 @@ def _judge_groups(expr: str, shared: dict, local: dict) -> float:
     return structure.judge_structure(source, hidden).level
 
 
+def _judge_sharing_only(expr: str, shared: dict, local: dict) -> float:
+    c = np.geomspace(0.05, 12.5, 60)
+    hidden = structure.HiddenLaw(
+        Expression(SHARING_ONLY), {"xmid": 1.4, "scal": 0.9}, {"Asym": dict(RUNS)},
+        [structure.Piece("xmid shared by all runs", "shared_parameter", {}, 1.0, True)],
+        ["c"], "linear", {run: {"c": c} for run in RUNS})
+    source = law_module(title="case", expr=expr, used_inputs=["c"], constants=shared,
+                        local_init=local or None)
+    return structure.judge_structure(source, hidden).level
+
+
 def quadratic_kappa(expected: list[float], got: list[float]) -> float:
     k = len(LEVELS)
     idx = {v: i for i, v in enumerate(LEVELS)}
@@ -166,19 +212,22 @@ def quadratic_kappa(expected: list[float], got: list[float]) -> float:
 
 
 def test_labelled_set_has_enough_cases():
-    assert len(CASES) + len(GROUP_CASES) >= 55
+    assert len(CASES) + len(GROUP_CASES) + len(SHARING_CASES) >= 70
     assert {c[3] for c in CASES} == set(LEVELS)
     assert {c[3] for c in GROUP_CASES} >= {0.0, 0.5, 0.75, 1.0}
 
 
 def test_structure_judge_agrees_with_the_labels():
-    expected = [c[3] for c in CASES] + [c[3] for c in GROUP_CASES]
+    expected = ([c[3] for c in CASES] + [c[3] for c in GROUP_CASES]
+                + [c[3] for c in SHARING_CASES])
     got = ([_judge(f, e, k) for f, e, k, _ in CASES]
-           + [_judge_groups(e, s, loc) for e, s, loc, _ in GROUP_CASES])
+           + [_judge_groups(e, s, loc) for e, s, loc, _ in GROUP_CASES]
+           + [_judge_sharing_only(e, s, loc) for e, s, loc, _ in SHARING_CASES])
     exact = float(np.mean([a == b for a, b in zip(expected, got)]))
     kappa = quadratic_kappa(expected, got)
-    labels = [(c[0], c[1]) for c in CASES] + [("type-II", c[0] + f" local={sorted(c[2])}")
-                                             for c in GROUP_CASES]
+    labels = ([(c[0], c[1]) for c in CASES]
+              + [("type-II", c[0] + f" local={sorted(c[2])}") for c in GROUP_CASES]
+              + [("sharing-only", c[0] + f" local={sorted(c[2])}") for c in SHARING_CASES])
     disagreements = [(lab, e, g) for lab, e, g in zip(labels, expected, got) if e != g]
     print(f"\nstructure judge: {len(CASES)} cases, exact agreement {exact:.3f}, "
           f"quadratic-weighted kappa {kappa:.3f}")
@@ -188,6 +237,24 @@ def test_structure_judge_agrees_with_the_labels():
     # sharing is part of the structure: the wrong pattern never scores 1.0
     wrong_sharing = [g for c, g in zip(GROUP_CASES, got[len(CASES):]) if c[3] == 0.75]
     assert all(g < 1.0 for g in wrong_sharing)
+
+
+@pytest.mark.parametrize("family, expr, consts, floor", [
+    # issue #30's acceptance, each a case that failed before it
+    ("rat", "W0 + g * t ** 1.5", {"W0": 50.0, "g": 2.0}, 0.75),
+    ("gamma", "a * x ** 0.8 * exp(-k * x)", {"a": 3.0, "k": 0.4}, 0.75),
+    ("gamma", "exp(la + 0.75 * log(x) - k * x)", {"la": 1.1, "k": 0.4}, 1.0),
+])
+def test_literal_numbers_are_not_structure(family, expr, consts, floor):
+    assert _judge(family, expr, consts) >= floor
+
+
+def test_a_right_trend_type_ii_law_scores_its_trend_whatever_its_submitted_values():
+    assert _judge_groups("a + b * log(c)", {"b": -5.0}, {"a": 1.0}) == 0.25
+
+
+def test_the_published_base_scores_half_on_a_sharing_only_world():
+    assert _judge_sharing_only(SHARING_ONLY, {"scal": 1.0}, {"Asym": 2.0, "xmid": 1.5}) == 0.5
 
 
 def test_quadratic_kappa_arithmetic():

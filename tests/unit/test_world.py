@@ -4,16 +4,43 @@ import pytest
 from lawlab import world
 
 
-def test_calibration_factor_hits_rho_and_never_amplifies():
-    # constructed: signal variance 9, residual variance 4
-    s = world.calibration_factor(9.0, 4.0, rho=0.9)
-    assert s == pytest.approx(np.sqrt(0.1 / 0.9 * 9 / 4))
-    r2 = 9.0 / (9.0 + s * s * 4.0)
-    assert r2 == pytest.approx(0.9)
-    # the default aims at 0.92, so that the sampled R^2 stays >= 0.9
-    s = world.calibration_factor(9.0, 4.0)
-    assert 9.0 / (9.0 + s * s * 4.0) == pytest.approx(0.92)
-    assert world.calibration_factor(100.0, 1e-6) == 1.0  # small noise is kept as is
+def _synthetic_world(s: float = 1.0) -> world.World:
+    """y = 2 x on [0, 10] with heavy-tailed, locally offset residuals (200 records)."""
+    rng = np.random.default_rng(3)
+    x = np.sort(rng.uniform(0, 10, 200))
+    resid = rng.standard_t(3, 200) * (0.5 + 0.3 * x) + 0.4 * np.sin(x)
+    coords = world.Coordinates.fit({"x": x}, ["x"])
+    spec = {"law": {"expr": "a * x", "constants": {"a": 2.0}}, "space": "linear",
+            "inputs": ["x"], "support": {"x": [0.0, 10.0]}, "groups": [], "s": {"_all": s},
+            "log_inputs": [], "center": coords.center.tolist(), "scale": coords.scale.tolist()}
+    arrays = {"coords": coords.transform({"x": x}), "residuals": resid,
+              "groups": np.full(200, "_all")}
+    return world.World(spec, arrays)
+
+
+def test_expected_r2_is_what_sampling_measures():
+    """The exact moments of the smoothed bootstrap give the R^2 that sampling
+    converges to (a world calibrated on them cannot sit at the edge by chance)."""
+    w = _synthetic_world(0.6)
+    points = {"x": np.linspace(0, 10, 50)}
+    expected = w.expected_r2(points, None)
+    sampled = [w.sampled_r2(points, None, np.random.default_rng(k), draws=400) for k in range(5)]
+    assert abs(np.mean(sampled) - expected) < 0.003, (expected, sampled)
+    assert 0.3 < expected < 0.99  # a case where the noise matters
+
+
+def test_calibrated_scale_reaches_the_target_exactly_and_never_amplifies():
+    w = _synthetic_world()
+    points = {"x": np.linspace(0, 10, 50)}
+    f = 2.0 * points["x"]
+    m, v = w.noise_moments(points, None)
+    s = world.calibrated_scale(f, m, v)
+    assert 0 < s < 1
+    assert world.expected_r2(f, s * m, s**2 * v) == pytest.approx(world.RHO_TARGET, abs=1e-9)
+    # small noise is kept as it is
+    assert world.calibrated_scale(f, 1e-6 * m, 1e-12 * v) == 1.0
+    # the offset of a neighbourhood's mean counts as error: with it the scale is smaller
+    assert world.calibrated_scale(f, 0 * m, v) > s
 
 
 def test_structure_ratio_separates_structured_from_white_residuals():

@@ -239,21 +239,42 @@ def cmd_token(args: argparse.Namespace) -> int:
     try:
         if args.verb == "create":
             try:
-                token, row = ledger.create_token(args.team, args.role, args.max_sessions, args.qps)
+                expires = None
+                if args.expires_days is not None:
+                    if args.expires_days <= 0:
+                        raise ValueError("--expires-days: a positive number of days")
+                    expires = time.time() + args.expires_days * 86400
+                token, row = ledger.create_token(args.team, args.role, args.max_sessions, args.qps,
+                                                 owner=args.owner or "", expires=expires)
             except ValueError as err:
                 print(f"lawlab token create: {err}", file=sys.stderr)
                 return 2
             print(token)
+            until = (time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(row.expires))
+                     if row.expires else "never")
             print(f"[token {row.token_id} for team {row.team!r} ({row.role}): at most "
-                  f"{row.max_open_sessions} open sessions, {row.queries_per_second:g} queries/s. "
+                  f"{row.max_open_sessions} open sessions, {row.queries_per_second:g} queries/s; "
+                  f"owner {row.owner or '(none given)'}; expires {until}. "
                   "It is shown once; only its hash is stored.]", file=sys.stderr)
             return 0
         if args.verb == "list":
-            rows = [[t.token_id, t.team, t.role, str(t.max_open_sessions),
+            tokens = ledger.list_tokens()
+            rows = [[t.token_id, t.team, t.role, t.owner or "-", str(t.max_open_sessions),
                      f"{t.queries_per_second:g}", time.strftime("%Y-%m-%d %H:%M", time.gmtime(t.created)),
-                     "revoked" if t.revoked else "active"] for t in ledger.list_tokens()]
-            print(_table(rows, ["id", "team", "role", "sessions", "qps", "created (UTC)", "state"])
-                  if rows else "no tokens")
+                     time.strftime("%Y-%m-%d", time.gmtime(t.expires)) if t.expires else "-",
+                     "revoked" if t.revoked else "expired" if t.expired() else "active"]
+                    for t in tokens]
+            print(_table(rows, ["id", "team", "role", "owner", "sessions", "qps", "created (UTC)",
+                                "expires", "state"]) if rows else "no tokens")
+            owners: dict[str, set[str]] = {}
+            for t in tokens:
+                if t.owner:
+                    owners.setdefault(t.owner.strip().lower(), set()).add(t.team)
+            shared = {o: sorted(v) for o, v in owners.items() if len(v) > 1}
+            for owner, teams in sorted(shared.items()):
+                print(f"shared owner {owner!r}: teams {', '.join(teams)}")
+            for client, teams in sorted(ledger.shared_clients().items()):
+                print(f"shared client address {client}: teams {', '.join(teams)}")
             return 0
         if args.verb == "revoke":
             closed = ledger.revoke_token(args.token_id)
@@ -270,7 +291,7 @@ def cmd_token(args: argparse.Namespace) -> int:
                                   "session_id": a.session_id, "task_id": a.task_id,
                                   "epoch": a.epoch, "n_points": a.n_points,
                                   "calls_used": a.calls_used, "calls_max": a.calls_max,
-                                  "detail": a.detail}))
+                                  "detail": a.detail, "client": a.client}))
             return 0
     finally:
         ledger.close()
@@ -295,6 +316,10 @@ def add_token_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -
     p.add_argument("--role", choices=["team", "operator"], default="team")
     p.add_argument("--max-sessions", type=int, default=8, help="open sessions at once")
     p.add_argument("--qps", type=float, default=20.0, help="queries per second")
+    p.add_argument("--owner", help="who the team is (a person or contact): teams sharing an "
+                                   "owner are shown together by `lawlab token list`")
+    p.add_argument("--expires-days", type=float, help="the token stops working after this "
+                                                       "many days (default: never)")
     _ledger_args(verbs.add_parser("list", help="tokens (never their secrets)"))
     _ledger_args(verbs.add_parser("revoke", help="revoke a token by id")).add_argument("token_id")
     p = _ledger_args(verbs.add_parser("audit", help="the audit log as JSON lines"))

@@ -34,23 +34,39 @@ def cmd_tasks_build(args: argparse.Namespace) -> int:
 
     key_path = worldkey.default_path(out)
     try:
-        key, created = worldkey.load_or_create(key_path)
+        if args.public:
+            key, created = worldkey.write_public(key_path)
+        else:
+            key, created = worldkey.load_or_create(key_path)
     except worldkey.WorldKeyError as err:
         print(f"lawlab tasks build: {err}", file=sys.stderr)
         return 2
-    print(f"world key {key.fingerprint} ({'created' if created else 'read'}: {key_path}; keep it "
-          "secret, the simulator needs it)", flush=True)
+    print(f"world key {key.fingerprint} ({'created' if created else 'read'}: {key_path}; "
+          + ("the PUBLIC development key: anyone can rebuild these worlds" if args.public else
+             "keep it secret, the simulator needs it") + ")", flush=True)
+    from lawlab.taskbuild.build import private_variants_path
+
+    variants = Path(args.variants) if args.variants else private_variants_path(out)
+    if args.variants and not variants.exists():
+        print(f"lawlab tasks build: --variants {variants}: no such file", file=sys.stderr)
+        return 2
+    if variants.exists():
+        print(f"private variants: {variants} (they join the keyed draw)", flush=True)
     done = [0]
 
     def progress(result: dict[str, Any]) -> None:
+        # which mechanisms a world has is the answer key's: the console says only
+        # whether the task got one
         done[0] += 1
-        world = result.get("hidden_edit", "")
-        print(f"  [{done[0]:>2}] {result['task_id']:<32} {world:<40} "
-              f"{result.get('seconds', 0):>5.1f} s", flush=True)
+        world = ("-" if result.get("type") not in ("I", "II") else
+                 "world" if result.get("hidden_edit") != "(no world)" else "NO WORLD")
+        print(f"  [{done[0]:>2}] {result['task_id']:<32} {world:<10} "
+              f"{result.get('seconds', 0):>6.1f} s", flush=True)
 
     try:
         summary = build_all(out, args.only or None, proposer, key,
-                            processes=args.processes, progress=progress)
+                            processes=args.processes, progress=progress,
+                            variants=variants if variants.exists() else None)
     except ValueError as err:
         print(f"lawlab tasks build: {err}", file=sys.stderr)
         return 2
@@ -179,14 +195,17 @@ def cmd_tasks_fingerprint(args: argparse.Namespace) -> int:
 
 
 def cmd_tasks_catalogue(args: argparse.Namespace) -> int:
-    from lawlab.taskbuild.catalogue import catalogue
+    from lawlab.taskbuild.catalogue import catalogue, worlds_catalogue
 
     text = catalogue(Path(args.tasks_dir))
     if args.out:
         Path(args.out).write_text(text)
         print(f"wrote {args.out}")
-    else:
+    elif not args.worlds_out:
         print(text, end="")
+    if args.worlds_out:
+        Path(args.worlds_out).write_text(worlds_catalogue(Path(args.tasks_dir)))
+        print(f"wrote {args.worlds_out}")
     return 0
 
 
@@ -248,6 +267,7 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     p = tasks.add_parser("catalogue", help="the Markdown catalogue of the library (docs/tasks.md)")
     with_dirs(p)
     p.add_argument("--out")
+    p.add_argument("--worlds-out", help="also the mechanism catalogue (docs/worlds.md)")
     p.set_defaults(func=cmd_tasks_catalogue)
     p = tasks.add_parser("import", help="convert official SciLaws-Bench task folders")
     p.add_argument("source", help="a task folder or a folder of task folders")
@@ -262,4 +282,9 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     p.add_argument("--llm-base-url", help="optional: an OpenAI-compatible endpoint that proposes "
                                           "hidden-law variants into the same screen")
     p.add_argument("--llm-model", help="model name for --llm-base-url (key: LAWLAB_LLM_API_KEY)")
+    p.add_argument("--variants", help="the operator's private variants (default: "
+                                      "world-variants.yaml beside the world key, if present)")
+    p.add_argument("--public", action="store_true",
+                   help="build with lawlab's published development key (the release the docs "
+                        "describe; reproducible by anyone, never for a leaderboard)")
     p.set_defaults(func=cmd_tasks_build)

@@ -134,15 +134,38 @@ _HANDLER_KINDS = {(False, False): grpc.unary_unary_rpc_method_handler,
 Guard = Callable[[grpc.aio.ServicerContext], AbstractAsyncContextManager[None]]
 
 
+class Undecodable:
+    """What a safe deserializer returns for bytes that are not the method's message."""
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+
+
 def wrap_handler(handler: grpc.RpcMethodHandler, guard: Guard, *,
                  request_deserializer: Callable[[bytes], Any] | None = None
                  ) -> grpc.RpcMethodHandler:
     """The one wrapper every interceptor uses: ``guard(context)`` around the
     handler's behaviour, for all four kinds of handler (a streamed response may
     be yielded or written with ``context.write``). ``request_deserializer``
-    replaces the handler's (a refusal need not parse the message)."""
-    inner = (handler.unary_unary or handler.unary_stream or handler.stream_unary
-             or handler.stream_stream)
+    replaces the handler's (a refusal need not parse the message). A request
+    that did not decode (:class:`Undecodable`) is refused INVALID_ARGUMENT
+    inside the guard, before the handler sees it."""
+    wrapped = (handler.unary_unary or handler.unary_stream or handler.stream_unary
+               or handler.stream_stream)
+
+    async def _refuse_undecodable(request: Any, context: grpc.aio.ServicerContext) -> None:
+        if isinstance(request, Undecodable):
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, request.reason)
+
+    if handler.response_streaming and inspect.isasyncgenfunction(wrapped):
+        async def inner(request: Any, context: grpc.aio.ServicerContext) -> Any:
+            await _refuse_undecodable(request, context)
+            async for item in wrapped(request, context):
+                yield item
+    else:
+        async def inner(request: Any, context: grpc.aio.ServicerContext) -> Any:  # type: ignore[misc]
+            await _refuse_undecodable(request, context)
+            return await wrapped(request, context)
     streams_out = bool(handler.response_streaming)
     if streams_out and inspect.isasyncgenfunction(inner):
         async def behaviour(request: Any, context: grpc.aio.ServicerContext) -> Any:
@@ -228,6 +251,17 @@ class ErrorInterceptor(HandlerInterceptor):
     async def around(self, details: grpc.HandlerCallDetails,
                      handler: grpc.RpcMethodHandler) -> grpc.RpcMethodHandler:
         method = _split_method(details.method)[1]
+        decode = handler.request_deserializer
+
+        def safe(raw: bytes) -> Any:
+            # bytes that are not the method's message are the caller's error, said
+            # so with INVALID_ARGUMENT (grpc itself would answer UNKNOWN)
+            try:
+                return decode(raw) if decode is not None else raw
+            except Exception as err:  # noqa: BLE001  (any decoder failure is the input's)
+                return Undecodable(f"the request is not a valid {method} request message "
+                                   f"({type(err).__name__}); send the message the .proto "
+                                   "declares")
 
         @asynccontextmanager
         async def translated(context: grpc.aio.ServicerContext) -> AsyncIterator[None]:
@@ -244,7 +278,9 @@ class ErrorInterceptor(HandlerInterceptor):
                 log.exception("rpc failed", extra={"rpc": method})
                 await context.abort(grpc.StatusCode.INTERNAL, f"internal error in {method}")
 
-        return wrap_handler(handler, translated)
+        streaming_in = bool(handler.request_streaming)
+        return wrap_handler(handler, translated,
+                            request_deserializer=None if streaming_in else safe)
 
 
 class InternalTokenInterceptor(HandlerInterceptor):

@@ -26,12 +26,12 @@ import pandas as pd
 import yaml
 from threadpoolctl import threadpool_limits
 
-from lawlab import metrics, worldkey
+from lawlab import metrics, rubric, worldkey
 from lawlab import world as world_mod
 from lawlab.contract import law_module
 from lawlab.expr import Expression
 from lawlab.fitting import FitResult, fit_expression, fit_grouped, to_residual_space
-from lawlab.taskbuild import llm_variants, report, synthesis, worlds
+from lawlab.taskbuild import llm_variants, mechanisms, report, synthesis, worlds
 from lawlab.taskbuild.specs import SPECS, TaskSpec
 from lawlab.tasks import GROUP_COL
 
@@ -153,24 +153,28 @@ def _diagnostic(obj: Any, digits: int = 9) -> Any:
 
 
 def build_task(spec: TaskSpec, out: Path, proposer: llm_variants.Proposer | None = None,
-               key: worldkey.WorldKey | None = None) -> dict[str, Any]:
+               key: worldkey.WorldKey | None = None,
+               private: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     """Build one task. ``key`` decides its Parallel world (by default the key
-    file beside ``out``'s library). ``proposer`` (optional) lets an LLM add
-    candidate hidden laws to the grammar's; they face the same screens.
+    file beside ``out``'s library); ``private`` are the operator's private
+    variants of this task (the catalogue's schema), which join the draw.
+    ``proposer`` (optional) lets an LLM add candidate hidden laws to the
+    catalogue's; they face the same screens.
 
     One BLAS thread, whoever calls: the fits polish to the last digits double
     precision holds, and a multi-threaded BLAS sums in an order that depends on
     its thread count, so the bytes of a world would depend on the machine."""
     with threadpool_limits(1):
-        return _build_task(spec, out, proposer, key)
+        return _build_task(spec, out, proposer, key, private)
 
 
 def _build_task(spec: TaskSpec, out: Path, proposer: llm_variants.Proposer | None,
-                key: worldkey.WorldKey | None) -> dict[str, Any]:
+                key: worldkey.WorldKey | None,
+                private: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     if key is None:
         key, _ = worldkey.load_or_create(worldkey.default_path(out))
-    df = spec.load().reset_index(drop=True)
-    parts = {k: v.reset_index(drop=True) for k, v in spec.split(df).items()}
+    parts = split_parts(spec)
+    df = pd.concat(list(parts.values()), ignore_index=True)
     train = parts["train"]
     inputs = [v["name"] for v in spec.inputs]
     target = spec.target["name"]
@@ -210,24 +214,12 @@ def _build_task(spec: TaskSpec, out: Path, proposer: llm_variants.Proposer | Non
                          f"baseline ({ref_scores[best.name]['heldout_metric']:.4g} vs {naive:.4g})")
 
     # -- the Parallel world: all Real splits pooled, the hidden law drawn by the key --
-    n_train = len(train)
-    caps = {
-        "max_law_constants": max(len(r.global_names) for r in spec.references) + 2,
-        "max_local_params": (max(len(r.local_names) for r in spec.references) + 1
-                             if spec.multi_group else 0),
-        "fit_timeout_seconds": 10.0,
-        "max_experiment_calls": 10,
-        "max_points_per_call": max(10, n_train // 10),
-        "min_samples_per_point": 1,
-        "max_samples_per_point": 3,
-        "max_turns": 30,
-    }
-    pooled = pd.concat([parts[k] for k in parts], ignore_index=True)
-    builder = worlds.WorldBuilder(spec.task_id, pooled, target, spec.inputs, spec.metric,
-                                  spec.multi_group, spec.rubric, caps, key)
-    refs = [worlds.Reference(r.name, r.expr, list(r.global_names), list(r.local_names),
-                             dict(r.init)) for r in spec.references]
-    extra: list[synthesis.Piece] = []
+    builder, refs = world_builder(spec, parts, key)
+    caps = builder.caps
+    names = {r.name: [*r.global_names, *r.local_names] for r in spec.references}
+    catalogue = [*mechanisms.parse_catalogue(spec.variants, spec.task_id, inputs, names),
+                 *mechanisms.parse_catalogue(private or [], spec.task_id, inputs, names,
+                                             private=True)]
     llm_record: dict[str, Any] | None = None
     if proposer is not None:
         base_guess = min(spec.references, key=lambda r: ref_scores[r.name]["structure_B_b"])
@@ -243,11 +235,12 @@ def _build_task(spec: TaskSpec, out: Path, proposer: llm_variants.Proposer | Non
         except (OSError, ValueError, KeyError, IndexError) as err:
             reply, llm_record = "", {"error": f"{type(err).__name__}: {err}"}
         proposed, rejected = llm_variants.parse(reply, req) if reply else ([], [])
-        extra = proposed
+        catalogue += [llm_variants.as_variant(p, base_guess.name, i)
+                      for i, p in enumerate(proposed)]
         llm_record = {**(llm_record or {}), "base": base_guess.name,
                       "proposed": [p.description for p in proposed], "rejected": rejected}
     try:
-        built: worlds.BuiltWorld | None = worlds.synthesize(builder, refs, extra)
+        built: worlds.BuiltWorld | None = worlds.synthesize(builder, refs, catalogue)
         no_world, no_world_record = "", {}
     except worlds.NoWorld as err:
         built, no_world, no_world_record = None, str(err), err.record
@@ -278,6 +271,8 @@ def _build_task(spec: TaskSpec, out: Path, proposer: llm_variants.Proposer | Non
         (root / "eval" / "references" / f"{r['name']}.py").write_text(str(r.pop("module")))
     _dump_json(root / "eval" / "references.json", refs_out)
     _dump_json(root / "eval" / "rubric.json", spec.rubric)
+    _dump_json(root / "eval" / "validity.json",
+               {"use_range": spec.use_range, "rationale": spec.use_range_rationale})
     if spec.multi_group:  # per-group constants of each reference, fitted on the training groups
         _dump_json(root / "eval" / "reference_local.json",
                    {r.name: ref_fits[r.name].local for r in spec.references})
@@ -286,8 +281,8 @@ def _build_task(spec: TaskSpec, out: Path, proposer: llm_variants.Proposer | Non
     synthesis_record: dict[str, Any] = (built.record if built is not None
                                         else {"no_world": no_world, **no_world_record})
     if llm_record is not None:
-        screened = {row["piece"]: row["screen"] for row in synthesis_record.get("singles", [])
-                    if row["kind"] == "llm_proposal"}
+        screened = {row["id"]: row["screen"] for row in synthesis_record.get("catalogue", [])
+                    if row["id"].startswith("llm_")}
         synthesis_record["llm_proposals"] = {**llm_record, "screened": screened}
     _dump_json(root / "eval" / "synthesis.json", _diagnostic(synthesis_record))
     if built is not None:
@@ -309,9 +304,45 @@ def _build_task(spec: TaskSpec, out: Path, proposer: llm_variants.Proposer | Non
                  if built is not None else [])
     return {"task_id": spec.task_id, "type": meta["type"], "rows": len(df),
             "best_reference": best.name,
-            "hidden_edit": (" + ".join(p["kind"] for p in built.spec["law"]["pieces"])
+            "hidden_edit": (" + ".join(p["id"] for p in built.spec["law"]["pieces"])
                             if built is not None else "(no world)"),
+            "pieces": len(built.spec["law"]["pieces"]) if built is not None else 0,
             "world_r2": float(min(r2_values)) if r2_values else float("nan")}
+
+
+def task_caps(spec: TaskSpec, n_train: int) -> dict[str, Any]:
+    """The task's caps (PROTOCOL.md sections 2-3): constants a law may fit, the
+    experiment budget."""
+    return {
+        "max_law_constants": max(len(r.global_names) for r in spec.references) + 2,
+        "max_local_params": (max(len(r.local_names) for r in spec.references) + 1
+                             if spec.multi_group else 0),
+        "fit_timeout_seconds": 10.0,
+        "max_experiment_calls": 10,
+        "max_points_per_call": max(10, n_train // 10),
+        "min_samples_per_point": 1,
+        "max_samples_per_point": 3,
+        "max_turns": 30,
+    }
+
+
+def split_parts(spec: TaskSpec) -> dict[str, pd.DataFrame]:
+    df = spec.load().reset_index(drop=True)
+    return {k: v.reset_index(drop=True) for k, v in spec.split(df).items()}
+
+
+def world_builder(spec: TaskSpec, parts: Mapping[str, pd.DataFrame], key: worldkey.WorldKey
+                  ) -> tuple[worlds.WorldBuilder, list[worlds.Reference]]:
+    """The task's world builder over every Real split pooled (A.1), and its references."""
+    inputs = [v["name"] for v in spec.inputs]
+    pooled = pd.concat([parts[k] for k in parts], ignore_index=True)
+    builder = worlds.WorldBuilder(spec.task_id, pooled, spec.target["name"], spec.inputs,
+                                  spec.metric, spec.multi_group, spec.rubric,
+                                  task_caps(spec, len(parts["train"])), key,
+                                  rubric.use_ranges(pooled, inputs, spec.use_range))
+    refs = [worlds.Reference(r.name, r.expr, list(r.global_names), list(r.local_names),
+                             dict(r.init)) for r in spec.references]
+    return builder, refs
 
 
 def _naive_metric(spec: TaskSpec, parts: dict[str, pd.DataFrame]) -> float:
@@ -337,10 +368,12 @@ def manifest(out: Path) -> dict[str, str]:
 def build_all(out: Path, only: list[str] | None = None,
               proposer: llm_variants.Proposer | None = None,
               key: worldkey.WorldKey | None = None, processes: int | None = None,
-              progress: Callable[[dict[str, Any]], None] | None = None) -> list[dict[str, Any]]:
+              progress: Callable[[dict[str, Any]], None] | None = None,
+              variants: Path | None = None) -> list[dict[str, Any]]:
     """Build every task (or ``only`` those) into ``out`` with the world key
-    (by default the operator's key file, created on first use), on ``processes``
-    processes (default: the cores)."""
+    (by default the operator's key file, created on first use) and the operator's
+    private ``variants`` (by default ``world-variants.yaml`` beside the key, when
+    it exists), on ``processes`` processes (default: the cores)."""
     processes = processes or os.cpu_count() or 1
     out.mkdir(parents=True, exist_ok=True)
     if key is None:
@@ -352,19 +385,23 @@ def build_all(out: Path, only: list[str] | None = None,
                          f"key {key.fingerprint} would mix two suites (rebuild all of them)")
     _dump_json(suite, {"world_fingerprint": key.fingerprint})
     ids = [s.task_id for s in SPECS if not only or s.task_id in only]
+    private = mechanisms.load_private(
+        variants if variants is not None else private_variants_path(out))
     summary: list[dict[str, Any]] = []
     if proposer is None and processes > 1 and len(ids) > 1:
         # a process per core; each builds whole tasks with one BLAS thread, as the
         # sequential path does, so the bytes do not depend on the split
         ctx = multiprocessing.get_context("fork")
         with ctx.Pool(processes) as pool:
-            for result in pool.imap(_build_one, [(t, str(out), key) for t in ids]):
+            for result in pool.imap(_build_one, [(t, str(out), key, private.get(t, []))
+                                                 for t in ids]):
                 summary.append(result)
                 if progress:
                     progress(result)
     else:
         for task_id in ids:
-            summary.append(_build_one((task_id, str(out), key), proposer))
+            summary.append(_build_one((task_id, str(out), key, private.get(task_id, [])),
+                                      proposer))
             if progress:
                 progress(summary[-1])
     from lawlab.taskbuild import lsr, lsr_build
@@ -375,16 +412,34 @@ def build_all(out: Path, only: list[str] | None = None,
             summary.append(lsr_build.build_problem(problem, out))
         if progress:
             progress(summary[-1])
+    files = manifest(out)
+    _dump_json(suite, {"world_fingerprint": key.fingerprint,
+                       "release": release_id(key.fingerprint, files)})
     _dump_json(out / "MANIFEST.json", manifest(out))
     return summary
 
 
-def _build_one(args: tuple[str, str, worldkey.WorldKey],
+def release_id(fingerprint: str, files: Mapping[str, str]) -> str:
+    """A library's release: its world key's fingerprint and every world it serves
+    (the hashes of each task's simulator/ files), in 16 hex digits."""
+    h = hashlib.sha256(fingerprint.encode())
+    for name in sorted(files):
+        if "/simulator/" in f"/{name}":
+            h.update(f"{name}={files[name]}\n".encode())
+    return f"{fingerprint[:8]}-{h.hexdigest()[:16]}"
+
+
+def private_variants_path(out: Path) -> Path:
+    """Where the operator keeps private variants: beside the world key."""
+    return worldkey.default_path(out).with_name("world-variants.yaml")
+
+
+def _build_one(args: tuple[str, str, worldkey.WorldKey, list[dict[str, Any]]],
                proposer: llm_variants.Proposer | None = None) -> dict[str, Any]:
-    task_id, out, key = args
+    task_id, out, key, private = args
     spec = next(s for s in SPECS if s.task_id == task_id)
     log.info("building task", extra={"task_id": task_id})
     start = time.perf_counter()
-    result = build_task(spec, Path(out), proposer, key)
+    result = build_task(spec, Path(out), proposer, key, private)
     result["seconds"] = round(time.perf_counter() - start, 1)
     return result

@@ -64,45 +64,43 @@ def catalogue(root: Path) -> str:
         "",
         WORLDS_HEADING,
         "",
-        f"This section depends on the world key (fingerprint `{fingerprint}` for the table "
-        "below): a library built with another key draws other worlds, so `make tasks` on your "
-        "machine (a fresh key) gives other figures. Per task: how many single pieces of added "
-        "structure passed every screen, how many combinations of one to three of them the key "
-        "chooses among (each drawn combination is screened again as a whole), and how many "
-        "pieces the drawn world has; a task without a world says why (the Parallel setting is "
-        "then not offered for it). Which pieces, and the law, stay in the answer key.",
+        f"Release `{library.release or '(none)'}` (world key fingerprint `{fingerprint}`). "
+        "Each task's hidden law is its selected published base plus one to three cited "
+        "mechanisms from the task's public catalogue (docs/worlds.md lists them with their "
+        "citations and screens) and, for Type II tasks, a change of which parameters are "
+        "shared; an operator's private variants join the draw. Per task: how many mechanisms "
+        "the catalogue offers for the selected base, how many of them passed every screen on "
+        "the real records (support, adequacy, shape on the widened support, rubric, integrity; "
+        "these do not depend on the key), and whether the key's draw gave a world. Which "
+        "mechanisms the world has, and its law, stay in the answer key; so does the number of "
+        "mechanisms per world (only the library's total is shown). A world whose noise had to "
+        "be lowered to be identifiable against its rivals says by how much (A.4).",
         "",
-        "Three worlds of the previous library were wrong, and how each is now built: "
-        "`earthquake_attenuation`'s edit constant was named `h`, the Joyner-Boore pseudo-depth, "
-        "so the hidden law tied depth and exponent (added constants are now named `eta1`, "
-        "`eta2`, ... and never collide with the base's names or the inputs); "
-        "`mercury_vapour_pressure` got Antoine plus a negative linear term in mm Hg (in a "
-        "logarithmic residual space the grammar now offers only multiplicative pieces, and the "
-        "rubric and the plausibility screens apply); `rat_body_weight` started from a degenerate "
-        "von Bertalanffy fit (k = 3.7e-6, a straight line in disguise), which is now refused "
-        "as a base (a reference that reduces to a simpler one is degenerate).",
-        "",
-        "| task | admissible single pieces | combinations (1 / 2 / 3 pieces) | world | "
-        "pieces | draws | calibration s (min) |",
+        "| task | base | mechanisms offered | admissible | world | noise scale | "
+        "calibration s (min) |",
         "|---|---|---|---|---|---|---|",
     ]
-    n_worlds = 0
+    n_worlds, deep = 0, 0
     for t in real:
         rec = json.loads((t.root / "eval" / "synthesis.json").read_text())
-        combos = rec.get("combinations", {})
-        counts = " / ".join(str(combos.get(k, 0)) for k in ("1", "2", "3"))
+        offered = [c for c in rec.get("catalogue", []) if not c["id"].startswith(("shared_",
+                                                                                  "per_group_"))]
+        ok = [c for c in offered if c["id"] in rec.get("admissible", [])]
         if t.has_world():
             n_worlds += 1
             spec = t.world_spec()
-            pieces: int | str = len(spec["law"].get("pieces", []))
+            deep += sum(p.get("kind") == "mechanism" for p in spec["law"].get("pieces", [])) >= 2 \
+                or len(spec["law"].get("pieces", [])) >= 2
             world = "yes"
+            step = f"{float(spec.get('noise_scale_for_identifiability', 1.0)):g}"
             s_min = f"{min(spec['s'].values()):.3f}"
         else:
-            pieces, s_min = "-", "-"
+            step, s_min = "-", "-"
             world = f"no: {_cell(rec.get('no_world', 'not built'))}"
-        lines.append(f"| `{t.task_id}` | {rec.get('admissible_pieces', 0)} | {counts} | "
-                     f"{world} | {pieces} | {len(rec.get('draws', []))} | {s_min} |")
-    lines += ["", f"{n_worlds} of {len(real)} real-data tasks have a Parallel world."]
+        lines.append(f"| `{t.task_id}` | {rec.get('base', '-')} | {len(offered)} | {len(ok)} | "
+                     f"{world} | {step} | {s_min} |")
+    lines += ["", f"{n_worlds} of {len(real)} real-data tasks have a Parallel world; {deep} of "
+              f"them have two or more pieces."]
     lines += [
         "",
         "## LLM-SRBench-style problems",
@@ -123,4 +121,60 @@ def catalogue(root: Path) -> str:
             f"{', '.join(m.input_names)} | {len(t.train)}/{len(t.heldout()['test'])}/"
             f"{0 if ood is None else len(ood)} | {_cell(m.source.split(';')[0])} |")
     lines.append("")
+    return "\n".join(lines)
+
+
+def worlds_catalogue(root: Path) -> str:
+    """docs/worlds.md: every task's public catalogue of mechanisms, with the verdict
+    of each screen on the real records (key-independent: a single mechanism is
+    screened at the departure the records support)."""
+    from lawlab.taskbuild.specs import SPECS
+
+    library = TaskLibrary(root)
+    specs = {s.task_id: s for s in SPECS}
+    real = [t for t in library if t.meta.suite == "real"]
+    lines = [
+        "# Parallel worlds: the catalogue of mechanisms",
+        "",
+        "Generated by `lawlab tasks catalogue --worlds-out docs/worlds.md` from the task "
+        "specifications and the library `make tasks` builds (a test checks this file matches; "
+        "nothing here depends on the world key). A hidden law is a task's selected published "
+        "base plus one to three of the mechanisms below that passed every screen, drawn by the "
+        "operator's world key (docs/protocol.md, section 5). Each mechanism is written as an "
+        "edit of the base with new constants whose neutral values remove it and whose range "
+        "follows from its meaning; `supported` is the departure from neutral that the real "
+        "records support (the fit within that range). A mechanism that fails a screen stays in "
+        "the catalogue as a rival: the builder's identifiability screen requires a competent "
+        "experimenter to tell the hidden law from every other structure offered here and from "
+        "the generic grammar's edits within the task's budget. An operator's private variants "
+        "(same schema, a file held with the world key) join the draw and are never listed.",
+        "",
+    ]
+    for t in real:
+        rec = json.loads((t.root / "eval" / "synthesis.json").read_text())
+        spec = specs.get(t.task_id)
+        variants = {str(v.get("id")): v for v in (spec.variants if spec else [])}
+        rows = [c for c in rec.get("catalogue", []) if c["id"] in variants]
+        ok = set(rec.get("admissible", []))
+        lines += [f"## `{t.task_id}`", "",
+                  f"Base: `{rec.get('base', '-')}`. {sum(c['id'] in ok for c in rows)} of "
+                  f"{len(rows)} mechanisms admissible.", "",
+                  "| mechanism | edit | constants (neutral; range) | supported | screens | "
+                  "citation |", "|---|---|---|---|---|---|"]
+        for c in rows:
+            v = variants[c["id"]]
+            edit = v["edit"]
+            (kind, body), = edit.items()
+            text = (", ".join(f"{k} -> {b}" for k, b in body.items()) if isinstance(body, dict)
+                    else str(body))
+            consts = "; ".join(
+                f"{n} ({spec_c['neutral']}; [{spec_c.get('min', '-inf')}, "
+                f"{spec_c.get('max', 'inf')}])" for n, spec_c in v["constants"].items())
+            sup = ", ".join(f"{k} {x:.3g}" for k, x in (c.get("supported") or {}).items()) or "-"
+            screens = "admissible" if c["id"] in ok else _cell(
+                "; ".join(f"{k}: {val}" for k, val in c["screen"].items() if val != "pass"))
+            lines.append(f"| {_cell(str(v['mechanism']))} (`{c['id']}`) | {kind}: "
+                         f"`{_cell(text)}` | {_cell(consts)} | {sup} | {screens} | "
+                         f"{_cell(' '.join(str(v['citation']).split()))} |")
+        lines.append("")
     return "\n".join(lines)

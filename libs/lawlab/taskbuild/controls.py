@@ -144,6 +144,7 @@ def rubric_audit(task: Task, items: Sequence[Mapping[str, Any]] | None = None) -
     best = json.loads((task.root / "eval" / "reference_metrics.json").read_text())["best_reference"]
     refs = sorted(task.references(), key=lambda r: r.name != best)
     out = []
+    ranges = task.use_range()
     for ref in refs:
         local = reference_local(task, ref.name) if meta.multi_group else {}
         pred = validity.expression_predictor(ref.expr, ref.constants, inputs, local)
@@ -152,13 +153,14 @@ def rubric_audit(task: Task, items: Sequence[Mapping[str, Any]] | None = None) -
             fitted = set(next(iter(local.values())))
             train = train[train[GROUP_COL].astype(str).isin(fitted)]
         label = f"reference {ref.name}" + (" (best)" if ref.name == best else "")
-        out.append(LawAudit(label, validity.evaluate(items, train, inputs, meta.multi_group, pred)))
+        out.append(LawAudit(label, validity.evaluate(items, train, inputs, meta.multi_group, pred,
+                                                     ranges)))
     if task.has_world():
         law = task.hidden_law()
         pred = validity.expression_predictor(law.expr, law.constants, inputs, law.local)
         out.append(LawAudit("hidden law", validity.evaluate(items, pooled_records(task), inputs,
-                                                            meta.multi_group, pred)))
+                                                            meta.multi_group, pred, ranges)))
     pred = validity.expression_predictor("c", {"c": constant_value(task)}, inputs)
     out.append(LawAudit("constant", validity.evaluate(items, task.train, inputs, meta.multi_group,
-                                                      pred)))
+                                                      pred, ranges)))
     return out

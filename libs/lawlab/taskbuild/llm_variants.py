@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from lawlab.expr import Expression, ExpressionError
+from lawlab.taskbuild.mechanisms import ConstantSpec, Variant
 from lawlab.taskbuild.synthesis import PLAUSIBILITY, Piece
 
 MAX_PROPOSALS = 8
@@ -146,3 +147,16 @@ def parse(reply: str, req: ProposalRequest) -> tuple[list[Piece], list[dict[str,
                               min(1.0, max(0.05, plausibility)),
                               f"LLM-proposed edit: {why}"[:200]))
     return variants, rejected
+
+
+def as_variant(piece: Piece, base: str, index: int) -> Variant:
+    """A proposal as a catalogue variant of ``base`` (a whole rewrite of the law; its
+    one new constant unbounded: the model states no sign)."""
+    (name, init), = piece.constants.items()
+    neutral = piece.neutral[name]
+    if init == neutral:
+        init = neutral + piece.unit
+    return Variant(f"llm_{index + 1}", piece.description, base, "replace", piece.apply(""),
+                   (ConstantSpec(name, float(init), float(neutral)),),
+                   "proposed by a language model (lawlab tasks build --llm-base-url)",
+                   piece.rationale)

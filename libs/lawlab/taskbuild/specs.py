@@ -53,6 +53,11 @@ class TaskSpec:
     source: str
     license: str
     group_description: str = ""
+    # where the rubric probes each input beyond the records (the held-out side, a
+    # physically meaningful band), with why; and the cited mechanisms (variants)
+    use_range: dict[str, list[float]] = field(default_factory=dict)
+    use_range_rationale: str = ""
+    variants: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def multi_group(self) -> bool:
@@ -258,7 +263,12 @@ def spec_from_yaml(path: Path) -> TaskSpec:
             split=split_rule(doc["split"]), split_kind=doc["split"]["kind"],
             split_rationale=" ".join(doc["split"]["rationale"].split()), references=refs,
             rubric=[dict(i) for i in doc["rubric"]], source=" ".join(doc["source"].split()),
-            license=doc["license"], group_description=doc.get("group_description", ""))
+            license=doc["license"], group_description=doc.get("group_description", ""),
+            use_range={k: [float(a), float(b)] for k, (a, b) in
+                       (doc.get("use_range") or {}).get("inputs", {}).items()},
+            use_range_rationale=" ".join(str((doc.get("use_range") or {})
+                                             .get("rationale", "")).split()),
+            variants=list(doc.get("variants") or []))
     except KeyError as err:
         raise ValueError(f"{where}: missing field {err}") from None
     check_rubric(spec, where)
@@ -286,6 +296,12 @@ def check_rubric(spec: TaskSpec, where: str) -> None:
     if len(spec.rubric) < MIN_ITEMS:
         raise ValueError(f"{where}: {len(spec.rubric)} rubric items; at least {MIN_ITEMS} "
                          "(docs/judges.md)")
+    for name, (lo, hi) in spec.use_range.items():
+        if name not in inputs or not lo < hi:
+            raise ValueError(f"{where}: use_range.inputs.{name}: an input's [lo, hi] with "
+                             f"lo < hi (inputs: {', '.join(inputs)})")
+    if spec.use_range and not spec.use_range_rationale:
+        raise ValueError(f"{where}: use_range.rationale: say why the law is used there")
 
 
 def load_specs(directory: Path = TASKS_DIR) -> list[TaskSpec]:

@@ -2,16 +2,15 @@
 
 What it knows, stated plainly: the task's **published reference forms**
 (the literature the task cites, from its public specification in
-``lawlab/taskbuild/tasks``: never the answer key, never a hidden law) and
-lawlab's **public grammar of structural edits** (an added term, a power term,
-a multiplicative correction, attenuation, a freed exponent, saturation, an
-input shift, a threshold, output saturation or power, an interaction, which
-parameters are shared across groups; :mod:`lawlab.taskbuild.synthesis`), with
-every structural option each edit allows. It is a scientist who has read the
-papers and knows the usual ways a law gets extended; its score shows what such
-knowledge plus deliberate experiments recover within the budget, not
-discovery from nothing. Problems without a literature (LLM-SRBench-style)
-are handed to the ``sr`` agent.
+``lawlab/taskbuild/tasks``: never the answer key, never a hidden law) and the
+task's **public catalogue of cited mechanisms** (the ``variants`` the world
+builder draws hidden laws from, :mod:`lawlab.taskbuild.mechanisms`) with the
+changes of which parameters are shared across groups. That is the generator's
+own space: its score is an *upper bound of the generator* (what enumerating
+the public catalogue with deliberate experiments recovers within the budget),
+reported apart from the discovery baselines, and it cannot recover a world
+drawn from an operator's private variants. Problems without a literature
+(LLM-SRBench-style) are handed to the ``sr`` agent.
 
 How it works, through tool blocks only:
 
@@ -45,7 +44,6 @@ from __future__ import annotations
 import ast
 import json
 import math
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -54,7 +52,7 @@ import numpy as np
 
 from lawlab.contract import law_module
 from lawlab.expr import Expression
-from lawlab.taskbuild import synthesis
+from lawlab.taskbuild import mechanisms
 from lawlab.taskbuild.specs import SPECS, TaskSpec
 from lawlab.world import residual_space
 from lawlab_agent.builtin.sr import SRAgent
@@ -80,7 +78,7 @@ RIVAL = 10.0  # BIC units: another published form this close is searched around 
 
 @dataclass(frozen=True)
 class Hypothesis:
-    """A candidate law: a published base and some edits of the grammar."""
+    """A candidate law: a published base and some mechanisms of the catalogue."""
 
     base: str
     pieces: tuple[str, ...]  # piece keys, in the order they were added
@@ -100,20 +98,19 @@ class Hypothesis:
 
 
 class Hypotheses:
-    """The hypothesis space of one task: its published forms and, around any of
-    them, every edit the grammar proposes (each structural option of an edit)."""
+    """The hypothesis space of one task: its published forms and, around each, the
+    public catalogue's mechanisms for it and the changes of sharing (Type II)."""
 
     def __init__(self, task: SolverTask, spec: TaskSpec) -> None:
         self.task = task
         self.multi = task.multi_group
         t = task.target
         self.log_space = residual_space(task.metric, np.array([t.min, t.max])) == "log10"
-        self.infos = [synthesis.InputInfo(v.name, v.min, v.max,
-                                          v.min > 0 and v.max / v.min >= 100, v.unit)
-                      for v in task.inputs]
         self.refs = {r.name: r for r in spec.references}
-        self.y_scale = max(t.max - t.min, 1e-12) / 4
-        self._pieces: dict[str, dict[str, synthesis.Piece]] = {}
+        names = {r.name: [*r.global_names, *r.local_names] for r in spec.references}
+        self.catalogue = mechanisms.parse_catalogue(spec.variants, spec.task_id,
+                                                    [v.name for v in task.inputs], names)
+        self._pieces: dict[str, dict[str, mechanisms.Variant]] = {}
 
     def base(self, name: str, start: dict[str, float] | None = None) -> Hypothesis:
         r = self.refs[name]
@@ -123,40 +120,34 @@ class Hypotheses:
     def bases(self) -> list[Hypothesis]:
         return [self.base(n) for n in self.refs]
 
-    def pieces(self, base: str) -> dict[str, synthesis.Piece]:
-        """Every single edit of ``base``, each structural option (an order, an
-        exponent, an onset) a piece of its own, keyed by its description."""
+    def pieces(self, base: str) -> dict[str, mechanisms.Variant]:
+        """Every mechanism of ``base`` the catalogue offers (and sharing changes),
+        keyed by id."""
         if base not in self._pieces:
             r = self.refs[base]
-            taken = {*r.global_names, *r.local_names, *(v.name for v in self.task.inputs),
-                     *(n for ref in self.refs.values()
-                       for n in (*ref.global_names, *ref.local_names))}
-            out: dict[str, synthesis.Piece] = {}
-            for option in range(3):
-                names = synthesis.NameAllocator(taken)
-
-                def choose(_purpose: str, opts: Sequence[Any], k: int = option) -> Any:
-                    return opts[k % len(opts)]
-
-                for p in synthesis.grammar(r.expr, self.infos, r.global_names, r.local_names,
-                                           self.log_space, self.multi, names, choose,
-                                           self.y_scale):
-                    key = f"{p.kind}: {p.description}"
-                    out.setdefault(key, p)
-            self._pieces[base] = out
+            offered = [v for v in self.catalogue if v.base == base]
+            if self.multi:
+                offered += mechanisms.sharing_variants(r.global_names, r.local_names)
+            self._pieces[base] = {v.id: v for v in offered}
         return self._pieces[base]
 
     def compose(self, base: str, keys: tuple[str, ...], start: dict[str, float]) -> Hypothesis:
         r = self.refs[base]
         chosen = [self.pieces(base)[k] for k in keys]
-        cand = synthesis.compose(r.expr, r.global_names, r.local_names, chosen)
+        glob, loc = list(r.global_names), list(r.local_names)
         init = {**r.init, **start}
-        for p in chosen:
-            for c, v in p.constants.items():
-                # an edit starts a small step from neutral, so its constant is identified
-                init.setdefault(c, v + (p.unit if v == p.neutral.get(c) else 0.0))
-        return Hypothesis(base, keys, cand.expr, tuple(cand.global_names),
-                          tuple(cand.local_names), init)
+        for v in chosen:
+            if v.shared and v.shared in loc:
+                loc.remove(v.shared)
+                glob.append(v.shared)
+            if v.per_group and v.per_group in glob:
+                glob.remove(v.per_group)
+                loc.append(v.per_group)
+            for c in v.constants:
+                (loc if c.local else glob).append(c.name)
+                init.setdefault(c.name, c.init)
+        return Hypothesis(base, keys, mechanisms.compose(r.expr, chosen), tuple(glob),
+                          tuple(loc), init)
 
     def fits_caps(self, h: Hypothesis) -> bool:
         caps = self.task.caps
@@ -164,15 +155,15 @@ class Hypotheses:
             (not self.multi or 1 <= len(h.locals) <= caps.max_local_params)
 
     def neighbours(self, best: Hypothesis, start: dict[str, float]) -> list[Hypothesis]:
-        """The current best, with one edit more (if it has fewer than three) and with
-        each of its edits removed; incompatible sets are skipped."""
+        """The current best, with one mechanism more (if it has fewer than three) and
+        with each of its mechanisms removed; incompatible sets are skipped."""
         pieces = self.pieces(best.base)
         out = [self.compose(best.base, best.pieces, start)]
         if len(best.pieces) < MAX_PIECES:
-            for key, p in sorted(pieces.items(), key=lambda kp: -kp[1].plausibility):
-                chosen = [pieces[k] for k in best.pieces] + [p]
-                if key not in best.pieces and synthesis.compatible(chosen) and \
-                        not all(q.shared for q in chosen):
+            for key, v in pieces.items():
+                chosen = [pieces[k] for k in best.pieces] + [v]
+                if key not in best.pieces and mechanisms.compatible(chosen) and \
+                        not all(q.is_sharing for q in chosen):
                     out.append(self.compose(best.base, (*best.pieces, key), start))
         for i in range(len(best.pieces)):
             rest = best.pieces[:i] + best.pieces[i + 1:]
@@ -259,7 +250,8 @@ class ExperimenterAgent(PolicyDefaults):
             plan = {"points": task.caps.max_points_per_call,
                     "samples": task.caps.max_samples_per_point,
                     "ranges": {v.name: [v.min, v.max] for v in task.inputs},
-                    "log_inputs": [i.name for i in space.infos if i.multi_decade],
+                    "log_inputs": [v.name for v in task.inputs
+                                   if v.min > 0 and v.max / v.min >= 100],
                     "groups": self._groups(ctx) if space.multi else []}
         validate = None if ctx.parallel else self._validation(ctx)
         call = (f"main({[h.wire() for h in cands]!r}, {plan!r}, {space.log_space!r}, "

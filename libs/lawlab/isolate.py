@@ -1,0 +1,92 @@
+"""Run a pure function on submitted text in a process that can be killed.
+
+The judge compares a submission's structure with sympy, in Python, on text an
+outside team wrote: a pathological expression can hold the CPU (and the GIL)
+for hours or exhaust memory. :func:`run_limited` runs such a step in a child
+process with a wall-clock limit and an address-space limit, and kills it when
+either is exceeded (:class:`LimitExceeded` says which), so the service's event
+loop, its health checks and the other teams' jobs are never held.
+
+Children are forked from a small fork server started before the service's
+threads (``multiprocessing``'s forkserver context, with the judge's modules
+preloaded), so each call costs a fork, not an interpreter start.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import multiprocessing.connection
+import resource
+from collections.abc import Callable, Sequence
+from typing import Any
+
+PRELOAD = ["lawlab.structure", "numpy", "sympy", "scipy.optimize"]
+_CTX: Any = None
+
+
+class LimitExceeded(RuntimeError):
+    """The step ran past its time or memory limit and was killed."""
+
+
+def _context() -> Any:
+    global _CTX
+    if _CTX is None:
+        _CTX = multiprocessing.get_context("forkserver")
+        _CTX.set_forkserver_preload(PRELOAD)
+    return _CTX
+
+
+def start() -> None:
+    """Start the fork server now (before the caller starts threads)."""
+    ctx = _context()
+    p = ctx.Process(target=_noop)
+    p.start()
+    p.join()
+
+
+def _noop() -> None:
+    return None
+
+
+def _child(conn: multiprocessing.connection.Connection, fn: Callable[..., Any],
+           args: Sequence[Any], memory_bytes: int) -> None:
+    try:
+        if memory_bytes:
+            resource.setrlimit(resource.RLIMIT_AS, (memory_bytes, memory_bytes))
+        conn.send(("ok", fn(*args)))
+    except MemoryError:
+        conn.send(("memory", "ran out of its memory limit"))
+    except BaseException as err:  # noqa: BLE001  (returned to the caller, raised there)
+        conn.send(("error", err))
+    finally:
+        conn.close()
+
+
+def run_limited(fn: Callable[..., Any], args: Sequence[Any], seconds: float,
+                memory_bytes: int = 2 << 30) -> Any:
+    """``fn(*args)`` in a killable child process (module docstring); its result,
+    or its exception re-raised; LimitExceeded when it runs past ``seconds`` or
+    ``memory_bytes``. Blocking: call it from a worker thread in async code."""
+    ctx = _context()
+    receive, send = ctx.Pipe(duplex=False)
+    proc = ctx.Process(target=_child, args=(send, fn, tuple(args), memory_bytes), daemon=True)
+    proc.start()
+    send.close()
+    try:
+        if not receive.poll(seconds):
+            raise LimitExceeded(f"ran longer than its limit of {seconds:g} s and was stopped")
+        try:
+            status, value = receive.recv()
+        except EOFError:
+            raise LimitExceeded(f"was killed (exit status {proc.exitcode}): most likely its "
+                                f"memory limit of {memory_bytes >> 20} MiB") from None
+    finally:
+        if proc.is_alive():
+            proc.kill()
+        proc.join(5)
+        receive.close()
+    if status == "memory":
+        raise LimitExceeded(f"{value} ({memory_bytes >> 20} MiB)")
+    if status == "error":
+        raise value
+    return value

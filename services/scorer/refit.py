@@ -1,0 +1,162 @@
+"""S_N measures the form, not constants tuned on held-out data (issue #31).
+
+The held-out targets of a Real task can be rebuilt from the public data, so a
+team could fit its law on them and submit those constants. The scorer therefore
+refits a submission's declared LAW_CONSTANTS on the *training* split, from the
+submitted values, exactly as the references are fitted (least squares in the
+task's residual space; for a Type II law each training group's local
+parameters come from the submission's own ``fit`` at every step), and S_N is
+the smaller of the two scores: as submitted and refitted. An honest law whose
+constants were fitted on the training split scores as before (its refit barely
+moves); constants tuned on the test split gain nothing, because the refit
+lands where an honest fit does.
+
+The optimiser is trusted code in the scorer: a Levenberg-Marquardt loop with
+forward-difference Jacobians. The submission only ever runs in the sandbox,
+which is asked for predictions at the constants the optimiser chooses (one
+batch per iteration: the current point and a step along each constant), so
+the submission cannot tamper with the fit itself. A law that will not run at
+other values of its constants (it breaks when a constant moves by a
+millionth) cannot be refitted, and its S_N is 0 with the reason.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from lawlab.fitting import to_residual_space
+from lawlab.submission_runs import Job, RunResult
+from lawlab.tasks import GROUP_COL, Task
+from lawlab.world import residual_space
+
+MAX_ITERATIONS = 25
+SECONDS = 60.0         # the refit's own time limit (the sandbox limits each batch)
+MAX_GROUPS = 8         # Type II: training groups the shared constants are refitted on
+STEP = 1e-6            # relative finite-difference step
+TOL = 1e-9             # relative cost improvement that ends the fit
+
+Runner = Callable[[Sequence[Job]], Awaitable[RunResult]]
+
+
+@dataclass
+class RefitOutcome:
+    ok: bool
+    message: str
+    constants: dict[str, float] = field(default_factory=dict)
+    rss_submitted: float = float("nan")
+    rss_refit: float = float("nan")
+    iterations: int = 0
+
+
+def training_groups(task: Task) -> list[tuple[str, np.ndarray]]:
+    """The rows the refit uses: the whole training split (Type I), or up to
+    MAX_GROUPS training groups spread over the list (Type II)."""
+    train = task.train
+    if not task.meta.multi_group:
+        return [("train", np.arange(len(train)))]
+    labels = sorted(train[GROUP_COL].astype(str).unique())
+    if len(labels) > MAX_GROUPS:
+        labels = [labels[round(i * (len(labels) - 1) / (MAX_GROUPS - 1))]
+                  for i in range(MAX_GROUPS)]
+    col = train[GROUP_COL].astype(str).to_numpy()
+    return [(g, np.flatnonzero(col == g)) for g in labels]
+
+
+def _jobs(task: Task, parts: list[tuple[str, np.ndarray]], points: Sequence[dict[str, float]]
+          ) -> list[Job]:
+    train, inputs = task.train, task.meta.input_names
+    y = train[task.meta.target.name].to_numpy(float)
+    out = []
+    for k, theta in enumerate(points):
+        for g, rows in parts:
+            x = train.iloc[rows][inputs]
+            out.append(Job(f"refit{k}/{g}", x,
+                           x if task.meta.multi_group else None,
+                           y[rows] if task.meta.multi_group else None,
+                           seed=20260514, law_constants=dict(theta)))
+    return out
+
+
+async def refit(task: Task, constants: dict[str, float], run: Runner,
+                seconds: float = SECONDS) -> RefitOutcome:
+    """LAW_CONSTANTS refitted on the training split from ``constants`` (module docstring)."""
+    names = [n for n, v in constants.items() if math.isfinite(v)]
+    if not names:
+        return RefitOutcome(True, "no LAW_CONSTANTS to refit", {})
+    parts = training_groups(task)
+    y_all = task.train[task.meta.target.name].to_numpy(float)
+    space = residual_space(task.meta.metric, y_all)
+    y_t = np.concatenate([to_residual_space(y_all[rows], space) for _, rows in parts])
+    big = 1e3 * (float(np.std(y_t)) or 1.0)
+    deadline = time.monotonic() + seconds
+
+    async def residuals(points: list[np.ndarray]) -> list[np.ndarray | None]:
+        thetas = [dict(zip(names, map(float, p))) for p in points]
+        result = await run(_jobs(task, parts, thetas))
+        out: list[np.ndarray | None] = []
+        for k in range(len(points)):
+            preds = [result.predictions.get(f"refit{k}/{g}") if result.status == "ok" else None
+                     for g, _ in parts]
+            if any(p is None for p in preds):
+                out.append(None)
+                continue
+            pred = np.concatenate([np.asarray(p, float) for p in preds if p is not None])
+            r = to_residual_space(pred, space) - y_t
+            out.append(np.where(np.isfinite(r), r, big))
+        return out
+
+    theta = np.array([float(constants[n]) for n in names])
+    steps = np.where(theta != 0, np.abs(theta) * STEP, STEP)
+    probe = [theta] + [theta + steps[i] * np.eye(len(theta))[i] for i in range(len(theta))]
+    first = await residuals(probe)
+    if first[0] is None:
+        return RefitOutcome(False, "the law does not run on the training split at its "
+                                   "submitted constants, so it cannot be refitted there")
+    broken = [names[i] for i, r in enumerate(first[1:]) if r is None]
+    if broken:
+        return RefitOutcome(False, f"the law stops running when {', '.join(broken)} moves by a "
+                                   "millionth of its value: its constants cannot be refitted")
+    r0 = first[0]
+    assert r0 is not None
+    cost0 = float(r0 @ r0)
+    cost, lam, iterations = cost0, 1e-3, 0
+    cols = [first[1 + i] for i in range(len(theta))]
+    while iterations < MAX_ITERATIONS and time.monotonic() < deadline:
+        iterations += 1
+        jac = np.column_stack([(c - r0) / steps[i] for i, c in enumerate(cols)
+                               if c is not None])
+        g = jac.T @ r0
+        a = jac.T @ jac
+        improved = False
+        for _ in range(8):  # raise the damping until a step lowers the cost
+            try:
+                delta = np.linalg.solve(a + lam * np.diag(np.maximum(np.diag(a), 1e-300)), -g)
+            except np.linalg.LinAlgError:
+                lam *= 10
+                continue
+            cand = theta + delta
+            steps_c = np.where(cand != 0, np.abs(cand) * STEP, STEP)
+            trial = await residuals([cand] + [cand + steps_c[i] * np.eye(len(cand))[i]
+                                              for i in range(len(cand))])
+            rc = trial[0]
+            c_cost = float(rc @ rc) if rc is not None else math.inf
+            if rc is not None and c_cost < cost:
+                done = (cost - c_cost) <= TOL * max(cost, 1e-300)
+                theta, r0, cost, steps = cand, rc, c_cost, steps_c
+                cols = trial[1:]
+                lam = max(lam / 10, 1e-12)
+                improved = True
+                break
+            lam *= 10
+            if time.monotonic() > deadline:
+                break
+        if not improved or done or any(c is None for c in cols):
+            break
+    return RefitOutcome(True, f"refitted on {sum(len(r) for _, r in parts)} training rows in "
+                              f"{iterations} iterations", dict(zip(names, map(float, theta))),
+                        cost0, cost, iterations)
