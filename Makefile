@@ -13,7 +13,7 @@ WORLD_KEY ?= $(dir $(TASKS_DIR))world-key
 PROTOS := $(shell find protos -name '*.proto')
 GEN_STAMP := libs/lawlab/common/v1/common_pb2.py
 
-.PHONY: install apt deps proto sandbox-access tasks node-client certs run test typecheck test-all baselines lint clean distclean deploy deploy-dry-run undeploy docker base-image images push-images test-images test-load test-faults test-fuzz test-redteam test-bench test-keys loadtest
+.PHONY: install apt deps proto sandbox-access tasks node-client certs run test typecheck test-all baselines lint clean distclean deploy deploy-dry-run undeploy docker base-image images push-images test-images test-load test-faults test-fuzz test-redteam test-bench test-keys test-attacks loadtest
 
 install: apt deps proto sandbox-access tasks node-client
 
@@ -126,6 +126,10 @@ test-bench: install
 # and the key-dependent tests (marker world_key) run against it; figures in bench/RESULTS.md
 test-keys: install
 	$(PY) bench/key_sweep.py --keys 5
+
+# scoring under attack (issue #31): the attacks that score real submissions end to end
+test-attacks: install
+	$(BIN)/pytest -q -m attacks tests/integration/test_scoring_attacks.py
 
 test-fuzz: install
 	LAWLAB_FUZZ_EXAMPLES=$${LAWLAB_FUZZ_EXAMPLES:-200} $(BIN)/pytest -q tests/integration/test_fuzz.py

@@ -1,6 +1,9 @@
 """Runs the built-in agents over the whole task library, both settings, as one
 campaign through real services, and writes docs/baselines.md (the table users
-compare LLMs to) with docs/baselines.png.
+compare LLMs to) with docs/baselines.png, and docs/tasks.md and docs/worlds.md
+from the same library: the public development release (`lawlab tasks build
+--public`, built into var/baselines/tasks when missing), which anyone can
+rebuild byte for byte and re-run; every doc names its release.
 
     .venv/bin/python bench/baselines.py [--agents template sr experimenter data-blind] [--seed 1]
         [--tasks all] [--out-dir docs] [--data-dir var/baselines]
@@ -103,8 +106,29 @@ def _campaign(stub, name: str, agents: list[str], tasks: list[str], args) -> lis
     return list(stub.ListTrials(agent_pb2.ListTrialsRequest(campaign_id=snap.campaign_id)).trials)
 
 
+def public_library(path: Path, as_is: bool = False) -> TaskLibrary:
+    """The public development release at ``path``, built with lawlab's published key
+    when it is missing or was built with another key (``as_is``: the library at
+    ``path`` whatever its key, for the smoke run)."""
+    if as_is:
+        return TaskLibrary(path)
+    from lawlab import worldkey
+    from lawlab.taskbuild.build import build_all
+
+    key = worldkey.public()
+    suite = path / "SUITE.json"
+    import json
+
+    if not (path / "MANIFEST.json").exists() or not suite.exists() or \
+            json.loads(suite.read_text()).get("world_fingerprint") != key.fingerprint:
+        print(f"building the public development release into {path} ...", flush=True)
+        worldkey.write_public(worldkey.default_path(path))
+        build_all(path, key=key)
+    return TaskLibrary(path)
+
+
 def run(args: argparse.Namespace) -> tuple[list, dict]:
-    library = TaskLibrary(ROOT / "var" / "tasks")
+    library = public_library(Path(args.library), args.as_is)
     data = Path(args.data_dir)
     cluster = Cluster(library.root, data, log_dir=data / "logs")
     cluster.start()
@@ -172,6 +196,31 @@ def spent_minutes(data_dir: Path, seconds: float) -> float:
     with log.open("a") as f:
         f.write(f"{seconds:.1f}\n")
     return sum(float(x) for x in log.read_text().split()) / 60
+
+
+UPPER_BOUND = {"experimenter"}  # knows the generator's space: reported apart
+
+
+def _validity_labels(library: TaskLibrary) -> list[str]:
+    """S_V of the labelled wrong-mechanism and right-but-weak laws (issue #30),
+    each fitted on its task's training split, in-process with the judge's plan."""
+    from lawlab.taskbuild import validity_labels
+
+    results = validity_labels.score_all(library)
+    out = ["", "## Does S_V grade the science? Labelled laws", "",
+           "Laws whose verdict is known in advance (`libs/lawlab/taskbuild/"
+           "validity_labels.yaml`, each with the reason), fitted on the training split and "
+           "judged with the task's rubric on its use range (docs/judges.md): *wrong* "
+           "mechanisms that fit the data must fail, *weak* but right ones must pass.", "",
+           "| set | laws | disciplines | mean S_V | S_V = 1 | mean S_N |", "|---|---|---|---|---|---|"]
+    for label in ("wrong", "weak"):
+        rs = [r for r in results if r.law.label == label]
+        if rs:
+            out.append(f"| {label} | {len(rs)} | {len({r.discipline for r in rs})} | "
+                       f"{statistics.mean(r.s_v for r in rs):.3f} | "
+                       f"{sum(r.s_v >= 1.0 for r in rs)} | "
+                       f"{statistics.mean(r.s_n for r in rs):.3f} |")
+    return out
 
 
 def _notes(commit: str) -> list[str]:
@@ -257,12 +306,18 @@ def _goals(trials: list, agents: list[str], library: TaskLibrary, args: argparse
 def write(trials: list, control_scores: dict, args: argparse.Namespace) -> None:
     from lawlab.cli.campaign import rows_from_trials
     from lawlab.report import write_report
+    from lawlab.taskbuild.catalogue import catalogue, worlds_catalogue
 
-    library = TaskLibrary(ROOT / "var" / "tasks")
+    library = TaskLibrary(Path(args.library))
     docs = Path(args.out_dir)
+    # one release for every doc: the catalogue and the mechanisms come from the very
+    # library the agents ran on
+    (docs / "tasks.md").write_text(catalogue(library.root))
+    (docs / "worlds.md").write_text(worlds_catalogue(library.root))
     write_report(rows_from_trials(trials, library.root), docs / "baselines-report",
                  f"built-in agents ({', '.join(args.agents)}), seed {args.seed}")
-    agents = args.agents
+    agents = [a for a in args.agents if a not in UPPER_BOUND]
+    bound = [a for a in args.agents if a in UPPER_BOUND]
     by = {(t.agent, t.task_id, t.setting): t for t in trials}
     errors = [t for t in trials if t.status == agent_pb2.TRIAL_STATUS_ERROR]
     walls = defaultdict(list)
@@ -272,7 +327,10 @@ def write(trials: list, control_scores: dict, args: argparse.Namespace) -> None:
         "# Built-in agent baselines",
         "",
         f"Generated by `make baselines` ({time.strftime('%Y-%m-%d')}, seed {args.seed}, commit "
-        f"{args.commit}, {args.minutes:.1f} min of wall time on {os.cpu_count()} cores): every "
+        f"{args.commit}, release `{library.release}`: the public development release, "
+        "which `lawlab tasks build --public` rebuilds byte for byte; docs/tasks.md and "
+        f"docs/worlds.md come from the same library, {args.minutes:.1f} min of wall time on "
+        f"{os.cpu_count()} cores): every "
         f"task of the library ({len(library)}), both settings where the task has them, through "
         "real services on loopback, two trials at a time; the experimenter on the real-data "
         "tasks only (it hands problems without a literature to sr). Unsubmitted or failed "
@@ -312,6 +370,24 @@ def write(trials: list, control_scores: dict, args: argparse.Namespace) -> None:
                      f"{strict_mean(par, 's_s'):.3f} | {beats} of {len(real)} | "
                      f"{full} of {len(par)} | {med:.1f} s | "
                      f"{per_hour:.0f} |")
+    for a in bound:
+        par = [t for t in trials if t.agent == a and t.setting == PARALLEL]
+        real = [t for t in trials if t.agent == a and t.setting == REAL
+                and library.get(t.task_id).meta.suite == "real"]
+        full = sum(1 for t in par if val(t, "s_s") == 1.0)
+        lines += ["", f"## The generator's upper bound: `{a}`", "",
+                  f"`{a}` is handed the published forms and the task's public catalogue of "
+                  "mechanisms, the very space the world builder draws from; it enumerates it "
+                  "with designed experiments. Its Parallel score measures what knowing the "
+                  "generator buys, not discovery, so it is reported apart from the discovery "
+                  "baselines above and excluded from their goals; against an operator's "
+                  "private variants it cannot recover a world (tests/unit/"
+                  "test_private_variants.py).", "",
+                  "| agent | mean S_S (Parallel) | S_S = 1 | mean S_N (Real) | mean S_V (Real) |",
+                  "|---|---|---|---|---|",
+                  f"| {a} | {strict_mean(par, 's_s'):.3f} | {full} of {len(par)} | "
+                  f"{strict_mean(real, 's_n'):.3f} | {strict_mean(real, 's_v'):.3f} |"]
+    lines += _validity_labels(library)
     labels = {"constant": "constant (training mean, 3 significant figures)",
               "lookup_table": "lookup table (binned training means, np.interp)",
               "aggregate_constant": "training mean declared as a constant",
@@ -383,6 +459,10 @@ if __name__ == "__main__":
     ap.add_argument("--tasks", nargs="+", default=["all"], help="task ids (default: all)")
     ap.add_argument("--out-dir", default=str(ROOT / "docs"))
     ap.add_argument("--data-dir", default=str(ROOT / "var" / "baselines"))
+    ap.add_argument("--library", default=str(ROOT / "var" / "baselines" / "tasks"),
+                    help="the public development release (built there when missing)")
+    ap.add_argument("--as-is", action="store_true",
+                    help="use --library whatever its key (smoke runs; docs then describe it)")
     a = ap.parse_args()
     began = time.monotonic()
     a.commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT,

@@ -45,7 +45,7 @@ class Row:
     multi_group: bool = False
     suite: str = "real"
     trial_id: str = ""
-    world_fingerprint: str = ""  # the world key's fingerprint (the suite of Parallel worlds)
+    world_fingerprint: str = ""  # the release of the Parallel worlds (key fingerprint + worlds)
 
 
 class MixedSuites(ValueError):
@@ -523,7 +523,8 @@ def write_report(rows: Sequence[Row], out: Path, title: str, select: Any = None
           + ", ".join(sorted({r.agent for r in rows})) + ".", "",
           "Strict means count a missing, failed or non-finite score as 0; 'mean scored' "
           "averages finite scores only. Intervals: task bootstrap, 95%."
-          + (f" Parallel worlds: suite `{suite}` (the world key's fingerprint)." if suite else ""),
+          + (f" Parallel worlds: release `{suite}` (the world key's fingerprint and a hash of "
+             "every world served)." if suite else ""),
           "",
           "## Leaderboard", "", leaderboard_markdown(board), ""]
     md += [f"![{p}]({p})" for p in pictures] + [""]

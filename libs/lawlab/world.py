@@ -28,8 +28,8 @@ RHO = 0.9
 # the calibration aims above RHO by a stated margin: the builder computes the
 # world's *expected* residual-space R^2 exactly (the smoothed bootstrap's moments
 # are known, :meth:`World.noise_moments`), and the check that validates it
-# samples 40,000 observations, a standard error of at most 0.001 as measured: the
-# margin is twenty of them (docs/protocol.md, section 5)
+# samples 10,000 observations, a standard error of about 0.002 at most: the margin is
+# ten of them (docs/protocol.md, section 5)
 RHO_TARGET = 0.92
 DEBIAS_FRACTION = 0.25
 DEBIAS_MAX = 128

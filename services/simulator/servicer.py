@@ -154,6 +154,10 @@ class SimulatorServicer(simulator_pb2_grpc.SimulatorServiceServicer):
         self.data_dir = data_dir  # where uploaded trajectories are kept
         self.scoring = scoring
         self.library = library
+        # what sessions, submissions and through them trial records carry: the
+        # library's release (the key's fingerprint and its worlds), the key's
+        # fingerprint for a library built before releases
+        self.release = library.release or world_key.fingerprint
         self.ledger = ledger
         self.world_key = world_key
         self.auth = auth or Authenticator(ledger, None, mode="none")
@@ -250,7 +254,7 @@ class SimulatorServicer(simulator_pb2_grpc.SimulatorServiceServicer):
                               simulator_pb2.SESSION_STATE_UNSPECIFIED),
             epoch=row.epoch, created=_timestamp(row.created), last_used=_timestamp(row.last_used),
             idle_timeout_seconds=int(self.ledger.idle_seconds or 0),
-            world_fingerprint=self.world_key.fingerprint)
+            world_fingerprint=self.release)
 
     # ---- catalogue -----------------------------------------------------------
     async def ListTasks(self, request: simulator_pb2.ListTasksRequest,
@@ -297,7 +301,7 @@ class SimulatorServicer(simulator_pb2_grpc.SimulatorServiceServicer):
             row = await asyncio.to_thread(
                 self.ledger.open_session, uuid.uuid4().hex, task.task_id, setting, calls_max,
                 who.team, max_open, request.trial_id, who.token_id,
-                self.library.release or self.world_key.fingerprint,
+                self.release,
                 "" if who.role == "internal" else context.peer())
         except QuotaExceeded as err:
             QUOTA_REFUSALS.labels("open_sessions", who.team).inc()
@@ -556,7 +560,7 @@ class SimulatorServicer(simulator_pb2_grpc.SimulatorServiceServicer):
         if self.scoring is not None:
             self.scoring.wake.set()
         epoch = await asyncio.to_thread(self.ledger.epoch, stored.epoch)
-        return submissions.status_proto(stored, epoch, self.world_key.fingerprint, replayed)
+        return submissions.status_proto(stored, epoch, self.release, replayed)
 
     async def GetSubmission(self, request: simulator_pb2.GetSubmissionRequest,
                             context: grpc.aio.ServicerContext) -> simulator_pb2.SubmissionStatus:
@@ -568,7 +572,7 @@ class SimulatorServicer(simulator_pb2_grpc.SimulatorServiceServicer):
             raise NotFound(f"submission {shown(request.submission_id)} not found; ListSubmissions "
                            "shows yours")
         epoch = await asyncio.to_thread(self.ledger.epoch, row.epoch)
-        return submissions.status_proto(row, epoch, self.world_key.fingerprint)
+        return submissions.status_proto(row, epoch, self.release)
 
     async def ListSubmissions(self, request: simulator_pb2.ListSubmissionsRequest,
                               context: grpc.aio.ServicerContext) -> simulator_pb2.ListSubmissionsResponse:
@@ -581,7 +585,7 @@ class SimulatorServicer(simulator_pb2_grpc.SimulatorServiceServicer):
         rows = await asyncio.to_thread(self.ledger.submissions, epoch_id, owner)
         epoch = await asyncio.to_thread(self.ledger.epoch, epoch_id)
         return simulator_pb2.ListSubmissionsResponse(submissions=[
-            submissions.status_proto(r, epoch, self.world_key.fingerprint) for r in rows])
+            submissions.status_proto(r, epoch, self.release) for r in rows])
 
     # ---- housekeeping ---------------------------------------------------------------
     async def expire_idle_sessions(self) -> int:

@@ -56,8 +56,8 @@ def test_baselines_on_two_tasks(tmp_path):
     out = tmp_path / "docs"
     out.mkdir()
     _run(["bench/baselines.py", "--agents", "data-blind", "--tasks", "dnase_elisa",
-          "mercury_vapour_pressure", "--out-dir", str(out), "--data-dir", str(tmp_path / "data")],
-         timeout=1500)
+          "mercury_vapour_pressure", "--out-dir", str(out), "--data-dir", str(tmp_path / "data"),
+          "--library", str(ROOT / "var" / "tasks"), "--as-is"], timeout=1500)
     text = (out / "baselines.md").read_text()
     assert "dnase_elisa" in text and "mercury_vapour_pressure" in text
     assert (out / "baselines.png").stat().st_size > 0
@@ -67,3 +67,10 @@ def test_baselines_on_two_tasks(tmp_path):
     assert "| met |" in real or "tie the reference" in real, real
     parallel = next(line for line in goals if line.startswith("| Parallel: full recovery"))
     assert "| met |" in parallel or "S_S levels: " in parallel, parallel
+
+
+def test_key_sweep_quick(tmp_path):
+    """make test-keys' script on three fast tasks and one fresh key (issue #35)."""
+    out = _run(["bench/key_sweep.py", "--keys", "1", "--quick", "--out", str(tmp_path)],
+               timeout=1500)
+    assert "| key fingerprint |" in out and "| ok |" in out, out

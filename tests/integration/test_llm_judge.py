@@ -12,6 +12,7 @@ from pathlib import Path
 import grpc
 import pytest
 
+from lawlab import rubric
 from lawlab.common.v1 import common_pb2
 from lawlab.judge.v1 import judge_pb2, judge_pb2_grpc
 from lawlab.launcher import Cluster
@@ -66,10 +67,12 @@ def test_llm_validity_verdict_then_malformed_retry_then_null(cluster, library, t
             own_judge(cluster, tmp_path, llm) as judge:
         v = judge.JudgeValidity(req(), timeout=120)
         assert v.status == common_pb2.RUN_STATUS_OK and v.backend == judge_pb2.JUDGE_BACKEND_LLM
-        # S_V = M / N over the rubric items, as the deterministic backend computes it;
-        # the anti-hacking gate is a gate (anti_hacking_passed), not an item
-        n = len(ids)
-        assert v.s_v == pytest.approx((n - 1) / n) and v.anti_hacking_passed
+        # S_V is the weighted share of items that hold, as the deterministic backend
+        # computes it (lawlab.rubric.weight); the anti-hacking gate is a gate
+        # (anti_hacking_passed), not an item
+        weights = [rubric.weight(it) for it in library.get(TASK).rubric()]
+        assert v.s_v == pytest.approx((sum(weights) - weights[0]) / sum(weights))
+        assert v.anti_hacking_passed
         assert [i.item_id for i in v.items] == ids
         assert v.items[0].evidence == f"checked {ids[0]}" and not v.items[0].passed
         v = judge.JudgeValidity(req(), timeout=120)

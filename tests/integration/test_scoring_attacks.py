@@ -60,6 +60,7 @@ def _fit_on(task, ref, frame):
 
 # finding 1 (HIGH): the held-out targets are rebuildable from the public data, and a
 # published form fitted on them bought S_N 1.000 on puromycin (0.939 steam, 0.749 mercury)
+@pytest.mark.attacks
 @pytest.mark.parametrize("task_id", ["puromycin_enzyme_kinetics", "steam_saturation_pressure",
                                      "dnase_elisa"])
 def test_constants_fitted_on_the_rebuilt_test_split_gain_nothing(scorer, library, task_id):
@@ -81,6 +82,7 @@ def test_constants_fitted_on_the_rebuilt_test_split_gain_nothing(scorer, library
     assert honest.s_n == pytest.approx(0.5, abs=0.005)
 
 
+@pytest.mark.attacks
 def test_a_law_that_breaks_off_its_submitted_constants_cannot_dodge_the_refit(scorer, library):
     """The refit needs the law at other values of its constants; a law that refuses
     them keeps nothing of its tuned score."""
@@ -185,6 +187,7 @@ def _scored_at(public, team: str, sub_id: str, timeout: float = 240) -> tuple[di
 
 
 # finding 2 (HIGH): one submission froze the structure judge and all scoring
+@pytest.mark.attacks
 def test_a_power_tower_gets_a_verdict_and_the_queue_moves_on(public):
     with _team(public, "alpha") as sim:
         sid = sim.open("mercury_vapour_pressure", "parallel")["session_id"]
@@ -215,6 +218,7 @@ def test_a_twenty_thousand_term_sum_is_refused_naming_the_limit(public):
 
 
 # finding 3 (MEDIUM): one FIFO queue; one team's endless laws blocked everyone
+@pytest.mark.attacks
 def test_slow_submissions_of_two_teams_interleave_with_a_third_teams_fast_ones(public):
     slow_tasks = ["calcium_uptake", "alga_cadmium"]
     slow = [(team, _real(public, team, task, LOOPS.replace('"conc"', f'"{col}"')))

@@ -82,12 +82,13 @@ def test_proposals_enter_the_same_screen_and_the_answer_key(tmp_path):
                            .read_text())
     record = synthesis["llm_proposals"]
     assert len(record["proposed"]) == 2 and len(record["rejected"]) == 5
-    # each proposal went through the screens of the grammar's pieces
-    for expr in record["proposed"]:
-        assert set(record["screened"][expr]) >= {"execution", "adequacy", "effect", "rubric"}
-    rows = synthesis["singles"]
-    assert sum(r["kind"] == "llm_proposal" for r in rows) == 2
-    assert sum(r["kind"] != "llm_proposal" for r in rows) >= 4
+    # each proposal went through the catalogue's screens, beside the cited mechanisms
+    assert sorted(record["screened"]) == ["llm_1", "llm_2"]
+    for screens in record["screened"].values():
+        assert {"origin", "neutral", "execution"} <= set(screens)
+    rows = synthesis["catalogue"]
+    assert sum(r["id"].startswith("llm_") for r in rows) == 2
+    assert sum(not r["id"].startswith("llm_") for r in rows) >= 4
     # the same proposals and key give the same world
     for part in ("eval/synthesis.json", "simulator/world.json"):
         assert (tmp_path / "a" / "newton_cooling" / part).read_bytes() == \

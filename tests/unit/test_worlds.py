@@ -1,5 +1,7 @@
 """Parallel worlds that stay secret (issue #15): the operator's key decides them,
-the public code and data cannot replay them, and the noise cannot be inverted.
+the public code and data cannot replay them, and the noise cannot be inverted;
+and worlds a domain scientist would sign (issue #29): one for every task, a third
+with several mechanisms.
 
 Each attack is run as an outsider would with the repository in hand, and each
 test also shows it would catch the weakness it guards against (the old,
@@ -22,11 +24,9 @@ from lawlab.taskbuild.specs import SPECS
 from lawlab.world import World
 
 SPEC = {s.task_id: s for s in SPECS}
-# fast tasks of both types; the rebuilds below take about 10 s each
-# (brain_body_allometry never gets a world: each grammar piece is absorbed by the power
-# law or breaks its cited monotonicity; eval/synthesis.json says which)
-SAMPLE = ["mercury_vapour_pressure", "metal_fatigue_crack", "island_species_area",
-          "mammal_running_speed", "dnase_elisa"]
+# fast tasks; the rebuilds below take 10-30 s each
+SAMPLE = ["hill_race_times", "island_species_area", "mammal_running_speed",
+          "heart_rate_baroreflex"]
 
 
 def _law(root: Path, task_id: str) -> dict | None:
@@ -35,7 +35,7 @@ def _law(root: Path, task_id: str) -> dict | None:
 
 
 def _structure(law: dict | None) -> tuple:
-    return tuple(sorted(p["kind"] + ":" + p["description"] for p in law["pieces"])) if law else ()
+    return tuple(sorted(p["id"] for p in law["pieces"])) if law else ()
 
 
 def _hashes(root: Path, task_id: str) -> dict[str, str]:
@@ -78,34 +78,29 @@ def test_the_operator_rebuild_is_byte_identical(tasks_dir, rebuilds):
 
 @pytest.mark.parametrize("who", ["key-a", "key-b"])
 def test_without_the_key_the_served_worlds_are_not_reproduced(tasks_dir, rebuilds, who):
-    """Whether a task has a world at all depends on the key (a draw may fail every
-    screen), so a served world that the rebuild lacks is not reproduced either."""
     served = {t: _law(tasks_dir, t) for t in SAMPLE}
     rebuilt = {t: _law(rebuilds[who], t) for t in SAMPLE}
-    assert sum(bool(law) for law in served.values()) >= 2, served  # never vacuous
-    same = [t for t in SAMPLE if served[t] and rebuilt[t]
-            and served[t]["constants"] == rebuilt[t]["constants"]
-            and _structure(served[t]) == _structure(rebuilt[t])]
-    # different constants on every task, even where two keys draw the same pieces
-    # (shaping always applies the keyed magnitude, per-group spreads included)
+    both = [t for t in SAMPLE if served[t] and rebuilt[t]]
+    assert len(both) >= 2, (served, rebuilt)  # never vacuous
+    # different constants on every task, even where two keys draw the same mechanisms
+    # (the key sets each mechanism's magnitude within 0.5-1.5 x the supported departure)
+    same = [t for t in both if served[t]["constants"] == rebuilt[t]["constants"]]
     assert not same, f"laws reproduced without the key: {same}"
-    for t in SAMPLE:
-        if served[t] and rebuilt[t]:
-            a = (tasks_dir / t / "simulator" / "world.json").read_bytes()
-            assert a != (rebuilds[who] / t / "simulator" / "world.json").read_bytes()
-    # the structure differs somewhere (the served key is random per library, so
-    # "most" is shown between two fixed keys below)
-    assert [_structure(served[t]) for t in SAMPLE] != [_structure(rebuilt[t]) for t in SAMPLE]
+    for t in both:
+        a = (tasks_dir / t / "simulator" / "world.json").read_bytes()
+        assert a != (rebuilds[who] / t / "simulator" / "world.json").read_bytes()
 
 
-def test_two_keys_give_different_structure_on_most_tasks(rebuilds):
+def test_two_fixed_keys_draw_different_structure_somewhere(rebuilds):
     a = {t: _law(rebuilds["key-a"], t) for t in SAMPLE}
     b = {t: _law(rebuilds["key-b"], t) for t in SAMPLE}
     both = [t for t in SAMPLE if a[t] and b[t]]
-    differ = [t for t in both if _structure(a[t]) != _structure(b[t])]
-    assert len(differ) > len(both) / 2, {t: (_structure(a[t]), _structure(b[t])) for t in both}
+    assert both
+    assert any(_structure(a[t]) != _structure(b[t]) for t in both), \
+        {t: (_structure(a[t]), _structure(b[t])) for t in both}
 
 
+@pytest.mark.world_key
 def test_names_of_added_constants_never_collide(library):
     for task in library:
         if not task.has_world():
@@ -118,19 +113,51 @@ def test_names_of_added_constants_never_collide(library):
         assert not new & taken, (task.task_id, new & taken)
 
 
-def test_worlds_have_one_to_three_pieces_and_some_have_several(library):
-    """Partial recovery (0.75) is measurable. How many served worlds have several
-    pieces depends on the key (2 to 6 in the libraries built so far: most drawn
-    combinations have a piece absorbed by the others), so the key-independent part
-    is asserted on the admissible space and the served library needs only one."""
-    counts = [len(t.hidden_law().pieces) for t in library if t.has_world()]
-    assert counts and all(1 <= c <= 3 for c in counts)
-    assert sum(c >= 2 for c in counts) >= 1
-    several = [t.task_id for t in library if t.meta.suite == "real"
-               and (t.root / "eval" / "synthesis.json").exists()
-               and sum(v for k, v in json.loads((t.root / "eval" / "synthesis.json").read_text())
-                       .get("combinations", {}).items() if int(k) >= 2) > 0]
-    assert len(several) >= 10, several
+# Real tasks without a Parallel world, and why (issue #29 stays open while any is here)
+WITHOUT_WORLD = {
+    "mysid_effluent": "the five dilutions support one catalogued mechanism of the "
+                      "log-logistic (background exposure in the dilution water; the others "
+                      "are fitted to their neutral values), and a simulated budget cannot "
+                      "tell it from the grammar's multiplicative correction even at 0.01 of "
+                      "the noise",
+}
+
+
+@pytest.mark.world_key
+def test_every_real_task_has_a_world_and_a_third_have_several_pieces(library):
+    """Issue #29: the paper instantiates every problem in both settings; partial
+    recovery (0.75) is measurable only on worlds with several pieces."""
+    real = [t for t in library if t.meta.suite == "real"]
+    missing = {t.task_id: json.loads((t.root / "eval" / "synthesis.json").read_text())
+               .get("no_world") for t in real if not t.has_world()}
+    # the one open gap of issue #29, named so that this fails when another task loses
+    # its world and when this one gains one
+    assert set(missing) == set(WITHOUT_WORLD), missing
+    counts = [len(t.hidden_law().pieces) for t in real if t.has_world()]
+    assert all(1 <= c <= 3 for c in counts)
+    assert sum(c >= 2 for c in counts) >= len(real) / 3, counts
+
+
+@pytest.mark.world_key
+def test_every_world_is_a_cited_mechanism_with_its_sign_inside_its_range(library):
+    for task in library:
+        if task.meta.suite != "real" or not task.has_world():
+            continue
+        law = task.hidden_law()
+        mechanisms_ = [p for p in law.pieces if p["kind"] == "mechanism"]
+        if not mechanisms_:  # a change of sharing alone: only where no mechanism was admissible
+            record = json.loads((task.root / "eval" / "synthesis.json").read_text())
+            assert law.pieces and all(p["kind"] == "sharing" for p in law.pieces), task.task_id
+            sharing = {p["id"] for p in law.pieces}
+            assert not [a for a in record["admissible"] if not a.startswith(("shared_",
+                                                                             "per_group_"))], \
+                (task.task_id, record["admissible"], sharing)
+        for p in mechanisms_:
+            assert p["citation"] and p["rationale"], (task.task_id, p["id"])
+            for name, (lo, hi) in p["bounds"].items():
+                values = (list(law.local[name].values()) if name in law.local
+                          else [law.constants[name]])
+                assert all(lo <= v <= hi for v in values), (task.task_id, name, values)
 
 
 # ---- the noise --------------------------------------------------------------------
@@ -207,49 +234,28 @@ def test_the_pick_and_averaging_attacks_gain_nothing(library):
     assert err["new"][0] >= 0.99 * err["new"][1]
 
 
-def _dnase_builder(key: worldkey.WorldKey):
-    import pandas as pd
+def test_two_keys_drawing_the_same_mechanism_still_differ_in_its_magnitude():
+    """The case of issue #15 (two keys drew one piece and the laws coincided): the key
+    sets a mechanism's magnitude within 0.5-1.5 x the departure the records support,
+    so the same mechanism under two keys gives two laws, both admissible."""
+    from lawlab.taskbuild import build, mechanisms, worlds
 
-    from lawlab.taskbuild import worlds
-    spec = SPEC["dnase_elisa"]
-    df = spec.load().reset_index(drop=True)
-    pooled = pd.concat(list(spec.split(df).values()), ignore_index=True)
-    caps = {"max_points_per_call": 10, "max_experiment_calls": 10, "max_samples_per_point": 3}
-    builder = worlds.WorldBuilder(spec.task_id, pooled, spec.target["name"], spec.inputs,
-                                  spec.metric, spec.multi_group, spec.rubric, caps, key)
-    refs = [worlds.Reference(r.name, r.expr, list(r.global_names), list(r.local_names),
-                             dict(r.init)) for r in spec.references]
-    base, base_fit, _ = builder.select_base(refs)
-    return builder, refs, base, base_fit
-
-
-def test_two_keys_drawing_the_same_piece_still_differ_in_its_constants():
-    """The dnase_elisa case of issue #15: two keys drew one per-group piece alone and
-    its values stayed where the fit to the data put them, so the laws coincided.
-    Shaping now always applies the keyed magnitude (an added term's constant, or a
-    per-group parameter's spread about its median)."""
-    from lawlab.taskbuild import synthesis
-    out: dict[str, list] = {}
+    spec = SPEC["island_species_area"]
+    parts = build.split_parts(spec)
+    got = []
     for label in ("a", "b"):
-        builder, refs, base, base_fit = _dnase_builder(
-            worldkey.WorldKey(f"issue 15 operator {label} ...........".encode()))
-        start = {**base.init, **base_fit.constants,
-                 **{n: float(np.median(list(t.values()))) for n, t in base_fit.local.items()}}
-        name = base.global_names[0]
-        per_group = synthesis.Piece("per_group_parameter", "", f"{name} per group", {}, {},
-                                    per_group=name)
-        term = synthesis.Piece("added_term", "conc", "zz_new * log(conc)", {"zz_new": 0.0},
-                               {"zz_new": 0.0}, lambda e: f"{e} + zz_new * log(conc)")
-        got = []
-        for piece in (per_group, term):
-            cand = synthesis.compose(base.expr, base.global_names, base.local_names, [piece])
-            builder.evaluate_candidate(cand, start, base_fit, refs, "t")
-            assert "could not be applied" not in cand.screen["effect"], cand.screen
-            got.append(cand.local[name] if piece is per_group else cand.constants["zz_new"])
-        out[label] = got
-    (table_a, c_a), (table_b, c_b) = out["a"], out["b"]
-    assert c_a != c_b
-    assert table_a != table_b
-    # both keep the fit's centre: the key scales the spread, it does not move the law
-    mid_a, mid_b = (float(np.median(list(t.values()))) for t in (table_a, table_b))
-    assert abs(mid_a - mid_b) <= 0.1 * max(abs(mid_a), abs(mid_b))
+        key = worldkey.WorldKey(f"issue 15 operator {label} ...........".encode())
+        builder, refs = build.world_builder(spec, parts, key)
+        base, base_fit, _ = builder.select_base(refs)
+        names = {r.name: [*r.global_names, *r.local_names] for r in refs}
+        variant = next(v for v in mechanisms.parse_catalogue(spec.variants, spec.task_id,
+                                                             ["area"], names)
+                       if v.base == base.name and v.id == "small_island_floor")
+        factor = worlds.MAGNITUDE[0] + (worlds.MAGNITUDE[1] - worlds.MAGNITUDE[0]) * \
+            key.uniform("magnitude", spec.task_id, variant.id)
+        cand = worlds.compose(base, [variant])
+        builder.screen(cand, base, base_fit, refs, factor)
+        assert cand.screen["adequacy"] == "pass", cand.screen
+        got.append(cand.constants["s0"])
+    assert got[0] != got[1]
+    assert 0 < min(got)  # both keep the mechanism's sign: a floor, not a hole

@@ -42,7 +42,7 @@ def external_rows(ledger: Ledger, epoch_id: str, library: TaskLibrary) -> list[R
             s_s=s.s_s if released else None,
             discipline=meta.discipline if meta else "", multi_group=bool(meta and meta.multi_group),
             suite=meta.suite if meta else "real", trial_id=s.submission_id,
-            world_fingerprint=library.world_fingerprint or ""))
+            world_fingerprint=library.release or library.world_fingerprint or ""))
     return rows
 
 

@@ -97,10 +97,22 @@ def cmd_tasks_validate(args: argparse.Namespace) -> int:
 
 
 def cmd_tasks_audit(args: argparse.Namespace) -> int:
+    from lawlab import validity
     from lawlab.taskbuild.controls import rubric_audit
     from lawlab.tasks import TaskLibrary
 
     library = TaskLibrary(Path(args.tasks_dir))
+    if args.labels or args.judges_md:
+        from lawlab.taskbuild import validity_labels
+
+        block = validity_labels.markdown(validity_labels.score_all(library))
+        if args.judges_md:
+            path = Path(args.judges_md)
+            path.write_text(validity_labels.replace_block(path.read_text(), block))
+            print(f"wrote the labelled sets into {path}")
+        else:
+            print(block)
+        return 0
     specs = {}
     if args.specs:
         from lawlab.taskbuild.specs import load_specs
@@ -119,7 +131,7 @@ def cmd_tasks_audit(args: argparse.Namespace) -> int:
         n = len(audits[0].verdicts)
         print(f"{task_id} ({n} items)")
         for audit in audits:
-            s_v = audit.passed / n if n else 0.0
+            s_v = validity.s_v(audit.verdicts, True)
             must_pass = "(best)" in audit.law or audit.law == "hidden law"
             bad = must_pass and audit.passed < n
             trouble += bad
@@ -253,6 +265,10 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
                    help="judge the rubrics of the task specifications in the source tree "
                         "(taskbuild/tasks/*.yaml) instead of the built ones")
     p.add_argument("--failures", action="store_true", help="print only the failing verdicts")
+    p.add_argument("--labels", action="store_true",
+                   help="S_V of the labelled wrong-mechanism and right-but-weak laws (Markdown)")
+    p.add_argument("--judges-md", help="write that table into this file's labelled-sets block "
+                                       "(docs/judges.md)")
     p.set_defaults(func=cmd_tasks_audit)
     p = tasks.add_parser("show", help="one task's metadata (--answer-key: references, law)")
     with_dirs(p)

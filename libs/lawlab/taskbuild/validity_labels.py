@@ -127,8 +127,10 @@ def heldout_s_n(task: Task, law: LabelledLaw, constants: Mapping[str, float]) ->
         fit_rows = held["test_fit"][held["test_fit"][GROUP_COL] == g]
         consts = dict(constants)
         if law.local:
+            data: dict[str, Any] = {n: fit_rows[n].to_numpy(float) for n in inputs}
+            data.update({k: np.float64(v) for k, v in constants.items() if k not in law.local})
             try:
-                res = fit_expression(e, {n: fit_rows[n].to_numpy(float) for n in inputs},
+                res = fit_expression(e, data,
                                      fit_rows[target].to_numpy(float), list(law.local),
                                      {**law.init, **{k: v for k, v in constants.items()
                                                      if k in law.local}},
@@ -170,3 +172,38 @@ def score(task: Task, law: LabelledLaw) -> LabelResult:
 
 def score_all(library: Any, labels: Sequence[LabelledLaw] | None = None) -> list[LabelResult]:
     return [score(library.get(law.task), law) for law in (labels or load())]
+
+
+BEGIN, END = "<!-- validity-labels:begin -->", "<!-- validity-labels:end -->"
+
+
+def markdown(results: Sequence[LabelResult]) -> str:
+    """The labelled sets as docs/judges.md shows them: the bars, then every law."""
+    import statistics
+
+    lines = [BEGIN, "",
+             "| set | laws | disciplines | tasks | mean S_V | S_V = 1 | S_V >= 0.9 | mean S_N |",
+             "|---|---|---|---|---|---|---|---|"]
+    for label in KINDS:
+        rs = [r for r in results if r.law.label == label]
+        if rs:
+            lines.append(
+                f"| {label} | {len(rs)} | {len({r.discipline for r in rs})} | "
+                f"{len({r.law.task for r in rs})} | {statistics.mean(r.s_v for r in rs):.3f} | "
+                f"{sum(r.s_v >= 1.0 for r in rs)} | {sum(r.s_v >= 0.9 for r in rs)} | "
+                f"{statistics.mean(r.s_n for r in rs):.3f} |")
+    lines += ["", "<details><summary>Every labelled law, its S_V and S_N, and why it is "
+              "labelled so</summary>", "",
+              "| task | set | law | S_V | S_N | why |", "|---|---|---|---|---|---|"]
+    for r in sorted(results, key=lambda r: (r.law.task, r.law.label, r.law.law)):
+        law = r.law.law.replace("|", "\\|")
+        lines.append(f"| {r.law.task} | {r.law.label} | `{law}` | {r.s_v:.3f} | {r.s_n:.3f} | "
+                     f"{r.law.why.replace('|', '/')} |")
+    lines += ["", "</details>", "", END]
+    return "\n".join(lines)
+
+
+def replace_block(text: str, block: str) -> str:
+    """``text`` with its labelled-sets block replaced by ``block``."""
+    start, end = text.index(BEGIN), text.index(END) + len(END)
+    return text[:start] + block + text[end:]
