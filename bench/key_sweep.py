@@ -7,7 +7,7 @@ identifiability, build and test time.
 
     .venv/bin/python bench/key_sweep.py [--keys 5] [--out var/keys] [--quick]
 
-``make test-keys`` runs it with 5 keys (about 20 min a key on 2 cores); ``--quick``
+``make test-keys`` runs it with 5 keys (about 5 min a key on 2 cores: 25 min); ``--quick``
 builds three fast tasks per key (the bench smoke test).
 """
 
