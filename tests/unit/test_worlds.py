@@ -113,16 +113,6 @@ def test_names_of_added_constants_never_collide(library):
         assert not new & taken, (task.task_id, new & taken)
 
 
-# Real tasks without a Parallel world, and why (issue #29 stays open while any is here)
-WITHOUT_WORLD = {
-    "mysid_effluent": "the five dilutions support one catalogued mechanism of the "
-                      "log-logistic (background exposure in the dilution water; the others "
-                      "are fitted to their neutral values), and a simulated budget cannot "
-                      "tell it from the grammar's multiplicative correction even at 0.01 of "
-                      "the noise",
-}
-
-
 @pytest.mark.world_key
 def test_every_real_task_has_a_world_and_a_third_have_several_pieces(library):
     """Issue #29: the paper instantiates every problem in both settings; partial
@@ -130,9 +120,7 @@ def test_every_real_task_has_a_world_and_a_third_have_several_pieces(library):
     real = [t for t in library if t.meta.suite == "real"]
     missing = {t.task_id: json.loads((t.root / "eval" / "synthesis.json").read_text())
                .get("no_world") for t in real if not t.has_world()}
-    # the one open gap of issue #29, named so that this fails when another task loses
-    # its world and when this one gains one
-    assert set(missing) == set(WITHOUT_WORLD), missing
+    assert not missing, missing
     counts = [len(t.hidden_law().pieces) for t in real if t.has_world()]
     assert all(1 <= c <= 3 for c in counts)
     assert sum(c >= 2 for c in counts) >= len(real) / 3, counts
