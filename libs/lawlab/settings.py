@@ -61,7 +61,8 @@ class LLMEndpoint:
     base_url: str = ""  # LAWLAB_LLM_BASE_URL
     api_key: str = ""  # LAWLAB_LLM_API_KEY, else OPENAI_API_KEY
     api_key_file: str = ""  # LAWLAB_LLM_API_KEY_FILE (read when a policy starts)
-    retries: int = 4  # LAWLAB_LLM_RETRIES: calls per turn before the attempt fails
+    retries: int = 4  # LAWLAB_LLM_RETRIES: calls per turn before the turn is spent
+    dead_turns: int = 3  # LAWLAB_LLM_DEAD_TURNS: turns in a row with no reply fail the attempt
     backoff: float = 2.0  # LAWLAB_LLM_BACKOFF: first retry delay, seconds
     timeout: float = 600.0  # LAWLAB_LLM_TIMEOUT: seconds per call
 
@@ -121,6 +122,7 @@ class Settings:
             api_key=r.text("LAWLAB_LLM_API_KEY") or r.text("OPENAI_API_KEY"),
             api_key_file=r.text("LAWLAB_LLM_API_KEY_FILE"),
             retries=r.integer("LAWLAB_LLM_RETRIES", 4, minimum=1),
+            dead_turns=r.integer("LAWLAB_LLM_DEAD_TURNS", 3, minimum=1),
             backoff=r.number("LAWLAB_LLM_BACKOFF", 2.0),
             timeout=r.number("LAWLAB_LLM_TIMEOUT", 600.0))
         agent = AgentSettings(

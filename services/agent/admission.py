@@ -57,12 +57,21 @@ class Admission:
                                      f"task {task_id!r} supports only {sorted(supported)}")
 
     async def check_policy(self, agent: str, model: str, decoding: str, field: str) -> None:
-        """Configuration errors stop at once, burning nothing."""
+        """Configuration errors stop at once, burning nothing: a bad request is
+        INVALID_ARGUMENT naming ``field``; a model endpoint that does not answer as
+        configured (the policy's ``probe``: refused, unknown host, TLS, 401, 404, a
+        model it does not serve) is FAILED_PRECONDITION with the URL and the cause."""
         try:
-            await self.policies[agent](model, json.loads(decoding) if decoding else {}).close()
+            policy = self.policies[agent](model, json.loads(decoding) if decoding else {})
         except ConfigurationError as err:
             raise InvalidArgument(field, str(err) if field == "agent" else
                                   f"{agent}/{model or '-'}: {err}") from None
+        try:
+            await policy.probe()
+        except ConfigurationError as err:
+            raise FailedPrecondition(f"{agent}/{model or '-'}: {err}") from None
+        finally:
+            await policy.close()
 
     async def cell(self, request: agent_pb2.RunTrialRequest) -> Cell:
         """RunTrial's request, checked, as the trial it names."""

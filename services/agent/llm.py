@@ -8,15 +8,19 @@ defaults, docs/agents.md):
   LAWLAB_LLM_API_KEY_FILE  or a file holding it (a mounted Kubernetes Secret)
   LAWLAB_LLM_TIMEOUT       seconds per call (default 600: long reasoning replies)
   LAWLAB_LLM_RETRIES       calls per turn before the failure goes into the conversation (default 4)
+  LAWLAB_LLM_DEAD_TURNS    turns in a row without any reply that fail the attempt (default 3)
   LAWLAB_LLM_BACKOFF       first backoff in seconds, doubled per retry, at most 60 (default 2)
 
 Loop rules (paper B.2): a failed model call (a timeout, a rate limit, a 5xx, a
 malformed body) is retried with exponential backoff inside the turn, honouring
 Retry-After; if every retry fails, the failure becomes a message in the
-conversation and the turn is spent. A trial ends only by a submission or by
-exhausting its turns, never because the endpoint misbehaved. Only a refusal no
-retry can fix (401, 403, 404: a wrong key or model name) stops the campaign
-(ConfigurationError). Reasoning text returned by the endpoint is logged in the
+conversation and the turn is spent. A passing fault costs turns, not the trial;
+an endpoint that gives no reply for LAWLAB_LLM_DEAD_TURNS turns in a row fails
+the attempt (AttemptFailed with the cause: the campaign's retry policy decides),
+so a dead endpoint does not silently burn every turn. A refusal no retry can fix
+(401, 403, 404: a wrong key or model name) stops the campaign
+(ConfigurationError), and admission probes the endpoint before a trial is
+stored (``probe``). Reasoning text returned by the endpoint is logged in the
 trajectory, never sent back.
 """
 
@@ -26,8 +30,11 @@ import asyncio
 import http.client
 import json
 import logging
+import socket
+import ssl
 import time
 import urllib.error
+import urllib.request
 from collections.abc import Mapping
 from typing import Any
 
@@ -35,7 +42,7 @@ from prometheus_client import Counter, Histogram
 
 from lawlab import chat
 from lawlab.settings import LLMEndpoint
-from lawlab_agent.policy import ConfigurationError, TrialContext
+from lawlab_agent.policy import AttemptFailed, ConfigurationError, TrialContext
 
 log = logging.getLogger("lawlab.agent.llm")
 
@@ -46,6 +53,22 @@ LLM_ERRORS = Counter("lawlab_llm_errors_total", "Failed LLM requests, by cause."
 
 
 LLMConfigError = ConfigurationError  # the name older callers import
+PROBE_TIMEOUT = 5.0  # seconds for admission's look at the endpoint
+
+
+def _reason(reason: object) -> str:
+    """A transport failure in words: refused, unknown host, TLS, timeout."""
+    if isinstance(reason, ConnectionRefusedError):
+        return "connection refused (nothing listens there)"
+    if isinstance(reason, socket.gaierror):
+        return f"unknown host ({reason.strerror})"
+    if isinstance(reason, ssl.SSLCertVerificationError):
+        return f"TLS certificate not trusted ({reason.verify_message})"
+    if isinstance(reason, ssl.SSLError):
+        return f"TLS failed ({reason.reason or reason})"
+    if isinstance(reason, TimeoutError):
+        return "timed out"
+    return f"{type(reason).__name__}: {reason}"
 
 
 class OpenAIChatPolicy:
@@ -79,9 +102,58 @@ class OpenAIChatPolicy:
         self.last_failures: list[dict] = []
         self.last_reasoning = ""
         self.extra_imports: tuple[str, ...] = ()
+        self.dead_turns = 0  # turns in a row in which every call failed
+        self.last_call_failed = False
 
     async def close(self) -> None:
         return None
+
+    async def probe(self) -> None:
+        """Admission's check that the endpoint answers, before a trial is stored:
+        GET {base_url}/models (every OpenAI-compatible server has it). Refuses
+        (ConfigurationError naming the URL and the cause) a refused connection, an
+        unknown host, a TLS failure, a timeout, 401/403 (the key), 404 (the base URL)
+        and a model list without the model; a 5xx or a server without the list passes
+        (the trial's retries handle a passing fault)."""
+        await asyncio.to_thread(self._probe)
+
+    def _probe(self) -> None:
+        url = f"{self.base_url.rstrip('/')}/models"
+        req = urllib.request.Request(url, headers={"Authorization": f"Bearer {self.key}"}
+                                     if self.key else {})
+        timeout = min(PROBE_TIMEOUT, self.endpoint.timeout)
+        try:
+            with urllib.request.urlopen(req, timeout=timeout) as resp:  # noqa: S310 (configured)
+                doc = json.loads(resp.read() or b"{}")
+        except urllib.error.HTTPError as err:
+            if err.code in (401, 403):
+                raise LLMConfigError(f"the model endpoint {url} refused the key (HTTP {err.code}):"
+                                     " check LAWLAB_LLM_API_KEY (or LAWLAB_LLM_API_KEY_FILE)"
+                                     ) from None
+            if err.code == 404:
+                raise LLMConfigError(f"the model endpoint {url} is not found (HTTP 404): "
+                                     "LAWLAB_LLM_BASE_URL must be the API root, usually ending "
+                                     "in /v1") from None
+            return  # 5xx, 405, 501: reachable; the calls themselves will tell
+        except urllib.error.URLError as err:
+            raise LLMConfigError(f"the model endpoint {url} cannot be reached: "
+                                 f"{_reason(err.reason)}; check LAWLAB_LLM_BASE_URL and that "
+                                 "the server is running") from None
+        except TimeoutError:
+            raise LLMConfigError(f"the model endpoint {url} did not answer within {timeout:g} s; "
+                                 "check LAWLAB_LLM_BASE_URL and that the server is running"
+                                 ) from None
+        except (ConnectionError, http.client.HTTPException, OSError) as err:
+            raise LLMConfigError(f"the model endpoint {url} cannot be reached: "
+                                 f"{_reason(err)}") from None
+        except json.JSONDecodeError:
+            return  # not a model list: the calls will tell
+        served = [str(m.get("id")) for m in doc.get("data") or [] if isinstance(m, dict)] \
+            if isinstance(doc, dict) else []
+        if served and self.model not in served:
+            raise LLMConfigError(f"the model endpoint {url} does not serve model {self.model!r}; "
+                                 f"it serves {', '.join(served[:8])}"
+                                 + (f" and {len(served) - 8} more" if len(served) > 8 else ""))
 
     def _post(self, messages: list[dict]) -> dict:
         doc: dict = {"model": self.model, "messages": messages,
@@ -97,6 +169,7 @@ class OpenAIChatPolicy:
         last_error, cause = "", ""
         self.last_usage, self.last_reasoning = {}, ""
         self.last_failures = []
+        self.last_call_failed = False
         retry_after: float | None = None
         for attempt in range(self.retries):
             if attempt:
@@ -138,10 +211,17 @@ class OpenAIChatPolicy:
                 else:
                     self.last_reasoning = str(message.get("reasoning_content")
                                               or message.get("reasoning") or "")
+                    self.dead_turns = 0
                     return content
             LLM_ERRORS.labels(self.model, cause).inc()
             self.last_failures.append({"attempt": attempt, "cause": cause, "error": last_error})
             log.warning("llm call failed", extra={"attempt": attempt, "error": last_error})
+        self.dead_turns += 1
+        self.last_call_failed = True
+        if self.dead_turns >= self.endpoint.dead_turns:
+            raise AttemptFailed(cause, f"no reply from the model endpoint {self.base_url} in "
+                                       f"{self.dead_turns} turns in a row, {self.retries} calls "
+                                       f"each (last: {cause}: {last_error})")
         # B.2: the failure stays inside the loop; the turn is spent, the trial goes on
         return (f"[the model call failed {self.retries} times ({cause}: {last_error}); this "
                 "turn produced no reply]")

@@ -53,12 +53,22 @@ class Policy(Protocol):
         ...
 
     @property
+    def last_call_failed(self) -> bool:
+        """Every model call of the last turn failed: its reply is the failure note."""
+        ...
+
+    @property
     def last_reasoning(self) -> str:
         """The model's reasoning text of the last reply (logged, never fed back)."""
         ...
 
     async def reply(self, ctx: TrialContext, forced: bool) -> str:
         """The model's next reply text, holding (ideally) one tool block."""
+        ...
+
+    async def probe(self) -> None:
+        """Raise ConfigurationError if the policy cannot work as configured (its
+        model endpoint does not answer); run at admission, before anything is stored."""
         ...
 
     async def close(self) -> None:
@@ -74,6 +84,10 @@ class PolicyDefaults:
     last_usage: dict[str, int] = {}  # noqa: RUF012
     last_failures: list[dict] = []  # noqa: RUF012
     last_reasoning: str = ""
+    last_call_failed: bool = False
+
+    async def probe(self) -> None:
+        return None
 
     async def close(self) -> None:
         return None

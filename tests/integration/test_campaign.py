@@ -176,6 +176,7 @@ def test_a_failing_endpoint_stays_inside_the_loop(cluster, tmp_path, mode, cause
             agent_pb2.GetTrajectoryRequest(trial_id=trial.trial_id)).events]
         turns = [e for e in events if e["type"] == "turn"]
         assert "model call failed 2 times" in turns[0]["reply"]
+        assert turns[0]["tool"] == "model_error" and "model call failed" in turns[0]["result"]
         assert [f["cause"] for f in turns[0]["model_failures"]] == [cause, cause]
         assert "model_failures" not in turns[1]
 
@@ -204,18 +205,64 @@ def test_a_model_failing_every_other_call_still_completes(cluster, tmp_path):
         assert done.totals.completed == 1 and trial.turns == 2
 
 
-def test_an_endpoint_that_never_answers_exhausts_the_turns_not_the_attempts(cluster, tmp_path):
+def test_an_endpoint_that_stops_answering_fails_the_attempt_for_the_campaign_retry(
+        cluster, tmp_path):
+    """Issue #34: an endpoint that gives no reply for LAWLAB_LLM_DEAD_TURNS turns in a
+    row fails the attempt (cause api_server), so the campaign's retry policy decides,
+    instead of 30 turns silently burnt; the turns spent stay spent."""
     with ScriptedLLM(respond=lambda body: (503, "down")) as llm, own_agent(
-            cluster, tmp_path, llm, LAWLAB_LLM_RETRIES="1", LAWLAB_LLM_BACKOFF="0") as c:
+            cluster, tmp_path, llm, LAWLAB_LLM_RETRIES="1", LAWLAB_LLM_BACKOFF="0",
+            LAWLAB_LLM_DEAD_TURNS="2") as c:
         stub = stub_of(c)
         stub.StartCampaign(agent_pb2.StartCampaignRequest(spec=spec(
-            "down", [("openai", "m")], ["mercury_vapour_pressure"], max_attempts=3)))
+            "down", [("openai", "m")], ["mercury_vapour_pressure"], max_attempts=3,
+            backoff_seconds=0.1)))
         done = wait_done(stub, "down")
         (trial,) = stub.ListTrials(agent_pb2.ListTrialsRequest(campaign_id="down")).trials
-        # unsubmitted after every turn (the last one retried once): scores 0, one attempt
-        assert trial.status == agent_pb2.TRIAL_STATUS_MAX_TURNS_REACHED, trial.error
-        assert trial.attempts == 1 and dict(done.retries_by_cause) == {}
-        assert trial.scores.s_n == 0 and trial.turns == 31
+        assert trial.status == agent_pb2.TRIAL_STATUS_ERROR, trial
+        assert trial.attempts == 3 and dict(done.retries_by_cause) == {"api_server": 3}
+        assert "no reply from the model endpoint" in trial.error and llm.base_url in trial.error
+        assert trial.turns == 6 and len(llm.requests) == 6  # two dead turns per attempt
+        events = [json.loads(e) for e in stub.GetTrajectory(
+            agent_pb2.GetTrajectoryRequest(trial_id=trial.trial_id, attempt=1)).events]
+        (turn,) = [e for e in events if e["type"] == "turn"]
+        # what the model reads next says the call failed, not "no tool block found"
+        assert turn["tool"] == "model_error" and "model call failed" in turn["result"]
+        assert [e["cause"] for e in events if e["type"] == "error"] == ["api_server"]
+
+
+def test_a_dead_endpoint_is_refused_at_admission_with_its_url_and_cause(cluster, tmp_path):
+    """Issue #34: connection refused, a model the endpoint does not serve and a
+    refused key stop RunTrial and StartCampaign before anything is stored."""
+    with own_agent(cluster, tmp_path) as c:  # LAWLAB_LLM_BASE_URL: port 9, nothing listens
+        stub = stub_of(c)
+        t0 = time.monotonic()
+        with pytest.raises(grpc.RpcError) as err:
+            stub.RunTrial(agent_pb2.RunTrialRequest(
+                task_id="mercury_vapour_pressure", setting=REAL, agent="openai", model="m"),
+                timeout=30)
+        assert time.monotonic() - t0 < 5
+        assert err.value.code() == grpc.StatusCode.FAILED_PRECONDITION
+        assert "http://127.0.0.1:9/v1/models" in err.value.details()
+        assert "connection refused" in err.value.details()
+        with pytest.raises(grpc.RpcError) as err:
+            stub.StartCampaign(agent_pb2.StartCampaignRequest(spec=spec(
+                "dead", [("openai", "m")], ["mercury_vapour_pressure"])))
+        assert err.value.code() == grpc.StatusCode.FAILED_PRECONDITION
+        assert "connection refused" in err.value.details()
+        assert not stub.ListTrials(agent_pb2.ListTrialsRequest()).trials
+        assert not stub.ListCampaigns(agent_pb2.ListCampaignsRequest()).campaigns
+    for kw, words in (({"models": ["gpt-4o"]}, "does not serve model 'm'; it serves gpt-4o"),
+                      ({"models_status": 401}, "LAWLAB_LLM_API_KEY"),
+                      ({"models_status": 404}, "ending in /v1")):
+        with ScriptedLLM(**kw) as llm, own_agent(cluster, tmp_path / str(kw), llm) as c:
+            with pytest.raises(grpc.RpcError) as err:
+                stub_of(c).RunTrial(agent_pb2.RunTrialRequest(
+                    task_id="mercury_vapour_pressure", setting=REAL, agent="openai",
+                    model="m"), timeout=30)
+            assert err.value.code() == grpc.StatusCode.FAILED_PRECONDITION, kw
+            assert words in err.value.details(), err.value.details()
+            assert llm.probes == 1 and not llm.requests  # no chat call was made
 
 
 def test_configuration_error_stops_the_campaign_without_burning_attempts(cluster, tmp_path):

@@ -38,10 +38,17 @@ class ScriptedLLM:
     ``("hang", seconds)`` no answer for that long, ``("truncated", content)``
     a body cut short of its Content-Length, ``("garbage", text)`` a 200 whose
     body is not JSON. ``delay`` seconds are waited before every reply.
+
+    ``GET /v1/models`` lists ``models`` (default: none listed, which admission's
+    probe accepts), or answers ``models_status`` (e.g. 401) when that is set.
     """
 
-    def __init__(self, respond=None) -> None:
+    def __init__(self, respond=None, models: list[str] | None = None,
+                 models_status: int = 0) -> None:
         self.respond = respond
+        self.models = list(models or [])
+        self.models_status = models_status
+        self.probes = 0
         self.requests: list[dict] = []
         self.delay = 0.0
         self._failed: set[int] = set()
@@ -59,6 +66,21 @@ class ScriptedLLM:
         class Handler(BaseHTTPRequestHandler):
             def log_message(self, *args: object) -> None:
                 pass
+
+            def do_GET(self) -> None:
+                outer.probes += 1
+                if self.path.rstrip("/") != "/v1/models" or outer.models_status:
+                    self.send_response(outer.models_status or 404)
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
+                data = json.dumps({"object": "list", "data": [
+                    {"id": m, "object": "model"} for m in outer.models]}).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
 
             def do_POST(self) -> None:
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))

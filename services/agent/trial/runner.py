@@ -47,7 +47,11 @@ async def _loop(record: TrialRecord, policy: Policy, trial: OpenTrial, router: T
         reply = await policy.reply(ctx, forced)
         model_seconds = time.perf_counter() - t0
         ctx.messages.append({"role": "assistant", "content": reply})
-        result = await router.route(first_block(reply), forced, turn)
+        if policy.last_call_failed:  # no model reply: say so, not "no tool block found"
+            result = ToolResult("model_error", "[the model call failed on this turn, which is "
+                                "spent; reply with exactly one tool block]")
+        else:
+            result = await router.route(first_block(reply), forced, turn)
         TURNS.labels(record.setting, result.tool).inc()
         TOOL_SECONDS.labels(result.tool).observe(result.seconds)
         trajectory.write(_turn_event(turn, forced, reply, result, model_seconds, policy))

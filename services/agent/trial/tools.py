@@ -33,7 +33,7 @@ MODEL_REFUSALS = (grpc.StatusCode.INVALID_ARGUMENT, grpc.StatusCode.RESOURCE_EXH
 
 @dataclass
 class ToolResult:
-    tool: str  # python | experiment | final_formula | invalid
+    tool: str  # python | experiment | final_formula | invalid | model_error
     text: str  # what the model reads next
     code_seconds: float = 0.0  # the code's own run time inside the box
     seconds: float = 0.0  # the whole tool call
