@@ -103,13 +103,15 @@ class Cluster:
             print(f"  all ready in {time.monotonic() - began:.1f} s", file=progress, flush=True)
 
     def start_one(self, name: str, default_ports: bool = False, timeout: float = 60.0,
-                  extra_env: dict[str, str] | None = None, port: int | None = None) -> Running:
+                  extra_env: dict[str, str] | None = None, port: int | None = None,
+                  metrics_port: int | None = None) -> Running:
         assert self.log_dir is not None
         ready = self.log_dir / f"{name}.ready.json"
         ready.unlink(missing_ok=True)
         if port is None:
             port = config.grpc_port(name) if default_ports else 0
-        metrics = config.metrics_port(name) if default_ports else 0
+        metrics = metrics_port if metrics_port is not None else (
+            config.metrics_port(name) if default_ports else 0)
         env = dict(os.environ)
         env.update(self.env())
         env.update(extra_env or {})
@@ -133,6 +135,16 @@ class Cluster:
         running = Running(name, proc, int(info["port"]), int(info["metrics_port"]), log_path)
         self.services[name] = running
         return running
+
+    def restart_one(self, name: str, timeout: float = 60.0) -> Running:
+        """A service that exited, started again on the same gRPC and metrics ports
+        (its peers and clients keep their addresses)."""
+        old = self.services.pop(name)
+        if old.process.poll() is None:
+            old.process.kill()
+            old.process.wait()
+        return self.start_one(name, timeout=timeout, port=old.port,
+                              metrics_port=old.metrics_port)
 
     def stop_one(self, name: str, grace: float = 15.0, kill: bool = False) -> int:
         running = self.services.pop(name)
@@ -159,3 +171,31 @@ class Cluster:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+class DataDirBusy(Exception):
+    """Another ``lawlab up`` holds this data dir."""
+
+
+def lock_data_dir(data_dir: Path) -> TextIO:
+    """An exclusive lock on ``data_dir`` for as long as the returned file stays
+    open (the kernel drops it when the process dies, so a crash leaves no stale
+    lock). The file holds the holder's pid and start time. Raises DataDirBusy
+    naming the holder."""
+    import fcntl
+
+    data_dir.mkdir(parents=True, exist_ok=True)
+    path = data_dir / "up.lock"
+    fh = open(path, "a+", encoding="utf-8")  # noqa: SIM115 (held open: the lock lives with it)
+    try:
+        fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        fh.seek(0)
+        holder = fh.read().strip() or "another process"
+        fh.close()
+        raise DataDirBusy(f"{data_dir} is in use by {holder}") from None
+    fh.seek(0)
+    fh.truncate()
+    fh.write(f"lawlab up (pid {os.getpid()}, started {time.strftime('%Y-%m-%d %H:%M:%S')})\n")
+    fh.flush()
+    return fh

@@ -8,11 +8,15 @@ import signal
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from lawlab import config
 from lawlab.cli.common import with_dirs
 from lawlab.cli.trial import TRIAL_HEADER, _run_trial, _trial_rows
 from lawlab.tables import table as _table
+
+if TYPE_CHECKING:
+    from lawlab.launcher import Cluster
 
 
 def cmd_serve(args: argparse.Namespace, rest: list[str]) -> int:
@@ -36,9 +40,69 @@ def _busy_ports() -> list[str]:
     return busy
 
 
-def cmd_up(args: argparse.Namespace) -> int:
-    from lawlab.launcher import Cluster
+RESTART_WINDOW = 600.0  # seconds: restarts counted toward --max-restarts
 
+
+def _resume_command(args: argparse.Namespace, data_dir: Path) -> str:
+    return (f"lawlab up --data-dir {data_dir} --tasks-dir {Path(args.tasks_dir).resolve()}"
+            + (" --ephemeral" if args.ephemeral else ""))
+
+
+def _supervise(cluster: Cluster, args: argparse.Namespace, stop: dict[str, bool]) -> int:
+    """Watches the services until a stop signal; a service that exits is started
+    again on its ports after a backoff (1, 2, 4, ... s), with a line saying so.
+    More than ``--max-restarts`` exits of one service within 10 minutes stops
+    everything, printing the command that resumes (campaigns resume with the agent)."""
+    exits: dict[str, list[float]] = {}
+    while not stop["now"]:
+        for name, r in list(cluster.services.items()):
+            code = r.process.poll()
+            if code is None:
+                continue
+            now = time.monotonic()
+            recent = [t for t in exits.get(name, []) if now - t < RESTART_WINDOW] + [now]
+            exits[name] = recent
+            if len(recent) > args.max_restarts:
+                print(f"lawlab up: {name} exited {len(recent)} times within "
+                      f"{RESTART_WINDOW / 60:.0f} min (last exit code {code}); giving up and "
+                      f"stopping all services. Its log: {r.log_path}. Finished trials are kept; "
+                      f"resume with: {_resume_command(args, cluster.data_dir)}",
+                      file=sys.stderr, flush=True)
+                return 1
+            wait = min(30.0, 2.0 ** (len(recent) - 1))
+            print(f"lawlab up: {name} exited with code {code}; restarting it on {r.address} in "
+                  f"{wait:g} s (restart {len(recent)} of at most {args.max_restarts} in "
+                  f"{RESTART_WINDOW / 60:.0f} min; log {r.log_path})", file=sys.stderr,
+                  flush=True)
+            deadline = time.monotonic() + wait
+            while time.monotonic() < deadline and not stop["now"]:
+                time.sleep(0.1)
+            if stop["now"]:
+                break
+            t0 = time.monotonic()
+            try:
+                again = cluster.restart_one(name)
+            except RuntimeError as err:  # it died again during start-up: counted next round
+                print(f"lawlab up: {name} did not start again: {str(err).splitlines()[0]}",
+                      file=sys.stderr, flush=True)
+                continue
+            print(f"lawlab up: {name} restarted on {again.address} (pid {again.process.pid}, "
+                  f"{time.monotonic() - t0:.1f} s)", file=sys.stderr, flush=True)
+        time.sleep(0.2)
+    return 0
+
+
+def cmd_up(args: argparse.Namespace) -> int:
+    from lawlab.launcher import Cluster, DataDirBusy, lock_data_dir
+
+    data_dir = Path(args.data_dir).resolve()
+    try:  # one `up` per data dir: a second would share the store and overwrite the token
+        lock = lock_data_dir(data_dir)
+    except DataDirBusy as err:
+        print(f"lawlab up: {err}. Use the running services (lawlab commands with "
+              f"--data-dir {data_dir} find them), stop that one first, or give this one "
+              "another --data-dir", file=sys.stderr)
+        return 1
     if not args.ephemeral:
         busy = _busy_ports()
         if busy:  # checked before anything is written: a running cluster keeps its token
@@ -47,8 +111,8 @@ def cmd_up(args: argparse.Namespace) -> int:
                   "(lawlab commands find it on these ports), stop it first, or start another "
                   "one on free ports with `lawlab up --ephemeral --data-dir OTHER`",
                   file=sys.stderr)
+            lock.close()
             return 1
-    data_dir = Path(args.data_dir).resolve()
     cluster = Cluster(Path(args.tasks_dir).resolve(), data_dir, log_dir=data_dir / "logs")
     print(f"starting {', '.join(config.SERVICES)} (10-30 s; logs in {cluster.log_dir}) ...",
           file=sys.stderr, flush=True)
@@ -59,6 +123,7 @@ def cmd_up(args: argparse.Namespace) -> int:
 
     signal.signal(signal.SIGTERM, handler)
     signal.signal(signal.SIGINT, handler)
+    rc = 0
     try:
         cluster.start(default_ports=not args.ephemeral, progress=sys.stderr)
         rows = [[n, r.address, f"127.0.0.1:{r.metrics_port}", str(r.process.pid)]
@@ -68,17 +133,14 @@ def cmd_up(args: argparse.Namespace) -> int:
         print(f"internal token in {cluster.data_dir / 'internal-token'} (lawlab commands in "
               "another terminal read it from there when run with the same --data-dir or "
               "LAWLAB_DATA_DIR, or export LAWLAB_INTERNAL_TOKEN)")
-        print(f"logs in {cluster.log_dir}; Ctrl-C or SIGTERM stops all services", flush=True)
-        while not stop["now"]:
-            for name, r in cluster.services.items():
-                if r.process.poll() is not None:
-                    print(f"{name} exited with {r.process.returncode}; stopping", file=sys.stderr)
-                    stop["now"] = True
-            time.sleep(0.2)
+        print(f"logs in {cluster.log_dir}; a service that exits is restarted on its ports; "
+              "Ctrl-C or SIGTERM stops all services", flush=True)
+        rc = _supervise(cluster, args, stop)
     finally:
         codes = cluster.stop()
         print("stopped: " + ", ".join(f"{n}={c}" for n, c in codes.items()))
-    return 0
+        lock.close()
+    return rc
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -143,6 +205,8 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     p = sub.add_parser("up", help="start all five services in the foreground")
     with_dirs(p)
     p.add_argument("--ephemeral", action="store_true", help="free ports instead of the defaults")
+    p.add_argument("--max-restarts", type=int, default=5,
+                   help="restarts of one service within 10 minutes before giving up (default 5)")
     p.set_defaults(func=cmd_up)
 
     p = sub.add_parser("run", help="the main job: all services, one Real and one Parallel trial")

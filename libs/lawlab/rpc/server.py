@@ -462,7 +462,8 @@ async def run_server(options: ServerOptions, specs: list[ServiceSpec]) -> None:
         await health.set(name, health_pb2.HealthCheckResponse.SERVING)
     await health.set("", health_pb2.HealthCheckResponse.SERVING)
     ready = {"event": "serving", "service": options.name, "host": options.host,
-             "port": port, "metrics_port": metrics_port, "tls": bool(options.tls_cert)}
+             "port": port, "metrics_port": metrics_port, "tls": bool(options.tls_cert),
+             "pid": os.getpid()}
     log.info("serving", extra=ready)
     if options.ready_file:
         with open(options.ready_file + ".tmp", "w") as fh:
