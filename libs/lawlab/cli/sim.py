@@ -118,7 +118,7 @@ def _sim_verb(sim: SimulatorClient, args: argparse.Namespace) -> int:
         status = sim.wait_scored(args.submission_id, args.wait) if args.wait else \
             sim.submission(args.submission_id)
         print(json.dumps(status, indent=2) if args.json else _submission_line(status))
-        return 0
+        return _waited("submission", status, args.wait)
     if args.verb == "submissions":
         listed = sim.submissions(args.epoch or "")
         if args.json:
@@ -157,13 +157,27 @@ def _submit(sim: SimulatorClient, args: argparse.Namespace) -> int:
                   file=sys.stderr)
             return 2
     status = sim.submit(args.session_id, source, args.request_id, events)
+    request_id = status.get("request_id") or args.request_id or ""
     if args.wait:
-        status = sim.wait_scored(status["submission_id"], args.wait)
+        status = {**sim.wait_scored(status["submission_id"], args.wait), "request_id": request_id}
     print(json.dumps(status, indent=2) if args.json else _submission_line(status))
-    if not args.json:
-        print(f"[request id {status.get('request_id', args.request_id or '')}: a retry with it is "
-              "safe]", file=sys.stderr)
-    return 0
+    if not args.json and request_id:
+        print(f"[request id {request_id}: a retry with it is safe]", file=sys.stderr)
+    return _waited("submit", status, args.wait)
+
+
+def _waited(verb: str, status: dict[str, Any], wait: float) -> int:
+    """The exit code after ``--wait``: 0 once scored, 1 if scoring failed, 3 (with a
+    line saying how to look again) if it is still queued when the wait ends."""
+    if not wait:
+        return 0
+    state = status["state"].removeprefix("SUBMISSION_STATE_").lower()
+    if state == "queued":
+        print(f"lawlab sim {verb}: submission {status['submission_id']} is still queued after "
+              f"{wait:g} s (is a scorer and judge running behind the simulator?); look again with "
+              f"`lawlab sim submission {status['submission_id']} --wait 600`", file=sys.stderr)
+        return 3
+    return 1 if state == "failed" else 0
 
 
 def add_sim_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
