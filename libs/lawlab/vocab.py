@@ -43,6 +43,7 @@ class Cause(StrEnum):
     CRASH = "crash"  # anything else
     KILLED = "killed"  # the agent service died during it, or its worker's lease expired
     CONFIG = "config"  # a configuration error: no retry can fix it
+    CANCELLED = "cancelled"  # the caller cancelled it (Ctrl-C on `lawlab trial run`)
 
 
 class RubricKind(StrEnum):

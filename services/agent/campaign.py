@@ -9,31 +9,16 @@ cell alone, so two campaigns that share a cell share its trial.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import time
 from collections import defaultdict
 from dataclasses import dataclass, field
 
 from lawlab.errors import InvalidArgument
+from lawlab.trialid import decoding_json, trial_id_for
 from lawlab_agent.domain import SolverTask
 from lawlab_agent.store import CampaignRow, Cell, Tally
 
 MAX_CELLS = 100_000
-
-
-def trial_id_for(task_id: str, setting: str, agent: str, model: str, seed: int,
-                 context: str = "full", decoding: str = "") -> str:
-    key = f"{task_id}|{setting}|{agent}|{model}|{seed}"
-    if context and context != "full":  # ids of full-context trials predate ablations
-        key += f"|{context}"
-    if decoding:  # the same model decoded differently is another trial
-        key += f"|{decoding}"
-    return f"{task_id}-{setting}-{agent}-" + hashlib.sha256(key.encode()).hexdigest()[:12]
-
-
-def decoding_json(doc: dict) -> str:
-    return json.dumps(doc, sort_keys=True) if doc else ""
 
 
 def select_tasks(selectors: list[str], tasks: list[SolverTask]) -> list[SolverTask]:

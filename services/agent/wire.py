@@ -14,6 +14,7 @@ from lawlab.agent.v1 import agent_pb2
 from lawlab.common.v1 import common_pb2
 from lawlab.convert import enum_name, enum_value
 from lawlab.errors import InvalidArgument
+from lawlab.trialid import decoding_overrides
 from lawlab_agent.campaign import Counts, Summary
 from lawlab_agent.campaigns.scheduler import SCORE_FIELDS, Report
 from lawlab_agent.domain import SolverTask
@@ -95,15 +96,7 @@ def task_of(pb: common_pb2.TaskMetadata) -> SolverTask:
 def decoding_doc(pb: agent_pb2.Decoding, field: str, model: str | None) -> dict:
     """The decoding overrides that are set, as a plain dict; checked against the LLM
     backend's rules when ``model`` is given (INVALID_ARGUMENT naming the field)."""
-    doc: dict = {}
-    if pb.family:
-        doc["family"] = pb.family
-    if pb.max_completion_tokens:
-        doc["max_completion_tokens"] = int(pb.max_completion_tokens)
-    if pb.HasField("temperature"):
-        doc["temperature"] = float(pb.temperature)
-    if pb.reasoning_effort:
-        doc["reasoning_effort"] = pb.reasoning_effort
+    doc = decoding_overrides(pb)
     if pb.max_completion_tokens < 0:
         raise InvalidArgument(f"{field}.max_completion_tokens", "must be positive")
     if doc and model is not None:

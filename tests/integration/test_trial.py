@@ -253,3 +253,50 @@ def test_a_typo_or_a_missing_setting_is_refused_before_any_trial_is_stored(clust
                           cluster.address("agent")], capture_output=True, text=True,
                          timeout=60, env=env)
     assert run.returncode == 1 and "NOT_FOUND" in run.stderr and "Traceback" not in run.stderr
+
+
+def test_trial_run_streams_its_turns_and_ctrl_c_stops_the_trial(cluster, tmp_path):
+    """Issue #34: `lawlab trial run` prints each turn as it goes; Ctrl-C cancels the
+    call and the agent service stops the trial (status error, cause cancelled), so no
+    more model calls are made and nothing shows 'running'."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from tests.integration.test_campaign import own_agent
+    from tests.support.scripted_llm import ScriptedLLM
+
+    with ScriptedLLM(respond=lambda body: "<python>print(1)</python>") as llm, \
+            own_agent(cluster, tmp_path, llm) as c:
+        llm.delay = 0.5
+        env = dict(os.environ, LAWLAB_INTERNAL_TOKEN=cluster.internal_token)
+        lawlab = str(Path(sys.executable).parent / "lawlab")
+        err_path = tmp_path / "run.stderr"
+        with open(err_path, "w") as err:
+            run = subprocess.Popen([lawlab, "trial", "run", "--task", "mercury_vapour_pressure",
+                                    "--setting", "real", "--agent", "openai", "--model", "m",
+                                    "--agent-addr", c.address("agent")],
+                                   env=env, stdout=subprocess.PIPE, stderr=err, text=True)
+        deadline = time.monotonic() + 120
+        while "turn 2: python" not in err_path.read_text():
+            assert run.poll() is None and time.monotonic() < deadline, err_path.read_text()
+            time.sleep(0.2)
+        run.send_signal(signal.SIGINT)
+        assert run.wait(timeout=30) == 130, err_path.read_text()
+        assert "interrupted; the agent service stops the trial" in err_path.read_text()
+        stub = agent_pb2_grpc.AgentServiceStub(c.channel("agent"))
+        deadline = time.monotonic() + 30
+        while True:
+            (trial,) = stub.ListTrials(agent_pb2.ListTrialsRequest()).trials
+            if trial.status != agent_pb2.TRIAL_STATUS_RUNNING:
+                break
+            assert time.monotonic() < deadline, trial
+            time.sleep(0.2)
+        assert trial.status == agent_pb2.TRIAL_STATUS_ERROR
+        assert trial.cause == agent_pb2.FAILURE_CAUSE_CANCELLED and "cancelled" in trial.error
+        calls = len(llm.requests)
+        time.sleep(2.0)
+        assert len(llm.requests) <= calls + 1  # at most the call in flight, then nothing
+        assert 2 <= trial.turns < 30

@@ -143,10 +143,15 @@ TRIAL_HEADER = ["task", "setting", "status", "turns", "S_N", "S_V", "S_S", "wall
 
 async def _run_trial(address: str, task: str, setting: str, agent: str, model: str, seed: int,
                      token: str | None = None, context: str = "",
-                     decoding: dict[str, Any] | None = None) -> Any:
+                     decoding: dict[str, Any] | None = None,
+                     progress: TextIO | None = None) -> Any:
+    """RunTrial; with ``progress``, one line per turn as the trial goes (the
+    trajectory polled by the trial's id). Cancelling this coroutine (Ctrl-C)
+    cancels the call, and the agent service stops the trial."""
     from lawlab import convert
     from lawlab.agent.v1 import agent_pb2, agent_pb2_grpc
     from lawlab.rpc.client import TRIAL_CALL, aio_channel
+    from lawlab.trialid import decoding_json, decoding_overrides, trial_id_for
 
     async with aio_channel(address, token=token) as channel:
         stub = agent_pb2_grpc.AgentServiceStub(channel)
@@ -155,7 +160,48 @@ async def _run_trial(address: str, task: str, setting: str, agent: str, model: s
             seed=seed, context=context)
         if decoding:
             request.decoding.CopyFrom(agent_pb2.Decoding(**decoding))
-        return await stub.RunTrial(request, timeout=TRIAL_CALL)
+        call = stub.RunTrial(request, timeout=TRIAL_CALL)
+        follow = None
+        if progress is not None:
+            trial_id = trial_id_for(task, setting, agent, model, seed, context or "full",
+                                    decoding_json(decoding_overrides(request.decoding)))
+            follow = asyncio.create_task(_follow(stub, trial_id, progress))
+        try:
+            return await call
+        finally:
+            if follow is not None:
+                follow.cancel()
+
+
+async def _follow(stub: Any, trial_id: str, out: TextIO, every: float = 1.0) -> None:
+    """Prints each new turn of ``trial_id``'s current attempt until cancelled."""
+    import grpc
+
+    from lawlab.agent.v1 import agent_pb2
+    from lawlab.rpc.client import FAST_CALL
+
+    shown: set[tuple[int, int]] = set()
+    first = True
+    while True:
+        await asyncio.sleep(every)
+        try:
+            resp = await stub.GetTrajectory(agent_pb2.GetTrajectoryRequest(trial_id=trial_id),
+                                            timeout=FAST_CALL)
+        except grpc.aio.AioRpcError:
+            continue  # not stored yet, or a passing fault: the call itself reports errors
+        for line in resp.events:
+            e = json.loads(line)
+            if e.get("type") != "turn" or (resp.attempt, e["turn"]) in shown:
+                continue
+            shown.add((resp.attempt, e["turn"]))
+            if first and resp.attempt > 1:
+                print(f"  [attempt {resp.attempt}]", file=out, flush=True)
+            first = False
+            failed = f", {len(e['model_failures'])} failed model calls" \
+                if e.get("model_failures") else ""
+            print(f"  turn {e['turn']}{' (forced final)' if e.get('forced') else ''}: "
+                  f"{e.get('tool')}  [model {e.get('model_seconds', 0):.1f} s, tool "
+                  f"{e.get('tool_seconds', 0):.1f} s{failed}]", file=out, flush=True)
 
 
 def _trial_rows(trials: list[Any]) -> list[list[str]]:
@@ -189,10 +235,16 @@ def cmd_trial_run(args: argparse.Namespace) -> int:
     print(f"[running {args.agent}{'/' + args.model if args.model else ''} on {args.task} "
           f"({args.setting}) through {args.agent_addr}; a trial takes seconds to minutes]",
           file=sys.stderr)
-    trial = asyncio.run(_run_trial(args.agent_addr, args.task, args.setting, args.agent,
-                                   args.model, args.seed, context=args.context,
-                                   decoding=decoding))
-    if time.monotonic() - started < 0.5 * max(trial.wall_seconds, 1.0):
+    try:
+        trial = asyncio.run(_run_trial(args.agent_addr, args.task, args.setting, args.agent,
+                                       args.model, args.seed, context=args.context,
+                                       decoding=decoding,
+                                       progress=None if args.json else sys.stderr))
+    except KeyboardInterrupt:
+        print("lawlab trial run: interrupted; the agent service stops the trial (`lawlab trial "
+              "run` again with the same arguments starts a new attempt)", file=sys.stderr)
+        return 130
+    if time.monotonic() - started < 0.5 * trial.wall_seconds:
         print(f"[stored result: this trial ran earlier ({trial.wall_seconds:.1f} s); trials are "
               "idempotent by id]", file=sys.stderr)
     if args.json:

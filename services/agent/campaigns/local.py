@@ -71,6 +71,16 @@ class LocalWorkers:
                 RUNNING.inc()
                 try:
                     record, cause, error = await self._attempt(record)
+                except asyncio.CancelledError:
+                    # the caller went away (Ctrl-C on `lawlab trial run`) or the service
+                    # is stopping: the trial stops here and says so, instead of showing
+                    # 'running' until the next start; asking again starts a new attempt
+                    record.status, record.cause = "error", "cancelled"
+                    record.error = ("cancelled by the caller (or the agent service stopped) "
+                                    f"after {record.turns} turns; run it again to resume")
+                    self.store.end_attempt(record, "cancelled", record.cause, record.error)
+                    TRIALS.labels(record.setting, "error").inc()
+                    raise
                 finally:
                     RUNNING.dec()
             await asyncio.to_thread(self.store.end_attempt, record, cause or "ok", cause, error)
