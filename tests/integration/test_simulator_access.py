@@ -257,3 +257,39 @@ def test_the_nodejs_snippet_in_the_docs_runs_as_printed(world):
         assert "Error" not in bad.stderr.splitlines()[0][:10]  # one line, not a stack trace
     finally:
         path.unlink(missing_ok=True)
+
+
+def test_tls_mistakes_are_one_line_and_the_simulator_ca_stays_on_its_channel(
+        world, cluster, tmp_path):
+    """Issue #34: a mistyped CA path, plaintext to the TLS simulator and a CA that did
+    not sign its certificate each give one line naming the cause, with no gRPC core
+    log lines; an exported LAWLAB_TLS_CA does not turn the operator's own (plaintext)
+    channels to TLS."""
+    subprocess.run([str(ROOT / "scripts" / "make-certs.sh"), str(tmp_path / "other")],
+                   check=True, capture_output=True)
+    base = {k: v for k, v in os.environ.items() if not k.startswith("LAWLAB_TLS")}
+    env = dict(base, LAWLAB_SIMULATOR_ADDR=world["address"],
+               LAWLAB_TOKEN=world["tokens"]["alpha"])
+
+    def sim(*args: str, **extra: str) -> subprocess.CompletedProcess:
+        return subprocess.run([LAWLAB, "sim", "tasks", *args], env=dict(env, **extra),
+                              capture_output=True, text=True, timeout=60)
+
+    for out, needle in (
+            (sim("--ca", str(tmp_path / "nope.pem")),
+             f"cannot read {tmp_path / 'nope.pem'} (No such file or directory)"),
+            (sim(LAWLAB_TLS_CA=str(tmp_path / "nope.pem")), "cannot read"),
+            (sim(), "probably speaks TLS, so pass its CA with --ca"),
+            (sim("--ca", str(tmp_path / "other" / "server.pem")),
+             "certificate is not trusted")):
+        assert out.returncode != 0, out
+        lines = out.stderr.strip().splitlines()
+        assert len(lines) == 1 and needle in lines[0], out.stderr
+    assert sim("--ca", world["ca"]).returncode == 0
+    # the simulator's CA exported, as docs/simulator-api.md says: the operator's own
+    # commands on lawlab's internal (plaintext) channels still work
+    listed = subprocess.run([LAWLAB, "campaign", "list", "--agent-addr", cluster.address("agent")],
+                            env=dict(base, LAWLAB_TLS_CA=world["ca"],
+                                     LAWLAB_INTERNAL_TOKEN=cluster.internal_token),
+                            capture_output=True, text=True, timeout=60)
+    assert listed.returncode == 0, listed.stderr

@@ -16,7 +16,13 @@ Every failed call becomes one line naming the problem and the next step
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+
+# gRPC's C core logs TLS handshake failures and the like to stderr on its own;
+# the command says what went wrong in one line instead (set before grpc loads;
+# an exported GRPC_VERBOSITY wins)
+os.environ.setdefault("GRPC_VERBOSITY", "NONE")
 
 from lawlab.cli import campaign, fit, leaderboard, sandbox, score, services, sim, tasks, trial
 
@@ -49,6 +55,13 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as err:  # noqa: BLE001  (gRPC errors become one line with a hint)
         import grpc
 
+        from lawlab.rpc.client import TLSFileError
+
+        if isinstance(err, TLSFileError) and not args.debug:
+            what = " ".join(str(getattr(args, k)) for k in ("command", "verb")
+                            if getattr(args, k, None))
+            print(f"lawlab {what}: {err}", file=sys.stderr)
+            return 2
         if not isinstance(err, grpc.RpcError) or args.debug:
             raise
         print(rpc_error_line(args, err), file=sys.stderr)
@@ -81,10 +94,56 @@ def rpc_error_line(args: argparse.Namespace, err: Exception) -> str:
     what to do; never a traceback."""
     code = err.code().name if hasattr(err, "code") and err.code() else "UNKNOWN"
     details = (err.details() if hasattr(err, "details") else "") or ""
+    tls = _tls_mismatch(details)
     if code == "UNAVAILABLE" and ("Connection refused" in details or "failed to connect" in details
                                   or "connect" in details.lower()):
         details = details.splitlines()[0][:200]
     what = " ".join(str(getattr(args, k)) for k in ("command", "verb", "kind")
                     if getattr(args, k, None))
+    if not tls and code == "UNAVAILABLE" and getattr(args, "addr", None) and \
+            not getattr(args, "ca", None) and _listening(args.addr):
+        # gRPC reports the last address it tried (often ::1, refused) even when the
+        # one that listens closed a plaintext connection: a TLS server
+        tls = _tls_mismatch("Socket closed")
+    if tls:
+        return f"lawlab {what}: UNAVAILABLE: {tls}"
     hint = (SIM_HINTS.get(code) if args.command == "sim" else None) or RPC_HINTS.get(code, "")
     return f"lawlab {what}: {code}: {details}" + (f"\n  hint: {hint}" if hint else "")
+
+
+def _tls_mismatch(details: str) -> str:
+    """A TLS failure in words ('' if the failure is something else): gRPC reports a
+    plaintext client at a TLS server as a closed socket and the other way round
+    as a handshake error."""
+    if "WRONG_VERSION_NUMBER" in details:
+        return ("the server does not speak TLS: drop --ca / LAWLAB_TLS_CA for it, or check "
+                "that the address is the TLS one you were given")
+    if "CERTIFICATE_VERIFY_FAILED" in details:
+        reason = details.split("CERTIFICATE_VERIFY_FAILED:", 1)[1].split(":")[0].strip()
+        return (f"the server's certificate is not trusted ({reason}): --ca / LAWLAB_TLS_CA "
+                "must be the CA that signed it")
+    if "Peer name" in details or "hostname" in details.lower() and "match" in details.lower():
+        return ("the server's certificate does not name this address: connect by the host "
+                "name in its certificate (e.g. localhost rather than 127.0.0.1)")
+    if details.rstrip().endswith("Socket closed"):
+        return ("the server closed the connection at once: it probably speaks TLS, so pass "
+                "its CA with --ca FILE or LAWLAB_TLS_CA")
+    return ""
+
+
+def _listening(address: str) -> bool:
+    """Something accepts TCP connections at ``address`` (host:port)."""
+    import socket
+
+    host, _, port = address.rpartition(":")
+    try:
+        infos = socket.getaddrinfo(host.strip("[]") or "localhost", int(port),
+                                   type=socket.SOCK_STREAM)
+    except (OSError, ValueError):
+        return False
+    for family, kind, proto, _, sockaddr in infos:
+        with socket.socket(family, kind, proto) as s:
+            s.settimeout(1.0)
+            if s.connect_ex(sockaddr) == 0:
+                return True
+    return False

@@ -110,20 +110,42 @@ class _SyncAuth(grpc.UnaryUnaryClientInterceptor, grpc.UnaryStreamClientIntercep
         return continuation(self._with_header(details), request)
 
 
+class TLSFileError(ValueError):
+    """A CA, certificate or key file that cannot be used (the message names the
+    setting and the file); the CLI prints it as one line."""
+
+
+def _read_pem(path: str, setting: str, kind: str = "CERTIFICATE") -> bytes:
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read()
+    except OSError as err:
+        raise TLSFileError(f"{setting}: cannot read {path} ({err.strerror})") from None
+    if f"-----BEGIN {kind}".encode() not in data and b"-----BEGIN" not in data:
+        raise TLSFileError(f"{setting}: {path} is not a PEM file (no -----BEGIN line)")
+    return data
+
+
 def _tls(ca_file: str | None) -> grpc.ChannelCredentials | None:
-    """TLS when a CA is given (or LAWLAB_TLS_CA is set); with LAWLAB_TLS_CLIENT_CERT
-    and LAWLAB_TLS_CLIENT_KEY the channel also presents that client certificate
-    (mutual TLS between lawlab's services)."""
-    ca_file = ca_file or os.environ.get("LAWLAB_TLS_CA") or None
+    """TLS when a CA is given. LAWLAB_TLS_CA from the environment applies here only
+    with LAWLAB_TLS_CLIENT_CERT and LAWLAB_TLS_CLIENT_KEY (mutual TLS between
+    lawlab's services, every channel presenting that certificate); alone it is the
+    simulator's CA for external teams, which SimulatorClient and `lawlab sim`
+    read themselves, so exporting it does not turn an operator's internal
+    channels to TLS."""
+    cert, key = os.environ.get("LAWLAB_TLS_CLIENT_CERT"), os.environ.get("LAWLAB_TLS_CLIENT_KEY")
+    mutual = bool(cert and key)
+    setting = "--ca"
+    if not ca_file and mutual:
+        ca_file, setting = os.environ.get("LAWLAB_TLS_CA") or None, "LAWLAB_TLS_CA"
     if not ca_file:
         return None
-    with open(ca_file, "rb") as fh:
-        roots = fh.read()
-    cert, key = os.environ.get("LAWLAB_TLS_CLIENT_CERT"), os.environ.get("LAWLAB_TLS_CLIENT_KEY")
+    roots = _read_pem(ca_file, setting)
     if cert and key:
-        with open(cert, "rb") as fc, open(key, "rb") as fk:
-            return grpc.ssl_channel_credentials(root_certificates=roots, private_key=fk.read(),
-                                                certificate_chain=fc.read())
+        return grpc.ssl_channel_credentials(
+            root_certificates=roots,
+            private_key=_read_pem(key, "LAWLAB_TLS_CLIENT_KEY", "PRIVATE KEY"),
+            certificate_chain=_read_pem(cert, "LAWLAB_TLS_CLIENT_CERT"))
     return grpc.ssl_channel_credentials(root_certificates=roots)
 
 
