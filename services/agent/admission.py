@@ -103,3 +103,14 @@ class Admission:
     async def campaign_cells(self, spec: dict) -> list[Cell]:
         """A new campaign's grid, expanded over the tasks the simulator serves."""
         return camp.expand(spec, await self.tasks())
+
+    async def preview(self, spec: dict) -> tuple[list[Cell], list[camp.Dropped]]:
+        """The grid and the requested cells it drops, with their reasons."""
+        dropped: list[camp.Dropped] = []
+        try:
+            cells = camp.expand(spec, await self.tasks(), dropped)
+        except InvalidArgument:
+            if not dropped:
+                raise
+            cells = []  # everything was dropped: the preview says why
+        return cells, dropped

@@ -66,8 +66,29 @@ def select_tasks(selectors: list[str], tasks: list[SolverTask]) -> list[SolverTa
     return list(chosen.values())
 
 
-def expand(doc: dict, tasks: list[SolverTask]) -> list[Cell]:
-    """Every cell of the grid; a task is paired only with settings it supports."""
+@dataclass(frozen=True)
+class Dropped:
+    """A requested (task, setting, agent, model) that will not run, and why."""
+
+    task_id: str
+    setting: str
+    agent: str
+    model: str
+    reason: str
+
+
+def _why_not(setting: str, task: SolverTask) -> str:
+    if setting == "parallel" and task.suite != "real":
+        return f"the {task.suite} suite has no Parallel setting (only real-data tasks have worlds)"
+    if setting == "parallel":
+        return "no Parallel world under this library's world key (`lawlab tasks list`)"
+    return f"the task has no {setting} setting (it offers {', '.join(sorted(task.settings))})"
+
+
+def expand(doc: dict, tasks: list[SolverTask],
+           dropped: list[Dropped] | None = None) -> list[Cell]:
+    """Every cell of the grid; a task is paired only with settings it supports (the
+    pairs left out go to ``dropped`` with their reason when it is given)."""
     cells = []
     chosen = select_tasks(doc["tasks"], tasks)
     for entry in doc["agents"]:
@@ -77,6 +98,9 @@ def expand(doc: dict, tasks: list[SolverTask]) -> list[Cell]:
             for t in chosen:
                 supported = set(t.settings) or {"real"}
                 if setting not in supported:
+                    if dropped is not None:
+                        dropped.append(Dropped(t.task_id, setting, agent, model,
+                                               _why_not(setting, t)))
                     continue
                 for context in doc["contexts"]:
                     for k in range(doc["repeats"]):

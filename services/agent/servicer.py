@@ -21,9 +21,11 @@ from pathlib import Path
 
 import grpc
 
+from lawlab import convert
 from lawlab.agent.v1 import agent_pb2, agent_pb2_grpc
 from lawlab.errors import FailedPrecondition, InvalidArgument, NotFound
 from lawlab.settings import AgentSettings
+from lawlab.vocab import FINAL_STATUSES
 from lawlab_agent import campaign as camp
 from lawlab_agent.admission import Admission
 from lawlab_agent.builtin import BUILTIN_AGENTS, builtin_agents
@@ -148,6 +150,20 @@ class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
         return campaign_pb(await self.scheduler.submit(
             doc["name"], doc, self.admission.campaign_cells,
             retry_failed=request.retry_failed))
+
+    async def PreviewCampaign(self, request: agent_pb2.StartCampaignRequest,
+                              context: grpc.aio.ServicerContext) -> agent_pb2.CampaignPreview:
+        doc = spec_doc(request.spec, set(self.policies))
+        cells, dropped = await self.admission.preview(doc)
+        done = {r.trial_id for r in await asyncio.to_thread(self.store.all)
+                if r.status in FINAL_STATUSES}
+        return agent_pb2.CampaignPreview(
+            campaign_id=doc["name"], cells=[cell_proto(c) for c in cells if c.trial_id not in done],
+            already_finished=sum(1 for c in cells if c.trial_id in done),
+            dropped=[agent_pb2.DroppedCell(task_id=d.task_id,
+                                           setting=convert.setting_from_name(d.setting),
+                                           agent=d.agent, model=d.model, reason=d.reason)
+                     for d in dropped])
 
     async def GetCampaign(self, request: agent_pb2.GetCampaignRequest,
                           context: grpc.aio.ServicerContext) -> agent_pb2.Campaign:

@@ -579,3 +579,31 @@ def test_commands_find_the_running_services_without_addresses(cluster, tmp_path,
     assert main(["campaign", "run", "--detach", "--agents", "data-blind", "--tasks",
                  "mercury_vapour_pressure", "--settings", "real"]) == 2
     assert "needs running services" in capsys.readouterr().err
+
+
+def test_a_dry_run_previews_the_grid_and_every_dropped_cell(cluster, tmp_path):
+    """Issue #34: `campaign run --dry-run` shows what would run and each requested
+    cell that will not, with its reason, and stores nothing."""
+    import os
+    import subprocess
+    import sys
+
+    lawlab = str(Path(sys.executable).parent / "lawlab")
+    with own_agent(cluster, tmp_path) as c:
+        env = dict(os.environ, LAWLAB_INTERNAL_TOKEN=cluster.internal_token)
+        out = subprocess.run([lawlab, "campaign", "run", "--agent-addr", c.address("agent"),
+                              "--name", "preview", "--agents", "data-blind,template",
+                              "--tasks", "mercury_vapour_pressure,lsrs_phys_1",
+                              "--settings", "real,parallel", "--dry-run"],
+                             env=env, capture_output=True, text=True, timeout=120)
+        assert out.returncode == 0, out.stderr
+        assert "campaign preview: 6 trials to run" in out.stdout, out.stdout
+        assert "2 requested cells will not run:" in out.stdout
+        assert "lsrs_phys_1 parallel data-blind: the lsr-synth suite has no Parallel setting" \
+            in out.stdout, out.stdout
+        stub = stub_of(c)
+        assert not stub.ListCampaigns(agent_pb2.ListCampaignsRequest()).campaigns
+        assert not stub.ListTrials(agent_pb2.ListTrialsRequest()).trials
+        preview = stub.PreviewCampaign(agent_pb2.StartCampaignRequest(spec=spec(
+            "p2", [("data-blind", "")], ["lsrs_phys_1"], settings=(PARALLEL,))))
+        assert not preview.cells and len(preview.dropped) == 1

@@ -225,13 +225,58 @@ def cmd_campaign(args: argparse.Namespace) -> int:
         return 0
 
 
+CONFIRM_ABOVE = 100  # trials: a larger grid asks first at a terminal (--yes skips)
+
+
+def render_preview(p: agent_pb2.CampaignPreview) -> str:
+    """What a campaign would run, by agent and setting, and every dropped cell."""
+    from lawlab import convert
+
+    counts: dict[tuple[str, str], int] = {}
+    for c in p.cells:
+        key = (c.agent + (f"/{c.model}" if c.model else ""), convert.setting_name(c.setting))
+        counts[key] = counts.get(key, 0) + 1
+    lines = [f"campaign {p.campaign_id}: {len(p.cells)} trials to run"
+             + (f" ({p.already_finished} finished earlier, kept)" if p.already_finished else "")]
+    if counts:
+        lines.append(table([[a, st, n] for (a, st), n in sorted(counts.items())],
+                           ["agent", "setting", "trials"]))
+    if p.dropped:
+        lines.append(f"{len(p.dropped)} requested cells will not run:")
+        for d in p.dropped[:PREVIEW_DROPPED]:
+            lines.append(f"  {d.task_id} {convert.setting_name(d.setting)} "
+                         f"{d.agent + (f'/{d.model}' if d.model else '')}: {d.reason}")
+        if len(p.dropped) > PREVIEW_DROPPED:
+            lines.append(f"  ... and {len(p.dropped) - PREVIEW_DROPPED} more")
+    if not p.cells and not p.already_finished:
+        lines.append("nothing to run: choose tasks that offer the selected settings")
+    return "\n".join(lines)
+
+
+PREVIEW_DROPPED = 30
+
+
 def _start_and_watch(stub: agent_pb2_grpc.AgentServiceStub, args: argparse.Namespace) -> int:
     from google.protobuf.json_format import MessageToDict
 
     from lawlab.agent.v1 import agent_pb2
 
-    snap = stub.StartCampaign(agent_pb2.StartCampaignRequest(
-        spec=spec_from_args(args), retry_failed=bool(getattr(args, "retry_failed", False))))
+    request = agent_pb2.StartCampaignRequest(
+        spec=spec_from_args(args), retry_failed=bool(getattr(args, "retry_failed", False)))
+    if not getattr(args, "json", False) or getattr(args, "dry_run", False):
+        preview = stub.PreviewCampaign(request)
+        print(render_preview(preview), flush=True)
+        if getattr(args, "dry_run", False):
+            return 0
+        if not preview.cells and not preview.already_finished:
+            return 1
+        n = len(preview.cells)
+        if n > CONFIRM_ABOVE and not getattr(args, "yes", False) and sys.stdin.isatty():
+            answer = input(f"start {n} trials? [y/N] ").strip().lower()
+            if answer not in ("y", "yes"):
+                print("not started (--dry-run previews without asking; --yes skips the question)")
+                return 1
+    snap = stub.StartCampaign(request)
     args.started_campaign = snap.campaign_id
     print(f"campaign {snap.campaign_id}: {snap.totals.total} trials "
           f"(status: lawlab campaign status {snap.campaign_id} --watch)", flush=True)
@@ -583,6 +628,10 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     p.add_argument("--max-attempts", dest="max_attempts", type=int)
     p.add_argument("--backoff-seconds", dest="backoff_seconds", type=float)
     p.add_argument("--detach", action="store_true", help="start it and return")
+    p.add_argument("--dry-run", action="store_true",
+                   help="show the grid and every dropped cell with its reason; run nothing")
+    p.add_argument("--yes", action="store_true",
+                   help=f"do not ask before a grid of more than {CONFIRM_ABOVE} trials")
     p.add_argument("--retry-failed", action="store_true",
                    help="also re-run trials that ended in error in an earlier run")
     p.add_argument("--json", action="store_true")
