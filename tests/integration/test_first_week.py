@@ -56,6 +56,11 @@ def test_first_week(tmp_path, tasks_dir):
                         "connection refused", env["LAWLAB_LLM_BASE_URL"])
         assert time.monotonic() - t0 < 5
 
+        # the errors above send the user to `lawlab tasks list`: it names each task's settings
+        listed = lawlab("tasks", "list")
+        row = next(line for line in listed.stdout.splitlines() if line.startswith("dnase_elisa "))
+        assert "settings" in listed.stdout.splitlines()[0] and "real, parallel" in row
+
         # 3. a second `up` on the same data dir: refused, naming the running one; the
         # first keeps its token
         second = lawlab("up", "--ephemeral", "--data-dir", str(data), timeout=60)

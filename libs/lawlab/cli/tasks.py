@@ -242,9 +242,11 @@ def cmd_tasks_list(args: argparse.Namespace) -> int:
     from lawlab.tasks import TaskLibrary
 
     library = TaskLibrary(Path(args.tasks_dir))
-    rows = [[t.task_id, t.meta.type_label, t.meta.discipline, t.meta.metric, len(t.train),
+    rows = [[t.task_id, t.meta.suite, "real, parallel" if t.has_world() else "real",
+             t.meta.type_label, t.meta.discipline, t.meta.metric, len(t.train),
              len(t.group_ids) or "-", ", ".join(t.meta.input_names)] for t in library]
-    print(_table(rows, ["task", "type", "discipline", "metric", "train rows", "groups", "inputs"]))
+    print(_table(rows, ["task", "suite", "settings", "type", "discipline", "metric",
+                        "train rows", "groups", "inputs"]))
     return 0
 
 
