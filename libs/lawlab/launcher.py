@@ -113,6 +113,8 @@ class Cluster:
         metrics = metrics_port if metrics_port is not None else (
             config.metrics_port(name) if default_ports else 0)
         env = dict(os.environ)
+        if env.pop("LAWLAB_CLI_QUIETED_GRPC", None):  # the CLI's quiet is not the service's
+            env.pop("GRPC_VERBOSITY", None)
         env.update(self.env())
         env.update(extra_env or {})
         log_path = self.log_dir / f"{name}.log"

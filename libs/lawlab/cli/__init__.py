@@ -22,7 +22,9 @@ import sys
 # gRPC's C core logs TLS handshake failures and the like to stderr on its own;
 # the command says what went wrong in one line instead (set before grpc loads;
 # an exported GRPC_VERBOSITY wins)
-os.environ.setdefault("GRPC_VERBOSITY", "NONE")
+if "GRPC_VERBOSITY" not in os.environ:
+    os.environ["GRPC_VERBOSITY"] = "NONE"
+    os.environ["LAWLAB_CLI_QUIETED_GRPC"] = "1"  # services started from here log as usual
 
 from lawlab.cli import campaign, fit, leaderboard, sandbox, score, services, sim, tasks, trial
 
