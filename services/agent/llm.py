@@ -177,42 +177,10 @@ class OpenAIChatPolicy:
                 if cause == "rate_limit" and retry_after is not None:
                     wait = min(60.0, max(wait, retry_after))
                 await asyncio.sleep(wait)
-            retry_after = None
-            start = time.perf_counter()
-            try:
-                doc = await asyncio.to_thread(self._post, messages)
-            except urllib.error.HTTPError as err:
-                if err.code in (401, 403, 404):
-                    raise LLMConfigError(f"the endpoint refused the request ({err.code}): "
-                                         "check LAWLAB_LLM_API_KEY and the model name") from None
-                cause = "rate_limit" if err.code == 429 else "api_server"
-                last_error = f"HTTP {err.code}"
-                try:
-                    retry_after = float(err.headers.get("Retry-After", "")) if err.headers else None
-                except (TypeError, ValueError):
-                    retry_after = None
-            except (json.JSONDecodeError, http.client.HTTPException) as err:
-                cause, last_error = "api_server", f"malformed response body ({type(err).__name__})"
-            except (TimeoutError, urllib.error.URLError, ConnectionError, OSError) as err:
-                cause, last_error = "api_timeout", f"{type(err).__name__}: {err}"
-            else:
-                LLM_SECONDS.labels(self.model).observe(time.perf_counter() - start)
-                usage = doc.get("usage") or {}
-                for kind in ("prompt_tokens", "completion_tokens"):
-                    n = int(usage.get(kind, 0) or 0)
-                    self.usage[kind] += n
-                    self.last_usage[kind] = n
-                    LLM_TOKENS.labels(self.model, kind).inc(n)
-                try:
-                    message = doc["choices"][0]["message"]
-                    content = str(message.get("content") or "")
-                except (KeyError, IndexError, TypeError, AttributeError):
-                    cause, last_error = "api_server", "malformed response"
-                else:
-                    self.last_reasoning = str(message.get("reasoning_content")
-                                              or message.get("reasoning") or "")
-                    self.dead_turns = 0
-                    return content
+            content, cause, last_error, retry_after = await self._call_once(messages)
+            if content is not None:
+                self.dead_turns = 0
+                return content
             LLM_ERRORS.labels(self.model, cause).inc()
             self.last_failures.append({"attempt": attempt, "cause": cause, "error": last_error})
             log.warning("llm call failed", extra={"attempt": attempt, "error": last_error})
@@ -225,6 +193,43 @@ class OpenAIChatPolicy:
         # B.2: the failure stays inside the loop; the turn is spent, the trial goes on
         return (f"[the model call failed {self.retries} times ({cause}: {last_error}); this "
                 "turn produced no reply]")
+
+    async def _call_once(self, messages: list[dict[str, str]]
+                         ) -> tuple[str | None, str, str, float | None]:
+        """One call: (content, '', '', None) on a reply, else (None, cause, error,
+        Retry-After seconds if the server sent them); a refused key or model raises."""
+        start = time.perf_counter()
+        try:
+            doc = await asyncio.to_thread(self._post, messages)
+        except urllib.error.HTTPError as err:
+            if err.code in (401, 403, 404):
+                raise LLMConfigError(f"the endpoint refused the request ({err.code}): "
+                                     "check LAWLAB_LLM_API_KEY and the model name") from None
+            try:
+                retry_after = float(err.headers.get("Retry-After", "")) if err.headers else None
+            except (TypeError, ValueError):
+                retry_after = None
+            return (None, "rate_limit" if err.code == 429 else "api_server", f"HTTP {err.code}",
+                    retry_after)
+        except (json.JSONDecodeError, http.client.HTTPException) as err:
+            return None, "api_server", f"malformed response body ({type(err).__name__})", None
+        except (TimeoutError, urllib.error.URLError, ConnectionError, OSError) as err:
+            return None, "api_timeout", f"{type(err).__name__}: {err}", None
+        LLM_SECONDS.labels(self.model).observe(time.perf_counter() - start)
+        usage = doc.get("usage") or {}
+        for kind in ("prompt_tokens", "completion_tokens"):
+            n = int(usage.get(kind, 0) or 0)
+            self.usage[kind] += n
+            self.last_usage[kind] = n
+            LLM_TOKENS.labels(self.model, kind).inc(n)
+        try:
+            message = doc["choices"][0]["message"]
+            content = str(message.get("content") or "")
+        except (KeyError, IndexError, TypeError, AttributeError):
+            return None, "api_server", "malformed response", None
+        self.last_reasoning = str(message.get("reasoning_content")
+                                  or message.get("reasoning") or "")
+        return content, "", "", None
 
 
 # ---- decoding per model family (paper B.1) ------------------------------------------

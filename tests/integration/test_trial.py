@@ -239,8 +239,8 @@ def test_a_typo_or_a_missing_setting_is_refused_before_any_trial_is_stored(clust
     assert err.value.code() == grpc.StatusCode.NOT_FOUND
     assert "did you mean dnase_elisa" in err.value.details()
     assert "lawlab tasks list" in err.value.details()
-    without_world = next(t.task_id for t in library if t.meta.suite == "real"
-                         and not t.has_world())
+    # every real task has a Parallel world; an LLM-SRBench task has none
+    without_world = next(t.task_id for t in library if not t.has_world())
     with pytest.raises(grpc.RpcError) as err:
         agent.RunTrial(agent_pb2.RunTrialRequest(task_id=without_world, agent="template",
                                                  setting=common_pb2.SETTING_PARALLEL), timeout=30)
@@ -275,10 +275,13 @@ def test_trial_run_streams_its_turns_and_ctrl_c_stops_the_trial(cluster, tmp_pat
         lawlab = str(Path(sys.executable).parent / "lawlab")
         err_path = tmp_path / "run.stderr"
         with open(err_path, "w") as err:
+            # SIGINT as at a terminal even when the tests run as a background job
+            # (which starts its children with SIGINT ignored)
             run = subprocess.Popen([lawlab, "trial", "run", "--task", "mercury_vapour_pressure",
                                     "--setting", "real", "--agent", "openai", "--model", "m",
                                     "--agent-addr", c.address("agent")],
-                                   env=env, stdout=subprocess.PIPE, stderr=err, text=True)
+                                   env=env, stdout=subprocess.PIPE, stderr=err, text=True,
+                                   preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
         deadline = time.monotonic() + 120
         while "turn 2: python" not in err_path.read_text():
             assert run.poll() is None and time.monotonic() < deadline, err_path.read_text()

@@ -102,11 +102,10 @@ def rpc_error_line(args: argparse.Namespace, err: Exception) -> str:
         details = details.splitlines()[0][:200]
     what = " ".join(str(getattr(args, k)) for k in ("command", "verb", "kind")
                     if getattr(args, k, None))
-    if not tls and code == "UNAVAILABLE" and getattr(args, "addr", None) and \
-            not getattr(args, "ca", None) and _listening(args.addr):
-        # gRPC reports the last address it tried (often ::1, refused) even when the
-        # one that listens closed a plaintext connection: a TLS server
-        tls = _tls_mismatch("Socket closed")
+    if not tls and code == "UNAVAILABLE" and getattr(args, "addr", None):
+        # gRPC reports only the last address it tried (often ::1, refused) even when
+        # another one listens and failed the handshake: ask that one ourselves
+        tls = _handshake_problem(args.addr, getattr(args, "ca", None))
     if tls:
         return f"lawlab {what}: UNAVAILABLE: {tls}"
     hint = (SIM_HINTS.get(code) if args.command == "sim" else None) or RPC_HINTS.get(code, "")
@@ -133,19 +132,36 @@ def _tls_mismatch(details: str) -> str:
     return ""
 
 
-def _listening(address: str) -> bool:
-    """Something accepts TCP connections at ``address`` (host:port)."""
+def _handshake_problem(address: str, ca: str | None) -> str:
+    """What goes wrong in a TLS handshake with whatever listens at ``address``
+    (host:port), in the words of :func:`_tls_mismatch`; '' if nothing listens or the
+    handshake is not the problem."""
     import socket
+    import ssl
 
     host, _, port = address.rpartition(":")
+    host = host.strip("[]") or "localhost"
     try:
-        infos = socket.getaddrinfo(host.strip("[]") or "localhost", int(port),
-                                   type=socket.SOCK_STREAM)
+        infos = socket.getaddrinfo(host, int(port), type=socket.SOCK_STREAM)
     except (OSError, ValueError):
-        return False
+        return ""
     for family, kind, proto, _, sockaddr in infos:
-        with socket.socket(family, kind, proto) as s:
-            s.settimeout(1.0)
-            if s.connect_ex(sockaddr) == 0:
-                return True
-    return False
+        with socket.socket(family, kind, proto) as raw:
+            raw.settimeout(2.0)
+            if raw.connect_ex(sockaddr) != 0:
+                continue
+            ctx = ssl.create_default_context(cafile=ca) if ca else ssl._create_unverified_context()
+            ctx.set_alpn_protocols(["h2"])
+            try:
+                with ctx.wrap_socket(raw, server_hostname=host):
+                    pass
+            except ssl.SSLCertVerificationError as err:
+                if "match" in str(err.verify_message or err).lower():
+                    return _tls_mismatch("Peer name does not match")
+                return _tls_mismatch(f"CERTIFICATE_VERIFY_FAILED:{err.verify_message}:")
+            except ssl.SSLError as err:
+                return _tls_mismatch(str(err)) if ca else ""
+            except OSError:
+                return ""
+            return "" if ca else _tls_mismatch("Socket closed")
+    return ""
