@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 from pathlib import Path
 
 from lawlab import config
@@ -43,12 +44,18 @@ async def build(args: argparse.Namespace, settings: Settings):
     own = settings.agent
     url = own.trial_store_url or f"sqlite:///{data_dir.resolve() / 'agent' / 'trials.sqlite'}"
     store = open_store(url)
-    servicer = AgentServicer(store, clients, data_dir, settings=own,
-                             launcher=launchers.from_settings(own, data_dir / "workers"))
+    view = os.environ.get("LAWLAB_AGENT_VIEW") == "1"
+    if view:  # `lawlab view`: a stopped cluster's data, read-only (lawlab_agent.view)
+        from lawlab_agent.view import ReadOnlyAgentServicer
+
+        servicer: AgentServicer = ReadOnlyAgentServicer(store, clients, data_dir, settings=own)
+    else:
+        servicer = AgentServicer(store, clients, data_dir, settings=own,
+                                 launcher=launchers.from_settings(own, data_dir / "workers"))
 
     async def resume() -> None:
         # campaigns that were running when the service last stopped go on by themselves
-        if own.resume:
+        if own.resume and not view:
             resumed = await servicer.resume_interrupted()
             if resumed:
                 log.info("resuming campaigns", extra={"campaigns": resumed})
@@ -61,6 +68,8 @@ async def build(args: argparse.Namespace, settings: Settings):
 
     spec = ServiceSpec(agent_pb2_grpc.add_AgentServiceServicer_to_server, servicer,
                        agent_pb2.DESCRIPTOR.services_by_name["AgentService"],
-                       http_app=status_page.make_app(store, status_page.simulator_fetch(
-                           config.service_address("simulator")), settings.internal_token))
+                       http_app=status_page.make_app(
+                           store, None if view else status_page.simulator_fetch(
+                               config.service_address("simulator")), settings.internal_token,
+                           trajectories=data_dir / "trajectories", view=view))
     return [spec], [resume], [close]

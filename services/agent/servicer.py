@@ -47,7 +47,7 @@ class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
     def __init__(self, store: TrialStore, clients: Clients, data_dir: Path,
                  settings: AgentSettings | None = None,
                  policies: dict[str, Callable[[str, dict], Policy]] | None = None,
-                 launcher: Launcher | None = None) -> None:
+                 launcher: Launcher | None = None, recover: bool = True) -> None:
         settings = settings or AgentSettings()
         self.store = store
         self.clients = clients
@@ -62,7 +62,7 @@ class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
             store, launcher or self.local, self._trajectory_path,
             lease_seconds=settings.lease_seconds)
         self.local.scheduler = self.scheduler
-        recovered = store.recover()
+        recovered = store.recover() if recover else 0
         if recovered:
             log.warning("trials interrupted by the last stop will restart from turn 0",
                         extra={"trials": recovered})

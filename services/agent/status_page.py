@@ -13,11 +13,15 @@ import html
 import json
 import time
 from collections.abc import Callable
+from pathlib import Path
+from urllib.parse import parse_qs, quote, unquote
 
 from lawlab.rpc.server import bearer_token
 from lawlab_agent import campaign as camp
+from lawlab_agent import trial_pages
 from lawlab_agent.store import TrialStore
 
+CSP = ("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'")
 STATE_COLOURS = {"running": "#2b7bb9", "finished": "#1e6b43", "failed": "#c0392b",
                  "cancelled": "#7f8c8d", "interrupted": "#d68910"}
 
@@ -114,7 +118,8 @@ def _campaign_rows(campaigns: list[dict]) -> list[str]:
         colour = STATE_COLOURS.get(c["state"], "#555")
         eta = f"{int(c['eta_seconds'] // 60)} min" if c["eta_seconds"] else "&ndash;"
         rows.append(
-            f"<tr><td class=id>{e(c['campaign_id'])}</td>"
+            f"<tr><td class=id><a href='/trials?campaign={quote(c['campaign_id'])}'>"
+            f"{e(c['campaign_id'])}</a></td>"
             f"<td><span class=state style='background:{colour}'>{e(c['state'])}</span></td>"
             f"<td><div class=bar><div style='width:{100 * frac:.1f}%'></div></div>"
             f"<span class=count>{c['done']}/{c['total']}</span></td>"
@@ -125,20 +130,21 @@ def _campaign_rows(campaigns: list[dict]) -> list[str]:
     return rows
 
 
-def render(data: dict) -> str:
+def render(data: dict, view: bool = False) -> str:
     e = html.escape
     rows = _campaign_rows(data["campaigns"])
     trials = [
         f"<tr><td>{e(time.strftime('%H:%M:%S', time.localtime(t['updated'])))}</td>"
-        f"<td>{e(t['task_id'])}</td><td>{e(t['setting'])}</td><td>{e(t['agent'])}</td>"
+        f"<td><a href='/trial/{e(t['trial_id'])}'>{e(t['task_id'])}</a></td>"
+        f"<td>{e(t['setting'])}</td><td>{e(t['agent'])}</td>"
         f"<td>{e(t['status'])}</td><td>{t['turns']}</td><td>{_num(t['s_n'])}</td>"
         f"<td>{_num(t['s_v'])}</td><td>{_num(t['s_s'])}</td></tr>"
         for t in data["recent_trials"]]
     external = _external_section(data.get("external") or {"available": False,
                                                           "reason": "not configured"})
     return f"""<!doctype html>
-<html lang=en><head><meta charset=utf-8><meta http-equiv=refresh content=5>
-<title>lawlab status</title>
+<html lang=en><head><meta charset=utf-8>{'' if view else '<meta http-equiv=refresh content=5>'}
+<title>lawlab {'view' if view else 'status'}</title>
 <style>
 body {{ font: 14px/1.4 system-ui, sans-serif; margin: 24px; color: #222; }}
 h1 {{ font-size: 20px; }} h2 {{ font-size: 16px; margin-top: 28px; }}
@@ -152,8 +158,9 @@ th {{ background: #f4f4f4; }}
 .state {{ color: white; border-radius: 4px; padding: 1px 6px; }}
 .error {{ color: #c0392b; }} .muted {{ color: #777; }}
 </style></head><body>
-<h1>lawlab status</h1>
-<p class=muted>Generated {e(time.strftime('%Y-%m-%d %H:%M:%S'))}; refreshes every 5 s.
+<h1>lawlab {'view (read-only: a stopped cluster&#39;s data)' if view else 'status'}</h1>
+<p class=muted>Generated {e(time.strftime('%Y-%m-%d %H:%M:%S'))}{'' if view else '; refreshes every 5 s'}.
+Every trial, with filters and transcripts: <a href="/trials">/trials</a>;
 JSON: <a href="/api/status">/api/status</a>, metrics: <a href="/metrics">/metrics</a>.</p>
 <h2>Campaigns</h2>
 <table><tr><th>campaign</th><th>state</th><th>progress</th><th>running</th><th>failed</th>
@@ -197,7 +204,11 @@ def simulator_fetch(address: str, timeout: float = 3.0, cache_seconds: float = 5
 
 
 def make_app(store: TrialStore, external: Callable[[], list[dict]] | None = None,
-             internal_token: str = "") -> Callable:
+             internal_token: str = "", trajectories: Path | None = None,
+             view: bool = False) -> Callable:
+    """The status page, ``/api/status``, and the trial pages (lawlab_agent.trial_pages)
+    over ``trajectories``; ``view``: a read-only view of a stopped cluster's data."""
+    note = "read-only view of a stopped cluster's data" if view else ""
     token_hash = hashlib.sha256(internal_token.encode()).digest() if internal_token else b""
 
     def trusted(environ: dict) -> bool:
@@ -219,14 +230,29 @@ def make_app(store: TrialStore, external: Callable[[], list[dict]] | None = None
             start_response("200 OK", [("Content-Type", "application/json"),
                                       ("Cache-Control", "no-store")])
             return [body]
-        if path in ("/", "/index.html"):
-            body = render(full_snapshot(environ)).encode()
+        if trajectories is not None and (path == "/trials" or path.startswith("/trial/")):
+            query = {k: v[-1] for k, v in parse_qs(environ.get("QUERY_STRING", "")).items()}
+            if path == "/trials":
+                page: str | None = trial_pages.trials_page(store, query, note)
+            else:
+                try:
+                    attempt = int(query.get("attempt", "0") or 0)
+                except ValueError:
+                    attempt = 0
+                page = trial_pages.trial_page(store, trajectories, unquote(path[7:]), attempt,
+                                              note)
+            if page is None:
+                start_response("404 Not Found", [("Content-Type", "text/plain")])
+                return [b"no such trial: /trials lists them\n"]
             start_response("200 OK", [("Content-Type", "text/html; charset=utf-8"),
-                                      ("Cache-Control", "no-store"),
-                                      ("Content-Security-Policy", "default-src 'none'; "
-                                       "style-src 'unsafe-inline'")])
+                                      ("Cache-Control", "no-store"), CSP])
+            return [page.encode()]
+        if path in ("/", "/index.html"):
+            body = render(full_snapshot(environ), view=view).encode()
+            start_response("200 OK", [("Content-Type", "text/html; charset=utf-8"),
+                                      ("Cache-Control", "no-store"), CSP])
             return [body]
         start_response("404 Not Found", [("Content-Type", "text/plain")])
-        return [b"not found: try / or /api/status\n"]
+        return [b"not found: try /, /trials or /api/status\n"]
 
     return app

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import sqlite3
 import subprocess
 import time
 from pathlib import Path
@@ -102,6 +103,89 @@ def test_first_week(tmp_path, tasks_dir):
         out, _ = up.communicate(timeout=120)
     assert up.returncode == 0, up_err.read_text()
     assert not (data / "up.lock").exists() or _lock_free(data / "up.lock")
+
+    # 4. results outlive the services: with nothing running, the commands read the
+    # stopped cluster's data dir (LAWLAB_DATA_DIR here) through a read-only view
+    status = lawlab("campaign", "status", "week")
+    assert status.returncode == 0 and "finished" in status.stdout, status.stderr
+    assert "no agent service running: reading" in status.stderr
+    trials = lawlab("campaign", "trials", "week")
+    assert trials.returncode == 0 and trials.stdout.count("completed") == 3, trials.stderr
+    report = lawlab("report", "week", "--out", str(tmp_path / "report"))
+    assert report.returncode == 0, report.stderr
+    assert "template" in (tmp_path / "report" / "leaderboard.md").read_text()
+    with sqlite3.connect(data / "agent" / "trials.sqlite") as db:
+        trial_id, task = db.execute("SELECT trial_id, task_id FROM trials WHERE task_id = "
+                                    "'dnase_elisa'").fetchone()
+    shown = lawlab("trial", "show", trial_id)
+    # (this trial may be the one the sandbox's death interrupted: it resumed at turn 2)
+    assert shown.returncode == 0 and "final_formula" in shown.stdout and "S_V" in shown.stdout, \
+        shown.stdout[:4000]
+    _view_serves_the_stopped_cluster(lawlab, env, home, data, trial_id)
+
+
+def _view_serves_the_stopped_cluster(lawlab, env: dict, home: Path, data: Path,
+                                     trial_id: str) -> None:
+    """`lawlab view`: the status page, the filtered trial list and one transcript with
+    the judges' evidence, from a stopped cluster; anything that would act is refused."""
+    import urllib.request
+
+    port = _closed_port()
+    view = subprocess.Popen([LAWLAB, "view", "--port", str(port)], cwd=home, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        line = view.stdout.readline()
+        assert line.startswith(f"lawlab view: http://127.0.0.1:{port}/"), line + view.stderr.read()
+
+        def get(path: str) -> str:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=30) as r:
+                return r.read().decode()
+
+        assert "read-only" in get("/") and f"/trial/{trial_id}" in get("/")
+        listed = get("/trials?campaign=week&setting=real")
+        assert "Trials (3)" in listed and f"/trial/{trial_id}" in listed
+        assert "Trials (0)" in get("/trials?campaign=week&setting=parallel")
+        page = get(f"/trial/{trial_id}")
+        for needle in ("dnase_elisa", "Transcript", "final_formula", "S_V", "anti-hacking gate",
+                       "Submission", "def predict"):
+            assert needle in page, needle
+    finally:
+        view.send_signal(signal.SIGTERM)
+        view.wait(timeout=30)
+    assert view.returncode == 0
+    _the_view_refuses_to_act(data)
+
+
+def _the_view_refuses_to_act(data: Path) -> None:
+    import grpc
+
+    from lawlab.agent.v1 import agent_pb2, agent_pb2_grpc
+    from lawlab.cli.common import offline_agent
+    from lawlab.common.v1 import common_pb2
+    from lawlab.rpc.client import sync_channel
+
+    saved = {k: os.environ.get(k) for k in ("LAWLAB_INTERNAL_TOKEN", "LAWLAB_VIEW_HTTP")}
+    try:
+        with offline_agent(str(data)) as address, sync_channel(address) as channel:
+            stub = agent_pb2_grpc.AgentServiceStub(channel)
+            assert len(stub.ListTrials(agent_pb2.ListTrialsRequest(campaign_id="week")).trials) == 3
+            for call, request in (
+                    (stub.RunTrial, agent_pb2.RunTrialRequest(
+                        task_id="dnase_elisa", agent="template", setting=common_pb2.SETTING_REAL)),
+                    (stub.CancelCampaign, agent_pb2.GetCampaignRequest(campaign_id="week"))):
+                try:
+                    call(request, timeout=30)
+                except grpc.RpcError as err:
+                    assert err.code() == grpc.StatusCode.FAILED_PRECONDITION, err
+                    assert "read-only" in err.details() and "lawlab up" in err.details()
+                else:
+                    raise AssertionError(f"a read-only view accepted {request}")
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
 
 
 def _lock_free(path: Path) -> bool:

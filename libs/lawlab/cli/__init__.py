@@ -26,9 +26,9 @@ if "GRPC_VERBOSITY" not in os.environ:
     os.environ["GRPC_VERBOSITY"] = "NONE"
     os.environ["LAWLAB_CLI_QUIETED_GRPC"] = "1"  # services started from here log as usual
 
-from lawlab.cli import campaign, fit, leaderboard, sandbox, score, services, sim, tasks, trial
+from lawlab.cli import campaign, fit, leaderboard, sandbox, score, services, sim, tasks, trial, view
 
-GROUPS = (services, tasks, trial, fit, sandbox, sim, leaderboard, score, campaign)
+GROUPS = (services, tasks, trial, fit, sandbox, sim, leaderboard, score, campaign, view)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -57,9 +57,10 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as err:  # noqa: BLE001  (gRPC errors become one line with a hint)
         import grpc
 
+        from lawlab.cli.common import NoStoredData
         from lawlab.rpc.client import TLSFileError
 
-        if isinstance(err, TLSFileError) and not args.debug:
+        if isinstance(err, (TLSFileError, NoStoredData)) and not args.debug:
             what = " ".join(str(getattr(args, k)) for k in ("command", "verb")
                             if getattr(args, k, None))
             print(f"lawlab {what}: {err}", file=sys.stderr)

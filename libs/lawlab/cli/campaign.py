@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from lawlab import config
+from lawlab.cli.common import with_offline
 from lawlab.tables import table
 
 if TYPE_CHECKING:
@@ -163,7 +164,6 @@ def watch(stub: agent_pb2_grpc.AgentServiceStub, campaign_id: str, out: TextIO |
 
 
 def cmd_campaign(args: argparse.Namespace) -> int:
-    from lawlab import convert
     from lawlab.agent.v1 import agent_pb2, agent_pb2_grpc
     from lawlab.rpc.client import sync_channel
 
@@ -181,11 +181,31 @@ def cmd_campaign(args: argparse.Namespace) -> int:
             return 2
         else:
             return _run_embedded(args)
+    if args.verb in ("status", "trials", "list"):
+        from lawlab.cli.common import agent_or_offline
+
+        with agent_or_offline(args) as address:
+            return _read(args, address)
     address = args.agent_addr or config.service_address("agent")
     with sync_channel(address) as channel:
         stub = agent_pb2_grpc.AgentServiceStub(channel)
         if args.verb == "run":
             return _start_and_watch(stub, args)
+        if args.verb == "cancel":
+            print(render(stub.CancelCampaign(agent_pb2.GetCampaignRequest(
+                campaign_id=args.campaign_id))))
+            return 0
+    raise AssertionError(args.verb)
+
+
+def _read(args: argparse.Namespace, address: str) -> int:
+    """campaign list / trials / status: read from an agent service (running or a view)."""
+    from lawlab import convert
+    from lawlab.agent.v1 import agent_pb2, agent_pb2_grpc
+    from lawlab.rpc.client import sync_channel
+
+    with sync_channel(address) as channel:
+        stub = agent_pb2_grpc.AgentServiceStub(channel)
         if args.verb == "list":
             rows = []
             for c in stub.ListCampaigns(agent_pb2.ListCampaignsRequest()).campaigns:
@@ -196,10 +216,6 @@ def cmd_campaign(args: argparse.Namespace) -> int:
                              t.total, t.completed + t.unsubmitted + t.failed, t.failed,
                              time.strftime("%Y-%m-%d %H:%M", time.localtime(c.created))])
             print(table(rows, ["campaign", "state", "trials", "finished", "failed", "created"]))
-            return 0
-        if args.verb == "cancel":
-            print(render(stub.CancelCampaign(agent_pb2.GetCampaignRequest(
-                campaign_id=args.campaign_id))))
             return 0
         if args.verb == "trials":
             trials = stub.ListTrials(agent_pb2.ListTrialsRequest(campaign_id=args.campaign_id))
@@ -307,9 +323,9 @@ def _run_embedded(args: argparse.Namespace) -> int:
         cluster.stop()
     print(f"trajectories in {data_dir / 'trajectories'}; service logs in {cluster.log_dir}")
     name = getattr(args, "started_campaign", None) or args.name or "CAMPAIGN"
-    print(f"the services stopped with the run; to inspect the campaign again: "
-          f"`lawlab up --data-dir {data_dir}`, then `lawlab campaign trials {name}` or "
-          f"`lawlab report {name}`")
+    print(f"the services stopped with the run; to inspect the campaign (no service needed): "
+          f"`lawlab campaign trials {name} --data-dir {data_dir}`, "
+          f"`lawlab report {name} --data-dir {data_dir}`, or `lawlab view --data-dir {data_dir}`")
     return code
 
 
@@ -415,7 +431,9 @@ def cmd_audit(args: argparse.Namespace) -> int:
         return 2
     tasks_dir = Path(args.tasks_dir)
     rows, leaks, flagged = [], 0, 0
-    with sync_channel(args.agent_addr or config.service_address("agent")) as channel:
+    from lawlab.cli.common import agent_or_offline
+
+    with agent_or_offline(args) as address, sync_channel(address) as channel:
         stub = agent_pb2_grpc.AgentServiceStub(channel)
         trials = stub.ListTrials(agent_pb2.ListTrialsRequest(campaign_id=args.campaign_id)).trials
         for t in trials:
@@ -523,10 +541,11 @@ def llm_selector(args: argparse.Namespace, sources: dict[str, str]
 
 def cmd_report(args: argparse.Namespace) -> int:
     from lawlab.agent.v1 import agent_pb2, agent_pb2_grpc
+    from lawlab.cli.common import agent_or_offline
     from lawlab.report import write_report
     from lawlab.rpc.client import sync_channel
 
-    with sync_channel(args.agent_addr or config.service_address("agent")) as channel:
+    with agent_or_offline(args) as address, sync_channel(address) as channel:
         stub = agent_pb2_grpc.AgentServiceStub(channel)
         trials = stub.ListTrials(agent_pb2.ListTrialsRequest(campaign_id=args.campaign_id)).trials
     if not trials:
@@ -608,6 +627,7 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     p.add_argument("--llm-base-url")
     p.add_argument("--agent-addr", default=os.environ.get("LAWLAB_AGENT_ADDR"))
     p.add_argument("--tasks-dir", default=str(config.tasks_dir()))
+    with_offline(p)
 
     campaign = sub.add_parser("campaign", help="campaigns: grids of trials").add_subparsers(
         dest="verb", required=True)
@@ -647,6 +667,8 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
         p.add_argument("--agent-addr", default=os.environ.get("LAWLAB_AGENT_ADDR"))
         if verb == "status":
             p.add_argument("--watch", action="store_true", help="follow until it stops")
+        if verb in ("status", "trials"):
+            with_offline(p)
         if verb == "audit":
             p.add_argument("--tasks-dir", default=str(config.tasks_dir()),
                            help="the task library with answer keys (operators only)")
@@ -656,6 +678,7 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
             p.add_argument("--data-dir", default=str(config.data_dir()))
     p = campaign.add_parser("list", help="every campaign of the agent service")
     p.add_argument("--agent-addr", default=os.environ.get("LAWLAB_AGENT_ADDR"))
+    with_offline(p)
     sub.choices["campaign"].set_defaults(func=cmd_campaign)
     sub.choices["report"].set_defaults(func=cmd_report)
     sub.choices["audit"].set_defaults(func=cmd_audit_memorization)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
+from collections.abc import Iterator
 
 from lawlab import config
 
@@ -22,3 +24,102 @@ def with_dirs(p: argparse.ArgumentParser) -> None:
                    help="the task library (env LAWLAB_TASKS_DIR; default var/tasks)")
     p.add_argument("--data-dir", default=str(config.data_dir()),
                    help="durable state and trajectories (env LAWLAB_DATA_DIR; default var/run)")
+
+
+class NoStoredData(Exception):
+    """A data dir with no agent store: nothing to view."""
+
+
+@contextlib.contextmanager
+def offline_agent(data_dir: str, tasks_dir: str | None = None) -> Iterator[str]:
+    """A read-only agent service over a stopped cluster's ``data_dir`` (lawlab_agent.view)
+    on a free loopback port, for as long as the block runs; yields its address. The
+    commands that read results (report, campaign status/trials/list, trial show,
+    view) use it when no agent service runs."""
+    import json
+    import os
+    import secrets
+    import subprocess
+    import sys
+    import tempfile
+    import time
+    from pathlib import Path
+
+    from lawlab.settings import Settings
+
+    data = Path(data_dir).resolve()
+    store_url = Settings.from_env().agent.trial_store_url
+    if not store_url and not (data / "agent" / "trials.sqlite").exists():
+        raise NoStoredData(f"no trials stored under {data} (no agent/trials.sqlite): pass "
+                           "--data-dir, the data dir of the cluster or campaign that ran them")
+    token = os.environ.get("LAWLAB_INTERNAL_TOKEN") or secrets.token_urlsafe(24)
+    with tempfile.TemporaryDirectory(prefix="lawlab-view-") as tmp:
+        ready, log_path = Path(tmp) / "ready.json", Path(tmp) / "agent.log"
+        env = dict(os.environ, LAWLAB_AGENT_VIEW="1", LAWLAB_INTERNAL_TOKEN=token,
+                   LAWLAB_LOG_LEVEL="WARNING")
+        env.pop("LAWLAB_CLI_QUIETED_GRPC", None)
+        argv = [sys.executable, "-m", "lawlab_agent", "--host", "127.0.0.1", "--port", "0",
+                "--metrics-port", os.environ.get("LAWLAB_VIEW_PORT", "0"),
+                "--ready-file", str(ready), "--data-dir", str(data)]
+        if tasks_dir:
+            argv += ["--tasks-dir", tasks_dir]
+        with open(log_path, "w") as log:
+            proc = subprocess.Popen(argv, env=env, stdout=log, stderr=subprocess.STDOUT,
+                                    preexec_fn=_die_with_parent)
+        try:
+            deadline = time.monotonic() + 60
+            while not ready.exists():
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    tail = log_path.read_text()[-800:]
+                    raise NoStoredData(f"the read-only agent service over {data} did not start:"
+                                       f" {tail.strip() or 'no output'}")
+                time.sleep(0.05)
+            info = json.loads(ready.read_text())
+            os.environ["LAWLAB_INTERNAL_TOKEN"] = token
+            os.environ["LAWLAB_VIEW_HTTP"] = f"http://127.0.0.1:{info['metrics_port']}/"
+            yield f"127.0.0.1:{info['port']}"
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+
+
+def _die_with_parent() -> None:
+    """In the child, before exec: SIGTERM it when the command that started it dies,
+    however it dies (Linux prctl PR_SET_PDEATHSIG)."""
+    import ctypes
+    import signal
+
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG = 1
+    except (OSError, AttributeError):
+        pass
+
+
+def agent_or_offline(args: argparse.Namespace) -> contextlib.AbstractContextManager[str]:
+    """The agent service to read results from: ``--agent-addr``; else a running one;
+    else (or with ``--offline``) a read-only view of ``--data-dir``, said on stderr."""
+    import sys
+
+    from lawlab.rpc.client import running_service
+
+    if getattr(args, "agent_addr", None) and not getattr(args, "offline", False):
+        return contextlib.nullcontext(args.agent_addr)
+    running = None if getattr(args, "offline", False) else running_service("agent")
+    if running:
+        return contextlib.nullcontext(running)
+    data_dir = getattr(args, "data_dir", None) or str(config.data_dir())
+    print(f"no agent service running: reading {data_dir} offline (read-only)", file=sys.stderr)
+    return offline_agent(data_dir, getattr(args, "tasks_dir", None))
+
+
+def with_offline(p: argparse.ArgumentParser) -> None:
+    """--data-dir and --offline for the commands that read results."""
+    if not any("--data-dir" in a.option_strings for a in p._actions):
+        p.add_argument("--data-dir", default=str(config.data_dir()),
+                       help="with no agent service running, read this stopped cluster's data "
+                            "(env LAWLAB_DATA_DIR)")
+    p.add_argument("--offline", action="store_true",
+                   help="read --data-dir even if an agent service runs")

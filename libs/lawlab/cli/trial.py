@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import sys
 import textwrap
 import time
@@ -20,6 +21,7 @@ from typing import Any, TextIO
 
 from lawlab import config
 from lawlab.cli.common import fmt as _fmt
+from lawlab.cli.common import with_offline
 from lawlab.tables import table as _table
 
 RULE = "-" * 78
@@ -97,16 +99,19 @@ def render(events: list[dict[str, Any]], out: TextIO, limit: int = 2000,
                   f"{e.get('wall_seconds', 0):.1f} s", file=out)
 
 
-def load(target: str, agent_addr: str, attempt: int = 0) -> tuple[list[dict[str, Any]], str]:
-    """Events of a trajectory file, or of a trial id from the agent service; and the
-    trial's submission ('' if unknown)."""
+def load(target: str, args: argparse.Namespace, attempt: int = 0
+         ) -> tuple[list[dict[str, Any]], str]:
+    """Events of a trajectory file, or of a trial id from the agent service (a running
+    one, else a read-only view of --data-dir); and the trial's submission ('' if
+    unknown)."""
     path = Path(target)
     if path.suffix == ".jsonl" and path.exists():
         return [json.loads(line) for line in path.read_text().splitlines() if line.strip()], ""
     from lawlab.agent.v1 import agent_pb2, agent_pb2_grpc
+    from lawlab.cli.common import agent_or_offline
     from lawlab.rpc.client import FAST_CALL, sync_channel
 
-    with sync_channel(agent_addr) as channel:
+    with agent_or_offline(args) as address, sync_channel(address) as channel:
         stub = agent_pb2_grpc.AgentServiceStub(channel)
         trial = stub.GetTrial(agent_pb2.GetTrialRequest(trial_id=target), timeout=FAST_CALL)
         traj = stub.GetTrajectory(agent_pb2.GetTrajectoryRequest(trial_id=target,
@@ -119,7 +124,7 @@ def cmd_trial_show(args: argparse.Namespace) -> int:
     import grpc
 
     try:
-        events, submission = load(args.trial, args.agent_addr, args.attempt)
+        events, submission = load(args.trial, args, args.attempt)
     except grpc.RpcError as err:
         if err.code() != grpc.StatusCode.NOT_FOUND:
             raise  # one line with a hint in lawlab.cli.main (is the agent service running?)
@@ -285,5 +290,7 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     p.add_argument("--attempt", type=int, default=0, help="which attempt (default: the last)")
     p.add_argument("--prompts", action="store_true", help="also print the prompts")
     p.add_argument("--full", action="store_true", help="do not shorten long replies and outputs")
-    p.add_argument("--agent-addr", default=config.service_address("agent"))
+    p.add_argument("--agent-addr", default=os.environ.get("LAWLAB_AGENT_ADDR"),
+                   help="an agent service (default: a running one, else --data-dir offline)")
+    with_offline(p)
     p.set_defaults(func=cmd_trial_show)

@@ -1,0 +1,49 @@
+"""``lawlab view``: open past campaigns and trials in a browser with no service
+running: the status page, every trial with filters, each transcript turn by turn
+with the judges' evidence, served read-only from a data dir (lawlab_agent.view).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+import time
+
+from lawlab import config
+
+
+def cmd_view(args: argparse.Namespace) -> int:
+    from lawlab.cli.common import offline_agent
+
+    if args.port is not None:
+        os.environ["LAWLAB_VIEW_PORT"] = str(args.port)
+    # a SIGTERM (kill, a supervisor) stops the view as Ctrl-C does
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
+    with offline_agent(args.data_dir, args.tasks_dir):
+        url = os.environ["LAWLAB_VIEW_HTTP"]
+        print(f"lawlab view: {url} (read-only over {args.data_dir}; every trial at "
+              f"{url}trials); Ctrl-C stops", flush=True)
+        if args.open:
+            import webbrowser
+
+            webbrowser.open(url)
+        try:
+            while True:
+                time.sleep(3600)
+        except KeyboardInterrupt:
+            print("stopped", file=sys.stderr)
+    return 0
+
+
+def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser("view", help="open past campaigns and trials in a browser, no service "
+                                    "running (read-only over a data dir)")
+    p.add_argument("--data-dir", default=str(config.data_dir()),
+                   help="the data dir of the cluster or campaign (env LAWLAB_DATA_DIR; an "
+                        "embedded `campaign run` prints its own)")
+    p.add_argument("--tasks-dir", default=str(config.tasks_dir()))
+    p.add_argument("--port", type=int, help="HTTP port of the pages (default: a free one)")
+    p.add_argument("--open", action="store_true", help="open it in the default browser")
+    p.set_defaults(func=cmd_view)

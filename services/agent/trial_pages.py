@@ -1,0 +1,178 @@
+"""Pages of the status page that open past work: every trial with filters
+(``/trials?campaign=&task=&agent=&setting=&status=``) and one trial turn by turn
+with the judges' evidence (``/trial/<id>?attempt=N``). Read from the store and
+the trajectory files only, so ``lawlab view`` serves them with nothing else
+running. Rendered on the server; no JavaScript.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from lawlab_agent.store import TrialRecord, TrialStore
+
+FILTERS = ("campaign", "task", "agent", "setting", "status")
+STYLE = """
+body { font: 14px/1.4 system-ui, sans-serif; margin: 24px; color: #222; max-width: 1100px; }
+h1 { font-size: 20px; } h2 { font-size: 16px; margin-top: 24px; }
+table { border-collapse: collapse; width: 100%; }
+th, td { text-align: left; padding: 4px 8px; border-bottom: 1px solid #ddd; vertical-align: top; }
+th { background: #f4f4f4; } .muted { color: #777; } .fail { color: #c0392b; }
+.pass { color: #1e6b43; } pre { background: #f7f7f7; padding: 8px; white-space: pre-wrap;
+  overflow-wrap: anywhere; margin: 4px 0; } .turn { border-left: 3px solid #2b7bb9;
+  padding-left: 10px; margin: 14px 0; } form input, form select { margin-right: 8px; }
+"""
+
+
+def _num(x: float | None) -> str:
+    return "&ndash;" if x is None else f"{x:.3f}"
+
+
+def _page(title: str, body: str, note: str) -> str:
+    e = html.escape
+    return (f"<!doctype html>\n<html lang=en><head><meta charset=utf-8><title>{e(title)}</title>"
+            f"<style>{STYLE}</style></head><body><p class=muted><a href='/'>status</a> &middot; "
+            f"<a href='/trials'>all trials</a>{(' &middot; ' + e(note)) if note else ''}</p>"
+            f"<h1>{e(title)}</h1>{body}</body></html>\n")
+
+
+def select(store: TrialStore, query: Mapping[str, str]) -> list[TrialRecord]:
+    """The trials matching every given filter (a campaign's trials, or all), newest first."""
+    campaign = query.get("campaign", "")
+    rows = store.campaign_trials(campaign) if campaign else store.all()
+    for key, attr in (("task", "task_id"), ("agent", "agent"), ("setting", "setting"),
+                      ("status", "status")):
+        want = query.get(key, "")
+        if want:
+            rows = [r for r in rows if getattr(r, attr) == want
+                    or (key == "agent" and f"{r.agent}/{r.model}" == want)]
+    return sorted(rows, key=lambda r: r.updated, reverse=True)
+
+
+def trials_page(store: TrialStore, query: Mapping[str, str], note: str = "") -> str:
+    e = html.escape
+    rows = select(store, query)
+    campaigns = [c.campaign_id for c in store.campaigns()]
+    options = "".join(f"<option{' selected' if c == query.get('campaign') else ''}>{e(c)}</option>"
+                      for c in campaigns)
+    form = ("<form method=get action='/trials'><select name=campaign><option value=''>"
+            f"every campaign</option>{options}</select>"
+            + "".join(f"<input name={k} placeholder={k} value='{e(query.get(k, ''))}' size=14>"
+                      for k in FILTERS[1:])
+            + "<button>filter</button></form>")
+    body = "".join(
+        f"<tr><td><a href='/trial/{e(r.trial_id)}'>{e(r.trial_id)}</a></td>"
+        f"<td>{e(r.task_id)}</td><td>{e(r.setting)}</td>"
+        f"<td>{e(r.agent + (f'/{r.model}' if r.model else ''))}</td><td>{e(r.status)}"
+        f"{(' (' + e(r.cause) + ')') if r.cause else ''}</td><td>{r.turns}</td>"
+        f"<td>{_num(r.s_n)}</td><td>{_num(r.s_v)}</td><td>{_num(r.s_s)}</td></tr>"
+        for r in rows)
+    table = ("<table><tr><th>trial</th><th>task</th><th>setting</th><th>agent</th>"
+             "<th>status</th><th>turns</th><th>S_N</th><th>S_V</th><th>S_S</th></tr>"
+             f"{body or '<tr><td colspan=9 class=muted>no trial matches</td></tr>'}</table>")
+    return _page(f"Trials ({len(rows)})", form + table, note)
+
+
+def _events(path: Path) -> list[dict[str, Any]]:
+    out = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            out.append(json.loads(line))
+        except json.JSONDecodeError:
+            out.append({"type": "unreadable", "line": line[:200]})
+    return out
+
+
+def _score_html(event: dict[str, Any]) -> str:
+    e = html.escape
+    parts = []
+    if "numeric" in event:
+        n = event["numeric"]
+        parts.append(f"<p><b>S_N {_num(n.get('s_n'))}</b> ({e(str(n.get('status')))}: metric "
+                     f"{e(str(n.get('m_sub')))} against {e(str(n.get('best_reference')))} "
+                     f"{e(str(n.get('m_ref')))})</p>")
+    if "validity" in event:
+        v = event["validity"]
+        gate = "passed" if v.get("anti_hacking_passed") else "failed"
+        items = "".join(
+            f"<tr><td class={'pass' if i.get('passed') else 'fail'}>"
+            f"{'pass' if i.get('passed') else 'FAIL'}</td><td>{e(str(i.get('id')))}</td>"
+            f"<td>{e(str(i.get('evidence', '')))}</td></tr>" for i in v.get("items", []))
+        parts.append(f"<p><b>S_V {_num(v.get('s_v'))}</b> (anti-hacking gate {gate})</p>"
+                     f"<table><tr><th></th><th>check</th><th>evidence</th></tr>{items}</table>")
+    if "structure" in event:
+        s = event["structure"]
+        parts.append(f"<p><b>S_S {_num(s.get('s_s'))}</b> ({e(str(s.get('confidence')))}): "
+                     f"{e(str(s.get('explanation', '')))}; matched: "
+                     f"{e(', '.join(s.get('matched', [])) or 'nothing')}; missed: "
+                     f"{e(', '.join(s.get('missed', [])) or 'nothing')}</p>")
+    return "".join(parts)
+
+
+def _turn_html(event: dict[str, Any]) -> str:
+    e = html.escape
+    forced = " (forced final)" if event.get("forced") else ""
+    failures = "".join(f"<p class=fail>failed model call {f.get('attempt', 0) + 1}: "
+                       f"{e(str(f.get('cause')))}: {e(str(f.get('error')))}</p>"
+                       for f in event.get("model_failures", []))
+    result = (f"<div class=muted>result</div><pre>{e(event['result'])}</pre>"
+              if event.get("result") else "")
+    return (f"<div class=turn><b>turn {event.get('turn')}{forced}: {e(str(event.get('tool')))}"
+            f"</b> <span class=muted>model {event.get('model_seconds', 0):.1f} s, tool "
+            f"{event.get('tool_seconds', 0):.1f} s</span>{failures}"
+            f"<div class=muted>reply</div><pre>{e(event.get('reply', ''))}</pre>{result}</div>")
+
+
+def trial_page(store: TrialStore, trajectories: Path, trial_id: str, attempt: int = 0,
+               note: str = "") -> str | None:
+    """One trial: its record, each attempt's transcript turn by turn, the scores with
+    the judges' evidence, and the submission; None for an unknown trial."""
+    e = html.escape
+    record = store.get(trial_id)
+    if record is None:
+        return None
+    attempt = attempt if 1 <= attempt <= record.attempts else record.attempts
+    meta = [("task", record.task_id), ("setting", record.setting),
+            ("agent", record.agent + (f"/{record.model}" if record.model else "")),
+            ("seed", str(record.seed)), ("context", record.context),
+            ("status", record.status + (f" ({record.cause})" if record.cause else "")),
+            ("turns", str(record.turns)), ("wall time", f"{record.wall_seconds:.1f} s"),
+            ("updated", time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(record.updated))),
+            ("world", record.world_fingerprint or "&ndash;")]
+    head = "<table>" + "".join(f"<tr><th>{k}</th><td>{v if k == 'world' else e(v)}</td></tr>"
+                               for k, v in meta) + "</table>"
+    scores = (f"<p>S_N {_num(record.s_n)} &middot; S_V {_num(record.s_v)} &middot; "
+              f"S_S {_num(record.s_s)}</p>")
+    if record.error:
+        scores += f"<p class=fail>{e(record.error)}</p>"
+    links = " ".join(
+        (f"<b>attempt {n}</b>" if n == attempt else
+         f"<a href='/trial/{e(trial_id)}?attempt={n}'>attempt {n}</a>")
+        for n in range(1, record.attempts + 1))
+    path = trajectories / f"{trial_id}.attempt{attempt}.jsonl"
+    if not attempt or not path.exists():
+        transcript = "<p class=muted>no transcript of this attempt on this disk</p>"
+    else:
+        transcript = ""
+        for ev in _events(path):
+            kind = ev.get("type")
+            if kind == "turn":
+                transcript += _turn_html(ev)
+            elif kind == "score":
+                transcript += "<h2>Scores and the judges' evidence</h2>" + _score_html(ev)
+            elif kind == "error":
+                transcript += (f"<p class=fail>attempt failed ({e(str(ev.get('cause')))}): "
+                               f"{e(str(ev.get('error')))}</p>")
+            elif kind == "end":
+                transcript += (f"<p class=muted>end: {e(str(ev.get('status')))} after "
+                               f"{ev.get('turns')} turns, {ev.get('wall_seconds', 0):.1f} s</p>")
+    submission = (f"<h2>Submission</h2><pre>{e(record.submission)}</pre>"
+                  if record.submission else "")
+    body = (head + scores + (f"<p>{links}</p>" if record.attempts > 1 else "")
+            + "<h2>Transcript</h2>" + transcript + submission)
+    return _page(f"Trial {trial_id}", body, note)
