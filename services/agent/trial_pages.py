@@ -114,18 +114,28 @@ def _score_html(event: dict[str, Any]) -> str:
     return "".join(parts)
 
 
+def _text(text: str, head: int = 14) -> str:
+    """A block of text; a long one shows its first lines and folds the rest."""
+    e = html.escape
+    lines = text.splitlines()
+    if len(lines) <= 2 * head:
+        return f"<pre>{e(text)}</pre>"
+    return (f"<pre>{e(chr(10).join(lines[:head]))}</pre><details><summary>all {len(lines)} "
+            f"lines</summary><pre>{e(text)}</pre></details>")
+
+
 def _turn_html(event: dict[str, Any]) -> str:
     e = html.escape
     forced = " (forced final)" if event.get("forced") else ""
     failures = "".join(f"<p class=fail>failed model call {f.get('attempt', 0) + 1}: "
                        f"{e(str(f.get('cause')))}: {e(str(f.get('error')))}</p>"
                        for f in event.get("model_failures", []))
-    result = (f"<div class=muted>result</div><pre>{e(event['result'])}</pre>"
+    result = (f"<div class=muted>result</div>{_text(event['result'])}"
               if event.get("result") else "")
     return (f"<div class=turn><b>turn {event.get('turn')}{forced}: {e(str(event.get('tool')))}"
             f"</b> <span class=muted>model {event.get('model_seconds', 0):.1f} s, tool "
             f"{event.get('tool_seconds', 0):.1f} s</span>{failures}"
-            f"<div class=muted>reply</div><pre>{e(event.get('reply', ''))}</pre>{result}</div>")
+            f"<div class=muted>reply</div>{_text(event.get('reply', ''))}{result}</div>")
 
 
 def trial_page(store: TrialStore, trajectories: Path, trial_id: str, attempt: int = 0,
