@@ -315,7 +315,9 @@ def write(trials: list, control_scores: dict, args: argparse.Namespace) -> None:
     (docs / "tasks.md").write_text(catalogue(library.root))
     (docs / "worlds.md").write_text(worlds_catalogue(library.root))
     write_report(rows_from_trials(trials, library.root), docs / "baselines-report",
-                 f"built-in agents ({', '.join(args.agents)}), seed {args.seed}")
+                 f"built-in agents ({', '.join(args.agents)}), seed {args.seed}"
+                 + ("; experimenter: the generator's upper bound, not a discovery baseline"
+                    if any(a in UPPER_BOUND for a in args.agents) else ""))
     agents = [a for a in args.agents if a not in UPPER_BOUND]
     bound = [a for a in args.agents if a in UPPER_BOUND]
     by = {(t.agent, t.task_id, t.setting): t for t in trials}
@@ -341,14 +343,21 @@ def write(trials: list, control_scores: dict, args: argparse.Namespace) -> None:
         "![score distributions](baselines.png)",
         "",
         "The campaign's report (`lawlab report`, written by the same run into "
-        "[baselines-report/](baselines-report/report.md)): strict means with task-bootstrap "
-        "intervals, one panel per score; S_N per discipline; fit against validity per trial.",
+        "[baselines-report/](baselines-report/report.md)): strict means over the tasks every "
+        "agent attempted, with task-bootstrap intervals and n, one panel per score; S_N per "
+        "domain; fit against validity per trial; the paper's Table 2 layout "
+        "([table2.md](baselines-report/table2.md)), Figure 4a (fit-validity concordance by fit "
+        "margin) and Figure 4b (the top three per score and domain).",
         "",
         "![scores by agent](baselines-report/scores_by_agent.png)",
         "",
-        "![S_N per discipline](baselines-report/discipline_heatmap.png)",
+        "![S_N per domain](baselines-report/discipline_heatmap.png)",
         "",
         "![fit against validity](baselines-report/fit_vs_validity.png)",
+        "",
+        "![Figure 4a: concordance](baselines-report/fig4a_concordance.png)",
+        "",
+        "![Figure 4b: top three per domain](baselines-report/fig4b_domains.png)",
         "",
         "## Means over the real-data tasks",
         "",

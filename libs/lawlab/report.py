@@ -117,21 +117,47 @@ def bootstrap_ci(per_task: dict[str, float], draws: int = BOOTSTRAP_DRAWS,
 SCORES = {"real": ("s_n", "s_v"), "parallel": ("s_s",)}
 
 
+def competition_ranks(values: dict[str, float], digits: int = 4) -> dict[str, int | None]:
+    """Rank by value, highest first; equal values (to ``digits``) share the better rank
+    (1, 2, 2, 4); a missing value has no rank."""
+    ok = {k: round(v, digits) for k, v in values.items() if finite(v)}
+    ordered = sorted(ok.values(), reverse=True)
+    return {k: (1 + ordered.index(ok[k]) if k in ok else None) for k in values}
+
+
+def common_tasks(rows: Sequence[Row]) -> dict[str, set[str]]:
+    """setting -> the tasks every (agent, context) of that setting attempted: the set
+    a ranking compares on, so no row's mean is over tasks another row did not try."""
+    per: dict[tuple[str, str, str], set[str]] = defaultdict(set)
+    for r in rows:
+        per[(r.setting, r.agent, r.context)].add(r.task_id)
+    out: dict[str, set[str]] = {}
+    for (setting, _, _), tasks in per.items():
+        out[setting] = out[setting] & tasks if setting in out else set(tasks)
+    return out
+
+
 def leaderboard(rows: Sequence[Row]) -> list[dict[str, Any]]:
-    """One entry per (agent, setting, context): strict and scored means of each
-    score, for single-group, multi-group and all tasks, with intervals and
-    counts of each status."""
+    """One entry per (agent, setting, context), ranked within its setting: strict and
+    scored means of each score over the tasks every row of the setting attempted
+    (``tasks_compared`` of the row's ``tasks``), for single-group, multi-group and all
+    tasks, with intervals, the rank by each score (ties share a rank) and counts of
+    each status over all its trials."""
     groups: dict[tuple[str, str, str], list[Row]] = defaultdict(list)
     for r in rows:
         groups[(r.agent, r.setting, r.context)].append(r)
+    common = common_tasks(rows)
     out = []
     for (agent, setting, context), rs in sorted(groups.items()):
+        compared = [r for r in rs if r.task_id in common[setting]]
         entry: dict[str, Any] = {"agent": agent, "setting": setting, "context": context,
-                       "tasks": len({r.task_id for r in rs}), "trials": len(rs)}
+                                 "tasks": len({r.task_id for r in rs}),
+                                 "tasks_compared": len({r.task_id for r in compared}),
+                                 "trials": len(rs)}
         for score in SCORES[setting]:
             for subset, pick in (("all", lambda r: True), ("single", lambda r: not r.multi_group),
                                  ("multi", lambda r: r.multi_group)):
-                sub = [r for r in rs if pick(r)]
+                sub = [r for r in compared if pick(r)]
                 strict = task_means(sub, score, strict=True)
                 entry[f"{score}_strict_{subset}"] = mean(list(strict.values()))
                 entry[f"{score}_scored_{subset}"] = mean(list(
@@ -146,7 +172,16 @@ def leaderboard(rows: Sequence[Row]) -> list[dict[str, Any]]:
                 counts[r.score_status] += 1
         entry["status_counts"] = dict(sorted(counts.items()))
         out.append(entry)
-    return out
+    for setting in {e["setting"] for e in out}:
+        mine = [e for e in out if e["setting"] == setting]
+        for score in SCORES[setting]:
+            ranks = competition_ranks({str(i): e[f"{score}_strict_all"]
+                                       for i, e in enumerate(mine)})
+            for i, e in enumerate(mine):
+                e[f"rank_{score}"] = ranks[str(i)]
+    primary = {"real": "rank_s_n", "parallel": "rank_s_s"}
+    return sorted(out, key=lambda e: (e["setting"], e[primary[e["setting"]]] or 10**9,
+                                      e["agent"], e["context"]))
 
 
 def per_discipline(rows: Sequence[Row], score: str) -> dict[str, dict[str, float]]:
@@ -342,14 +377,18 @@ def _fmt(x: object) -> str:
 
 
 def leaderboard_markdown(board: list[dict[str, Any]]) -> str:
-    lines = ["| agent | setting | context | tasks | trials | score | strict mean (95% CI) | "
-             "mean scored | single-group | multi-group | statuses |",
-             "|---|---|---|---|---|---|---|---|---|---|---|"]
+    """Ranked within each setting (by S_N in Real, S_S in Parallel; each score's own
+    rank in its row); means over the tasks every row of the setting attempted."""
+    lines = ["| rank | agent | setting | context | tasks compared / attempted | trials | score | "
+             "strict mean (95% CI) | mean scored | single-group | multi-group | statuses |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for e in board:
         for score in SCORES[e["setting"]]:
+            rank = e.get(f"rank_{score}")
             lines.append(
-                f"| {e['agent']} | {e['setting']} | {e['context']} | {e['tasks']} | "
-                f"{e['trials']} | {score.upper().replace('S_', 'S_')} | "
+                f"| {rank if rank is not None else '-'} | {e['agent']} | {e['setting']} | "
+                f"{e['context']} | {e.get('tasks_compared', e['tasks'])} / {e['tasks']} | "
+                f"{e['trials']} | {score.upper()} | "
                 f"{_fmt(e[f'{score}_strict_all'])} ({_fmt(e[f'{score}_ci_low'])}-"
                 f"{_fmt(e[f'{score}_ci_high'])}) | {_fmt(e[f'{score}_scored_all'])} | "
                 f"{_fmt(e[f'{score}_strict_single'])} | {_fmt(e[f'{score}_strict_multi'])} | "
@@ -380,17 +419,23 @@ def agent_colours(agents: Iterable[str]) -> dict[str, str]:
 
 def figures(rows: Sequence[Row], board: list[dict[str, Any]], out: Path) -> list[str]:
     """The report's figures: one panel per score with a bar per agent (its colour
-    throughout), the per-discipline heat map with its values in the cells, and
-    fit against validity with jitter so coincident trials stay visible."""
+    throughout, n under each bar), S_N per domain on a diverging scale centred at the
+    best published 0.5 with n in each cell, fit against validity with coincident
+    trials drawn larger, and the paper's Figure 4a and 4b (lawlab.paper)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    from lawlab import paper
+
+    colours = agent_colours([*(e["agent"] for e in board), *(r.agent for r in rows)])
     written = []
     for name, fig in (("scores_by_agent.png", scores_figure(board)),
                       ("discipline_heatmap.png", heatmap_figure(rows)),
-                      ("fit_vs_validity.png", validity_figure(rows, board))):
+                      ("fit_vs_validity.png", validity_figure(rows, board)),
+                      ("fig4a_concordance.png", paper.figure_4a(paper.concordance_curve(rows))),
+                      ("fig4b_domains.png", paper.figure_4b(paper.domain_top3(rows), colours))):
         if fig is not None:
             fig.savefig(out / name, dpi=130)
             plt.close(fig)
@@ -405,11 +450,12 @@ def scores_figure(board: list[dict[str, Any]]) -> Any:
     panels = [s for s in ("s_n", "s_v", "s_s") if any(s in SCORES[e["setting"]] for e in board)]
     if not panels:
         return None
-    fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels), 3.8), squeeze=False)
+    fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels), 4.0), squeeze=False)
     for ax, score in zip(axes[0], panels):
-        entries = [e for e in board if score in SCORES[e["setting"]]]
+        entries = sorted((e for e in board if score in SCORES[e["setting"]]),
+                         key=lambda e: (e.get(f"rank_{score}") or 10**9, e["agent"]))
         labels = [e["agent"] + ("" if e["context"] == "full" else f"\n({e['context']})")
-                  for e in entries]
+                  + f"\nn={e.get('tasks_compared', e['tasks'])}" for e in entries]
         vals = [e[f"{score}_strict_all"] for e in entries]
         lo = [max(0.0, v - e[f"{score}_ci_low"]) if finite(e[f"{score}_ci_low"]) else 0.0
               for e, v in zip(entries, vals)]
@@ -418,66 +464,93 @@ def scores_figure(board: list[dict[str, Any]]) -> Any:
         x = list(range(len(entries)))
         ax.bar(x, vals, yerr=[lo, hi], capsize=3,
                color=[colours[e["agent"]] for e in entries], edgecolor="black", lw=0.5)
-        for i, (v, h) in enumerate(zip(vals, hi)):
-            ax.text(i, min(v + h + 0.02, 0.97), f"{v:.2f}", ha="center", fontsize=8)
-        ax.set_xticks(x, labels, fontsize=8)
+        for i, v in enumerate(vals):
+            # the value at the foot of its bar, where no error bar runs
+            ax.text(i, 0.015, f"{v:.2f}", ha="center", va="bottom", fontsize=8,
+                    bbox={"facecolor": "white", "edgecolor": "none", "pad": 1, "alpha": 0.85})
+        ax.set_xticks(x, labels, fontsize=7)
         ax.set_ylim(0, 1)
         ax.set_title(SCORE_TITLES[score], fontsize=9)
         if score == "s_n":
             ax.axhline(0.5, color="grey", lw=0.8, ls="--")
             ax.text(0.99, 0.5, "best published = 0.5", color="dimgrey", fontsize=7,
-                    ha="right", va="center", transform=ax.get_yaxis_transform(),
-                    bbox={"facecolor": "white", "edgecolor": "none", "pad": 1})
-    axes[0][0].set_ylabel("strict mean over tasks\n(task bootstrap 95% CI)")
+                    ha="right", va="bottom", transform=ax.get_yaxis_transform())
+    axes[0][0].set_ylabel("strict mean over common tasks\n(task bootstrap 95% CI; n = tasks)")
     fig.tight_layout()
     return fig
 
 
 def heatmap_figure(rows: Sequence[Row]) -> Any:
+    """Strict mean S_N per agent and domain (the paper's six; lawlab.paper), on a
+    diverging scale centred at the best published formula's 0.5, n tasks per cell."""
     import matplotlib.pyplot as plt
+    from matplotlib.colors import TwoSlopeNorm
 
-    heat = per_discipline(rows, "s_n")
-    if not heat:
+    from lawlab.paper import DOMAINS, domain_of
+
+    real = [r for r in rows if r.setting == "real"]
+    if not real:
         return None
-    agents = sorted(heat)
-    discs = sorted({d for a in agents for d in heat[a]})
-    grid = [[heat[a].get(d, float("nan")) for d in discs] for a in agents]
-    fig, ax = plt.subplots(figsize=(max(5, 0.55 * len(discs) + 2.5), 0.55 * len(agents) + 2))
-    im = ax.imshow(grid, vmin=0, vmax=1, cmap="viridis", aspect="auto")
+    agents = sorted({r.agent for r in real})
+    doms = sorted({domain_of(r.discipline) for r in real},
+                  key=lambda d: (DOMAINS.index(d) if d in DOMAINS else len(DOMAINS), d))
+    grid, counts = [], []
+    for a in agents:
+        line, ns = [], []
+        for d in doms:
+            per = task_means([r for r in real if r.agent == a and domain_of(r.discipline) == d],
+                             "s_n", strict=True)
+            line.append(mean(list(per.values())))
+            ns.append(len(per))
+        grid.append(line)
+        counts.append(ns)
+    fig, ax = plt.subplots(figsize=(max(5.5, 1.3 * len(doms) + 2.5), 0.6 * len(agents) + 2.2))
+    im = ax.imshow(grid, cmap="RdBu", norm=TwoSlopeNorm(vmin=0.0, vcenter=0.5, vmax=1.0),
+                   aspect="auto")
     for i, line in enumerate(grid):
         for j, v in enumerate(line):
             if finite(v):
-                ax.text(j, i, f"{v:.2f}", ha="center", va="center", fontsize=7,
-                        color="black" if v > 0.6 else "white")
-    ax.set_xticks(range(len(discs)), discs, rotation=60, ha="right", fontsize=7)
+                ax.text(j, i, f"{v:.2f}\nn={counts[i][j]}", ha="center", va="center",
+                        fontsize=7, color="white" if abs(v - 0.5) > 0.3 else "black")
+    ax.set_xticks(range(len(doms)), [d.replace(" & ", " &\n") for d in doms], fontsize=7)
     ax.set_yticks(range(len(agents)), agents, fontsize=8)
-    ax.set_title("strict mean S_N per discipline (Real)", fontsize=9)
+    ax.set_title("strict mean S_N per domain (Real; n = tasks)", fontsize=9)
     fig.colorbar(im, ax=ax, label="S_N (0.5 = best published)")
     fig.tight_layout()
     return fig
 
 
 def validity_figure(rows: Sequence[Row], board: list[dict[str, Any]]) -> Any:
+    """One marker per distinct (S_N, S_V) of an agent, its area growing with the trials
+    that share it (ties stay visible); agents side by side by a small fixed offset;
+    the legend outside the axes."""
     import matplotlib.pyplot as plt
 
     pts = [r for r in rows if r.setting == "real" and finite(r.s_n) and finite(r.s_v)]
     if not pts:
         return None
     colours = agent_colours([*(e["agent"] for e in board), *(r.agent for r in pts)])
-    rng = random.Random(BOOTSTRAP_SEED)  # the same jitter every time
-    fig, ax = plt.subplots(figsize=(5, 4.4))
-    for agent in sorted({r.agent for r in pts}):
+    agents = sorted({r.agent for r in pts})
+    fig, ax = plt.subplots(figsize=(6.4, 4.4))
+    for k, agent in enumerate(agents):
+        shift = 0.012 * (k - (len(agents) - 1) / 2)
+        tally: dict[tuple[float, float], int] = defaultdict(int)
         mine = [r for r in pts if r.agent == agent]
-        ax.scatter([or_zero(r.s_n) + rng.uniform(-0.012, 0.012) for r in mine],
-                   [or_zero(r.s_v) + rng.uniform(-0.012, 0.012) for r in mine], s=16, alpha=0.6,
-                   color=colours[agent], edgecolor="none", label=f"{agent} ({len(mine)} trials)")
+        for r in mine:
+            tally[(round(or_zero(r.s_n), 3), round(or_zero(r.s_v), 3))] += 1
+        keys = sorted(tally)
+        ax.scatter([p[0] + shift for p in keys], [p[1] + shift for p in keys],
+                   s=[14 * tally[p] for p in keys], alpha=0.6, color=colours[agent],
+                   edgecolor="black", lw=0.3, label=f"{agent} (n={len(mine)} trials)")
     ax.axvline(0.5, color="grey", lw=0.8, ls="--")
     ax.set_xlabel("S_N (fit; 0.5 = best published)")
     ax.set_ylabel("S_V (validity)")
-    ax.set_title("fit against validity, one point per trial (jittered by 0.01)", fontsize=8)
-    ax.set_xlim(-0.03, 1.03)
-    ax.set_ylim(-0.03, 1.03)
-    ax.legend(fontsize=7, loc="lower right")
+    ax.set_title(f"fit against validity, n={len(pts)} trials (area = trials at the point)",
+                 fontsize=8)
+    ax.set_xlim(-0.04, 1.04)
+    ax.set_ylim(-0.04, 1.04)
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False,
+              markerscale=0.7)
     fig.tight_layout()
     return fig
 
@@ -497,9 +570,17 @@ def write_report(rows: Sequence[Row], out: Path, title: str, select: Any = None
     bon = best_of_n(rows)
     study = selection_study(rows, select)
     disc = {s: per_discipline(rows, s) for s in ("s_n", "s_v", "s_s")}
+    from lawlab import paper
+
+    t2, curve, top = paper.table2(rows), paper.concordance_curve(rows), paper.domain_top3(rows)
+    (out / "table2.md").write_text(paper.table2_markdown(t2) + "\n")
+    (out / "table2.json").write_text(strict_json(t2))
+    (out / "concordance_curve.json").write_text(strict_json(curve))
+    (out / "domains_top3.json").write_text(strict_json(top))
     files = ["report.md", "leaderboard.md", "leaderboard.csv", "leaderboard.json",
              "trials.csv", "per_discipline.json", "concordance.json", "best_of_n.json",
-             "selection.json"]
+             "selection.json", "table2.md", "table2.json", "concordance_curve.json",
+             "domains_top3.json"]
     (out / "selection.json").write_text(strict_json(study))
     (out / "leaderboard.md").write_text(leaderboard_markdown(board) + "\n")
     (out / "leaderboard.csv").write_text(leaderboard_csv(board))
@@ -526,8 +607,20 @@ def write_report(rows: Sequence[Row], out: Path, title: str, select: Any = None
           + (f" Parallel worlds: release `{suite}` (the world key's fingerprint and a hash of "
              "every world served)." if suite else ""),
           "",
-          "## Leaderboard", "", leaderboard_markdown(board), ""]
+          "## Leaderboard", "", "Ranked within each setting; every mean is over the tasks "
+          "all rows of the setting attempted (compared / attempted).", "",
+          leaderboard_markdown(board), "",
+          "## Table 2 layout", "", paper.table2_markdown(t2), ""]
     md += [f"![{p}]({p})" for p in pictures] + [""]
+    md += ["## Figure 4a: fit-validity concordance by fit margin (Real)", "",
+           "Appendix C.4: within-task pairs with unequal S_N, oriented so the first fits "
+           "better; h = 1 if it is also more valid, 1/2 on an S_V tie, 0 otherwise; the mean "
+           "of h over pairs whose S_N gap is at least the margin, task-bootstrap 95%.", "",
+           "| margin | pairs | tasks | concordance (95% CI) |", "|---|---|---|---|"]
+    md += [f"| {c['margin']:.2f} | {c['pairs']} | {c['tasks']} | {_fmt(c['concordance'])} "
+           f"({_fmt(c['ci_low'])}-{_fmt(c['ci_high'])}) |" for c in curve]
+    md += ["", "## Figure 4b: the top three per score and domain", "",
+           paper.domain_top3_markdown(top), ""]
     md += ["## Fit-validity concordance (Real)", "",
            "Within-task pairs of trials whose S_N differ by more than the margin: does the "
            "better fit also have the higher S_V?", "",

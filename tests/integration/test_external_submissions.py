@@ -24,6 +24,7 @@ from lawlab.ledger import open_ledger
 ROOT = Path(__file__).resolve().parents[2]
 LAWLAB = str(Path(sys.executable).parent / "lawlab")
 REAL_TASK, PARALLEL_TASK = "puromycin_enzyme_kinetics", "mercury_vapour_pressure"
+OTHER_TASK = "dnase_elisa"  # a second task only the campaign tries
 
 MM = '''import numpy as np
 USED_INPUTS = ["conc"]
@@ -226,7 +227,8 @@ def test_the_leaderboard_shows_teams_beside_a_campaign(world, cluster, tmp_path)
     env = dict(os.environ, LAWLAB_INTERNAL_TOKEN=cluster.internal_token)
     agent = cluster.address("agent")
     run = subprocess.run([LAWLAB, "campaign", "run", "--agent-addr", agent, "--name", "lb",
-                          "--agents", "data-blind", "--tasks", REAL_TASK, "--settings", "real"],
+                          "--agents", "data-blind", "--tasks", f"{REAL_TASK},{OTHER_TASK}",
+                          "--settings", "real"],
                          capture_output=True, text=True, timeout=300, env=env)
     assert run.returncode == 0, run.stderr
     board = subprocess.run([LAWLAB, "leaderboard", "round1", "--campaign", "lb", "--agent-addr",
@@ -240,6 +242,19 @@ def test_the_leaderboard_shows_teams_beside_a_campaign(world, cluster, tmp_path)
     entries = {(e["agent"], e["setting"]): e for e in doc}
     assert entries[("team:alpha", "real")]["s_n_strict_all"] > 0
     assert ("team:beta", "parallel") in entries and ("data-blind", "real") in entries
+    # the campaign tried two tasks, the teams one: everyone is compared on the common one,
+    # and the rows are ranked, not sorted by name
+    lb = entries[("data-blind", "real")]
+    assert (lb["tasks_compared"], lb["tasks"]) == (1, 2)
+    real = [e for e in doc if e["setting"] == "real"]
+    assert [e["rank_s_n"] for e in real] == sorted(e["rank_s_n"] for e in real)
+    assert "| 2 / 2 |" not in text and "| 1 / 2 |" in text
+    table2 = subprocess.run([LAWLAB, "leaderboard", "round1", "--campaign", "lb", "--agent-addr",
+                             agent, "--data-dir", str(world["data"]), "--tasks-dir",
+                             str(cluster.tasks_dir), "--layout", "table2"],
+                            capture_output=True, text=True, timeout=120, env=env)
+    assert table2.returncode == 0, table2.stderr
+    assert "| model | S_N single |" in table2.stdout and "| data-blind |" in table2.stdout
 
 
 def test_uploaded_trajectories_are_audited_like_campaigns(world, cluster):

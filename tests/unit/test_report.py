@@ -98,7 +98,13 @@ def test_per_discipline_and_the_written_folder(tmp_path):
     board = json.loads((tmp_path / "leaderboard.json").read_text())
     assert {(e["agent"], e["setting"]) for e in board} == {("a", "real"), ("b", "real"),
                                                           ("a", "parallel")}
-    assert "| a | real | full | 2 | 2 | S_N | 0.400" in (tmp_path / "report.md").read_text()
+    # a tried t1 and t2, b only t1: the ranking compares both on t1 (coverage shown)
+    text = (tmp_path / "report.md").read_text()
+    assert "| 1 | a | real | full | 1 / 2 | 2 | S_N | 0.600" in text
+    assert "| 2 | b | real | full | 1 / 1 | 1 | S_N | 0.400" in text
+    for name in ("table2.md", "concordance_curve.json", "domains_top3.json",
+                 "fig4a_concordance.png", "fig4b_domains.png"):
+        assert name in files and (tmp_path / name).stat().st_size > 0
 
 
 def test_joint_balance_and_pareto_by_hand():
@@ -194,21 +200,28 @@ def test_figures_one_panel_per_score_a_colour_per_agent_and_values_in_the_cells(
     assert [t.split(" ")[0] for t in titles] == ["S_N", "S_V", "S_S"]
     for ax in fig.axes:
         bars = ax.patches
-        agents = [t.get_text() for t in ax.get_xticklabels()]
+        labels = [t.get_text() for t in ax.get_xticklabels()]
+        agents = [label.split("\n")[0] for label in labels]
         assert [to_hex(b.get_facecolor()) for b in bars] == [colours[a].lower() for a in agents]
+        assert all("\nn=1" in label for label in labels)  # n on every bar: one common task
     s_n_panel = fig.axes[0]
     assert any("best published" in t.get_text() for t in s_n_panel.texts)
-    values = sorted(t.get_text() for t in s_n_panel.texts if "best" not in t.get_text())
-    assert values == ["0.40", "0.40"]  # a: (0.6 + 0.2) / 2; b: 0.4 on its one task
+    values = [t.get_text() for t in s_n_panel.texts if "best" not in t.get_text()]
+    assert values == ["0.60", "0.40"]  # ranked: a 0.6 on t1 (the common task), b 0.4
     heat = heatmap_figure(rows)
     cells = {t.get_text() for t in heat.axes[0].texts}
-    assert {"0.60", "0.20", "0.40"} <= cells
-    scatter = validity_figure(rows, board)
+    # per domain: a 0.6 (physics) and 0.2 (ecology), b 0.4, each with its n
+    assert {"0.60\nn=1", "0.20\nn=1", "0.40\nn=1"} <= cells
+    norm = heat.axes[0].images[0].norm
+    assert norm.vcenter == 0.5  # diverging about the best published formula
+    scatter = validity_figure(rows + [row("t1", 0.6, 1.0, seed=1)], board)
     (ax,) = scatter.axes
     assert len(ax.collections) == 2  # one series per agent
-    offsets = ax.collections[0].get_offsets()
-    assert not (offsets == [[0.6, 1.0], [0.2, 0.5]]).all()  # jittered
-    assert abs(offsets - [[0.6, 1.0], [0.2, 0.5]]).max() < 0.013
+    a_points = ax.collections[0]
+    # a's two trials at (0.6, 1.0) are one marker twice the area of its single one
+    sizes = dict(zip(map(tuple, a_points.get_offsets().round(2)), a_points.get_sizes()))
+    assert sorted(sizes.values()) == [14, 28]
+    assert ax.get_legend().get_bbox_to_anchor().x0 > ax.get_window_extent().x1 - 1  # off the data
 
 
 def test_llm_srbench_problems_stay_out_of_the_paper_scores(tmp_path):

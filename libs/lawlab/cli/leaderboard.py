@@ -92,7 +92,15 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
         print(f"lawlab leaderboard: {err}", file=sys.stderr)
         return 2
     title = f"# Leaderboard, epoch {args.epoch_id}\n\n"
-    markdown = title + leaderboard_markdown(board)
+    if args.layout == "table2":
+        from lawlab import paper
+
+        title = f"# Leaderboard, epoch {args.epoch_id} (the paper's Table 2 layout)\n\n"
+        markdown = title + paper.table2_markdown(paper.table2(rows)) + "\n"
+    else:
+        markdown = title + ("Ranked within each setting; means over the tasks every row of "
+                            "the setting attempted (compared / attempted).\n\n"
+                            + leaderboard_markdown(board) + "\n")
     if args.out:
         out = Path(args.out)
         out.mkdir(parents=True, exist_ok=True)
@@ -119,6 +127,9 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     p.add_argument("--campaign", action="append", default=[],
                    help="a lawlab campaign to rank beside the teams (repeatable)")
     p.add_argument("--format", choices=["md", "csv", "json"], default="md")
+    p.add_argument("--layout", choices=["rows", "table2"], default="rows",
+                   help="rows: one per agent, setting and score, ranked; table2: one per "
+                        "model, S_N / S_V / S_S by single / multi / all with ranks (markdown)")
     p.add_argument("--out", help="also write leaderboard.md, .csv and .json here")
     p.add_argument("--ledger", help="sqlite:///PATH or postgresql://... (env LAWLAB_LEDGER_URL)")
     p.add_argument("--data-dir", default=str(config.data_dir()))
