@@ -149,6 +149,9 @@ def run(args: argparse.Namespace) -> tuple[list, dict]:
 
 
 def figure(trials: list, agents: list[str], library: TaskLibrary, out: Path) -> None:
+    """S_N and S_V per trial as box plots with every trial drawn beside its box
+    (coincident values side by side, so ties show); S_S, a five-level score, as the
+    share of tasks at each level. n (trials) under every agent."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -157,24 +160,60 @@ def figure(trials: list, agents: list[str], library: TaskLibrary, out: Path) -> 
     from lawlab.report import agent_colours
 
     colours = agent_colours(agents)
-    fig, axes = plt.subplots(1, 3, figsize=(12, 3.6))
+    fig, axes = plt.subplots(1, 3, figsize=(13, 3.9))
     for ax, (setting, score, title) in zip(axes, [
             (REAL, "s_n", "S_N (Real, real-data tasks)"), (REAL, "s_v", "S_V (Real)"),
-            (PARALLEL, "s_s", "S_S (Parallel)")]):
+            (PARALLEL, "s_s", "S_S (Parallel): share of tasks at each level")]):
         data = [[val(t, score) for t in trials if t.agent == a and t.setting == setting
                  and library.get(t.task_id).meta.suite == "real"] for a in agents]
-        box = ax.boxplot(data, showmeans=True, patch_artist=True)
-        for patch, agent in zip(box["boxes"], agents):
-            patch.set_facecolor(colours[agent])
-            patch.set_alpha(0.6)
-        ax.set_xticks(range(1, len(agents) + 1), agents)
-        ax.set_ylim(-0.05, 1.05)
-        ax.set_title(title)
+        labels = [f"{a}\nn={len(d)}" for a, d in zip(agents, data)]
+        if score == "s_s":
+            levels = (0.0, 0.25, 0.5, 0.75, 1.0)
+            shades = plt.get_cmap("Greens")([0.15, 0.35, 0.55, 0.75, 0.95])
+            for i, d in enumerate(data):
+                left = 0.0
+                for level, shade in zip(levels, shades):
+                    share = sum(abs(v - level) < 1e-9 for v in d) / max(len(d), 1)
+                    ax.barh(i, share, left=left, color=shade, edgecolor="white",
+                            label=f"S_S = {level:g}" if i == 0 else None)
+                    if share >= 0.06:
+                        ax.text(left + share / 2, i, f"{share:.0%}", ha="center", va="center",
+                                fontsize=7, color="white" if level >= 0.75 else "black")
+                    left += share
+            ax.set_yticks(range(len(agents)), labels, fontsize=8)
+            ax.invert_yaxis()
+            ax.set_xlim(0, 1)
+            ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+        else:
+            box = ax.boxplot(data, showmeans=True, patch_artist=True, widths=0.35,
+                             positions=[i - 0.2 for i in range(1, len(agents) + 1)],
+                             showfliers=False)
+            for patch, agent in zip(box["boxes"], agents):
+                patch.set_facecolor(colours[agent])
+                patch.set_alpha(0.5)
+            for i, d in enumerate(data, start=1):
+                most = max(Counter(round(v, 2) for v in d).values(), default=1)
+                step = min(0.035, 0.6 / most)  # a tie steps right, within the agent's slot
+                seen: dict[float, int] = defaultdict(int)
+                xs = []
+                for v in d:
+                    key = round(v, 2)
+                    xs.append(i + 0.1 + step * seen[key])
+                    seen[key] += 1
+                ax.scatter(xs, d, s=7, color=colours[agents[i - 1]], edgecolor="black", lw=0.2,
+                           zorder=3)
+            ax.set_xticks(range(1, len(agents) + 1), labels, fontsize=8)
+            ax.set_xlim(0.4, len(agents) + 0.9)
+            ax.set_ylim(-0.05, 1.05)
+        ax.set_title(title, fontsize=9)
         if score == "s_n":
             ax.axhline(0.5, color="grey", lw=0.8, ls="--")
-            ax.text(0.55, 0.52, "best published", color="grey", fontsize=8)
+            ax.text(0.995, 0.505, "best published", color="dimgrey", fontsize=7, ha="right",
+                    va="bottom", transform=ax.get_yaxis_transform(),
+                    bbox={"facecolor": "white", "edgecolor": "none", "pad": 1})
     fig.tight_layout()
     fig.savefig(out, dpi=110)
+    plt.close(fig)
 
 
 def sandbox_timeouts(data_dir: Path) -> list[str]:
