@@ -55,6 +55,8 @@ class Cluster:
     # accepts it as the internal identity); generated unless set in the env.
     internal_token: str = field(default_factory=lambda: os.environ.get(
         "LAWLAB_INTERNAL_TOKEN") or secrets.token_urlsafe(32))
+    # environment of one service only (e.g. the simulator's TLS pair), kept across restarts
+    service_env: dict[str, dict[str, str]] = field(default_factory=dict)
 
     def address(self, name: str) -> str:
         return self.services[name].address
@@ -116,6 +118,7 @@ class Cluster:
         if env.pop("LAWLAB_CLI_QUIETED_GRPC", None):  # the CLI's quiet is not the service's
             env.pop("GRPC_VERBOSITY", None)
         env.update(self.env())
+        env.update(self.service_env.get(name, {}))
         env.update(extra_env or {})
         log_path = self.log_dir / f"{name}.log"
         log_fh = open(log_path, "ab")

@@ -26,7 +26,10 @@ log = logging.getLogger("lawlab.agent")
 
 def make_clients() -> tuple[dict, Clients]:
     """Channels to the four other services (addresses from LAWLAB_<NAME>_ADDR)."""
-    channels = {name: aio_channel(config.service_address(name))
+    # the simulator may serve TLS (its public port): LAWLAB_SIMULATOR_CA is its CA
+    sim_ca = os.environ.get("LAWLAB_SIMULATOR_CA") or None
+    channels = {name: aio_channel(config.service_address(name),
+                                  ca_file=sim_ca if name == "simulator" else None)
                 for name in ("simulator", "sandbox", "scorer", "judge")}
     return channels, Clients(
         simulator=simulator_pb2_grpc.SimulatorServiceStub(channels["simulator"]),
@@ -70,6 +73,8 @@ async def build(args: argparse.Namespace, settings: Settings):
                        agent_pb2.DESCRIPTOR.services_by_name["AgentService"],
                        http_app=status_page.make_app(
                            store, None if view else status_page.simulator_fetch(
-                               config.service_address("simulator")), settings.internal_token,
+                               config.service_address("simulator"),
+                               ca_file=os.environ.get("LAWLAB_SIMULATOR_CA") or None),
+                           settings.internal_token,
                            trajectories=data_dir / "trajectories", view=view))
     return [spec], [resume], [close]

@@ -175,8 +175,8 @@ JSON: <a href="/api/status">/api/status</a>, metrics: <a href="/metrics">/metric
 """
 
 
-def simulator_fetch(address: str, timeout: float = 3.0, cache_seconds: float = 5.0
-                    ) -> Callable[[], list[dict]]:
+def simulator_fetch(address: str, timeout: float = 3.0, cache_seconds: float = 5.0,
+                    ca_file: str | None = None) -> Callable[[], list[dict]]:
     """ListSubmissions of the current epoch through the simulator (internal token),
     cached for a few seconds (the page refreshes every 5 s)."""
     from google.protobuf.json_format import MessageToDict
@@ -189,7 +189,7 @@ def simulator_fetch(address: str, timeout: float = 3.0, cache_seconds: float = 5
     def fetch() -> list[dict]:
         if time.monotonic() - cache["at"] < cache_seconds:
             return cache["value"]
-        with sync_channel(address, retry=False) as channel:
+        with sync_channel(address, retry=False, ca_file=ca_file) as channel:
             stub = simulator_pb2_grpc.SimulatorServiceStub(channel)
             resp = stub.ListSubmissions(simulator_pb2.ListSubmissionsRequest(), timeout=timeout)
         value = [MessageToDict(s, preserving_proto_field_name=True,

@@ -197,3 +197,80 @@ def _lock_free(path: Path) -> bool:
         except BlockingIOError:
             return False
     return True
+
+
+ANTOINE = '''import numpy as np
+USED_INPUTS = ["temperature"]
+LAW_CONSTANTS = {"A": 7.73, "B": 3006.0, "C": 262.7}
+OTHER_CONSTANTS = {}
+LOCAL_FITTABLE = {}
+
+
+def predict(X, A, B, C):
+    return 10 ** (A - B / (C + X[:, 0]))
+'''
+
+
+def test_the_one_machine_recipe_scores_end_to_end_as_printed(tmp_path, tasks_dir):
+    """Issue #34 item 7: docs/simulator-api.md's one-machine recipe, run as printed (on a
+    free port instead of 50051, the certificates where `make certs` puts them under
+    this test's own folder), ends with a scored submission; then its From-Python
+    block runs as printed and gets S_S back."""
+    import re
+    import sys
+
+    root = Path(__file__).resolve().parents[2]
+    doc = (root / "docs" / "simulator-api.md").read_text()
+    recipe = doc[doc.index("## Trying it on one machine"):doc.index("## Errors at a glance")]
+    assert "lawlab up --simulator-tls var/certs" in recipe
+    block = re.search(r"```sh\n(.*?)```", recipe, re.S).group(1)
+    python_block = re.search(r"From Python.*?```python\n(.*?)```", doc, re.S).group(1)
+
+    home = tmp_path / "home"
+    (home / "docs").mkdir(parents=True)
+    (home / "docs" / "examples").symlink_to(root / "docs" / "examples")
+    subprocess.run([str(root / "scripts" / "make-certs.sh"), str(home / "var" / "certs")],
+                   check=True, capture_output=True)  # what `make certs` does
+    data = tmp_path / "run"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LAWLAB_")}
+    env.update({f"LAWLAB_{s.upper()}_PORT": str(_closed_port()) for s in SERVICES})
+    env.update({"LAWLAB_DATA_DIR": str(data), "LAWLAB_TASKS_DIR": str(tasks_dir),
+                "PATH": f"{Path(LAWLAB).parent}:{os.environ.get('PATH', '')}"})  # as installed
+    port = env["LAWLAB_SIMULATOR_PORT"]
+    up_err = tmp_path / "up.stderr"
+    with open(up_err, "w") as err_fh:
+        up = subprocess.Popen([LAWLAB, "up", "--simulator-tls", "var/certs"], cwd=home, env=env,
+                              stdout=subprocess.PIPE, stderr=err_fh, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        while not all((data / "logs" / f"{s}.ready.json").exists() for s in SERVICES):
+            assert up.poll() is None, up_err.read_text()
+            assert time.monotonic() < deadline, "lawlab up did not come up in 120 s"
+            time.sleep(0.2)
+        time.sleep(1.0)
+        script = block.replace("localhost:50051", f"localhost:{port}")
+        ran = subprocess.run(["bash", "-euo", "pipefail", "-c", script], cwd=home, env=env,
+                             capture_output=True, text=True, timeout=600)
+        assert ran.returncode == 0, ran.stdout + ran.stderr
+        last = ran.stdout.strip().splitlines()[-1]  # "<id>  task (real, epoch trial): scored; ..."
+        assert re.search(r"puromycin_enzyme_kinetics \(real, epoch trial\): scored; "
+                         r"S_N 0\.\d{3}, S_V [01]\.\d{3}", last), ran.stdout
+        assert (home / "train.csv").read_text().startswith(("rate", "conc"))
+
+        # the From-Python block, as printed, with the variables the recipe exported
+        (home / "law.py").write_text(ANTOINE)
+        token = re.search(r"lawlab_\S+", subprocess.run(
+            [LAWLAB, "token", "create", "--team", "py"], cwd=home, env=env, capture_output=True,
+            text=True, timeout=60).stdout).group(0)
+        py_env = dict(env, LAWLAB_TOKEN=token, LAWLAB_SIMULATOR_ADDR=f"localhost:{port}",
+                      LAWLAB_TLS_CA="var/certs/server.pem")
+        snippet = subprocess.run([sys.executable, "-c", python_block], cwd=home, env=py_env,
+                                 capture_output=True, text=True, timeout=600)
+        assert snippet.returncode == 0, snippet.stderr
+        result = json.loads(snippet.stdout)
+        assert result["state"] == "SUBMISSION_STATE_SCORED" and result["released"], result
+        assert 0 <= result["scores"]["s_s"] <= 1, result
+    finally:
+        up.send_signal(signal.SIGTERM)
+        up.communicate(timeout=120)
+    assert up.returncode == 0, up_err.read_text()

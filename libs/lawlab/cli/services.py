@@ -114,6 +114,12 @@ def cmd_up(args: argparse.Namespace) -> int:
             lock.close()
             return 1
     cluster = Cluster(Path(args.tasks_dir).resolve(), data_dir, log_dir=data_dir / "logs")
+    if args.simulator_tls:
+        problem = _simulator_tls(cluster, Path(args.simulator_tls))
+        if problem:
+            print(f"lawlab up: {problem}", file=sys.stderr)
+            lock.close()
+            return 2
     print(f"starting {', '.join(config.SERVICES)} (10-30 s; logs in {cluster.log_dir}) ...",
           file=sys.stderr, flush=True)
     stop = {"now": False}
@@ -130,6 +136,11 @@ def cmd_up(args: argparse.Namespace) -> int:
                 for n, r in cluster.services.items()]
         print(_table(rows, ["service", "grpc", "metrics", "pid"]))
         print(f"status page: http://127.0.0.1:{cluster.services['agent'].metrics_port}/")
+        if args.simulator_tls:
+            print(f"external teams: LAWLAB_SIMULATOR_ADDR=localhost:"
+                  f"{cluster.services['simulator'].port} (TLS) LAWLAB_TLS_CA="
+                  f"{Path(args.simulator_tls).resolve() / 'server.pem'}; tokens with `lawlab "
+                  f"token create --team NAME`, an epoch with `lawlab epoch open NAME`")
         print(f"internal token in {cluster.data_dir / 'internal-token'} (lawlab commands in "
               "another terminal read it from there when run with the same --data-dir or "
               "LAWLAB_DATA_DIR, or export LAWLAB_INTERNAL_TOKEN)")
@@ -141,6 +152,20 @@ def cmd_up(args: argparse.Namespace) -> int:
         print("stopped: " + ", ".join(f"{n}={c}" for n, c in codes.items()))
         lock.close()
     return rc
+
+
+def _simulator_tls(cluster: Cluster, folder: Path) -> str:
+    """Serve the simulator (only) with TLS from ``folder`` (server.pem and server.key,
+    as `make certs` writes them); the agent trusts server.pem on its simulator channel.
+    Returns what is wrong ('' if nothing)."""
+    cert, key = folder.resolve() / "server.pem", folder.resolve() / "server.key"
+    missing = [str(p) for p in (cert, key) if not p.is_file()]
+    if missing:
+        return (f"--simulator-tls {folder}: no {' or '.join(missing)} (`make certs` writes a "
+                "self-signed pair into var/certs)")
+    cluster.service_env["simulator"] = {"LAWLAB_TLS_CERT": str(cert), "LAWLAB_TLS_KEY": str(key)}
+    cluster.service_env["agent"] = {"LAWLAB_SIMULATOR_CA": str(cert)}
+    return ""
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -207,6 +232,10 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     p.add_argument("--ephemeral", action="store_true", help="free ports instead of the defaults")
     p.add_argument("--max-restarts", type=int, default=5,
                    help="restarts of one service within 10 minutes before giving up (default 5)")
+    p.add_argument("--simulator-tls", metavar="DIR",
+                   help="serve the simulator (the public service) with TLS from DIR/server.pem "
+                        "and DIR/server.key (`make certs` writes var/certs); the rest stays on "
+                        "plaintext loopback")
     p.set_defaults(func=cmd_up)
 
     p = sub.add_parser("run", help="the main job: all services, one Real and one Parallel trial")
