@@ -91,7 +91,10 @@ def test_prometheus_scrapes_every_service_during_a_trial(cluster, prometheus):
     # conventions: no id-like label values (cardinality), counters end in _total
     for r in _query(prometheus, '{__name__=~"lawlab_.+|grpc_server_.+"}'):
         for key, value in r["metric"].items():
-            assert key not in ("trial_id", "session_id", "request_id", "campaign"), r["metric"]
+            assert key not in ("trial_id", "session_id", "request_id"), r["metric"]
+            # campaign ids only on the bounded live set (scheduler.LIVE_CAMPAIGNS)
+            assert key != "campaign" or r["metric"]["__name__"].startswith(
+                "lawlab_campaign_live_"), r["metric"]
             assert len(value) < 64, r["metric"]
 
 
@@ -118,3 +121,44 @@ def test_campaign_progress_is_scraped(cluster, prometheus):
     assert all("campaign" not in r["metric"] for r in series)
     assert _total(prometheus, "sum(lawlab_campaign_trials)") == 0  # nothing runs any more
     assert _total(prometheus, "lawlab_campaigns_running") == 0
+    _every_dashboard_query_evaluates(prometheus, "prom", tasks, stub)
+
+
+def _every_dashboard_query_evaluates(port: int, campaign: str, tasks: list[str], stub) -> None:
+    """Issue #34 item 9: every query of every dashboard runs on a real Prometheus, and
+    the campaign dashboard's values are right for a finished campaign."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    panels = {}
+    for path in sorted((root / "deploy/k8s/components/monitoring/dashboards").glob("*.json")):
+        doc = json.loads(path.read_text())
+        for panel in doc["panels"]:
+            exprs = [t["expr"].replace("$campaign", campaign) for t in panel["targets"]]
+            for expr in exprs:
+                _query(port, expr)  # asserts status success: the query parses and runs
+            panels[(doc["uid"], panel["title"].replace("$campaign", campaign))] = exprs
+    board = "lawlab-campaigns"
+
+    def values(title: str) -> list[dict]:
+        return _query(port, panels[(board, title)][0])
+
+    (done,) = values(f"Campaign {campaign}: completion")
+    assert float(done["value"][1]) == 1.0  # a finished campaign reads 100%
+    by_state = {r["metric"]["state"]: float(r["value"][1])
+                for r in values(f"Campaign {campaign}: trials by state")}
+    assert by_state["completed"] == len(tasks) and sum(by_state.values()) == len(tasks)
+    assert [float(r["value"][1]) for r in values(f"Campaign {campaign}: ETA")] == [0.0]
+    table = {r["metric"]["campaign"]: float(r["value"][1])
+             for r in values("Live campaigns: completion")}
+    assert table[campaign] == 1.0
+    # idle: no 0/0, the panel shows its "no campaign running" text
+    assert values("Completion (running campaigns)") == []
+    trials = stub.ListTrials(agent_pb2.ListTrialsRequest(campaign_id=campaign)).trials
+    means = {r["metric"]["score"]: float(r["value"][1])
+             for r in values(f"Campaign {campaign}: strict mean scores of finished trials")}
+    expected = sum(t.scores.s_n if t.scores.HasField("s_n") else 0.0 for t in trials) / len(tasks)
+    assert abs(means["s_n"] - expected) < 1e-9 and 0 <= means["s_v"] <= 1
+    agents = {(r["metric"]["agent"], r["metric"].get("model", ""))
+              for r in values("Mean score by agent and model (since the agent service started)")}
+    assert ("data-blind", "") in agents

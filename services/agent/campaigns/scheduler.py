@@ -37,12 +37,24 @@ TRIALS = Counter("lawlab_agent_trials_total", "Trials finished, by setting and s
                  ["setting", "status"])
 RUNNING = Gauge("lawlab_agent_trials_running", "Trials in flight.")
 RETRIES = Counter("lawlab_agent_retries_total", "Trial attempts retried, by cause.", ["cause"])
-SCORES = Histogram("lawlab_agent_trial_score", "Scores of finished trials.", ["score", "agent"],
+SCORES = Histogram("lawlab_agent_trial_score", "Scores of finished trials, by agent and model "
+                   "(model '' for a built-in agent; at most MAX_MODELS models, then 'other').",
+                   ["score", "agent", "model"],
                    buckets=(0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0))
-# no campaign label: ids are unbounded label values (per-campaign progress is on
-# the status page, `lawlab campaign status` and GetCampaign)
+MAX_MODELS = 24
+_models_seen: set[str] = set()
+# the aggregate over running campaigns has no campaign label; the live set below has
+# one, bounded: the running campaigns and the most recently finished, LIVE_CAMPAIGNS at most
 CAMPAIGN_TRIALS = Gauge("lawlab_campaign_trials",
                         "Trials of the campaigns running in this service, by state.", ["state"])
+LIVE_CAMPAIGNS = 12
+LIVE_TRIALS = Gauge("lawlab_campaign_live_trials", "Trials of each live campaign (running or "
+                    "among the last finished; LIVE_CAMPAIGNS at most), by state.",
+                    ["campaign", "state"])
+LIVE_SCORE = Gauge("lawlab_campaign_live_mean_score", "Strict mean score of each live "
+                   "campaign's finished trials.", ["campaign", "score"])
+LIVE_ETA = Gauge("lawlab_campaign_live_eta_seconds", "Estimated seconds left of each live "
+                 "campaign (0 once it stops).", ["campaign"])
 CAMPAIGNS_RUNNING = Gauge("lawlab_campaigns_running", "Campaigns running in this service.")
 CAMPAIGN_ETA = Gauge("lawlab_campaign_eta_seconds",
                      "Estimated seconds left of the running campaign that will finish last.")
@@ -110,12 +122,21 @@ class _Run:
     stop: asyncio.Event = field(default_factory=asyncio.Event)
 
 
+def model_label(model: str) -> str:
+    """A bounded label value for a model: its name for the first MAX_MODELS models this
+    process sees, 'other' afterwards."""
+    if model in _models_seen or len(_models_seen) < MAX_MODELS:
+        _models_seen.add(model)
+        return model[:60]
+    return "other"
+
+
 def record_finished(record: TrialRecord) -> None:
     TRIALS.labels(record.setting, record.status).inc()
     for name in ("s_n", "s_v", "s_s"):
         value = getattr(record, name)
         if value is not None:
-            SCORES.labels(name, record.agent).observe(value)
+            SCORES.labels(name, record.agent, model_label(record.model)).observe(value)
 
 
 class CampaignScheduler:
@@ -132,6 +153,7 @@ class CampaignScheduler:
         self.rng = rng or random.Random()
         self._runs: dict[str, _Run] = {}
         self._tasks: dict[str, asyncio.Task] = {}
+        self._live: set[str] = set()  # campaigns with live metric series
         self._changed: dict[str, asyncio.Event] = {}
         self._stops: dict[str, asyncio.Event] = {}
 
@@ -415,6 +437,37 @@ class CampaignScheduler:
         CAMPAIGNS_RUNNING.set(len(running))
         etas = [(await self.snapshot(c)).eta_seconds for c in running]
         CAMPAIGN_ETA.set(max(etas, default=0.0))
+        await self._refresh_live(running)
+
+    async def _refresh_live(self, running: list[str]) -> None:
+        """One series per live campaign: the running ones, then the most recently
+        updated others, LIVE_CAMPAIGNS in all; a campaign that leaves the set loses its
+        series."""
+        rows = await asyncio.to_thread(self.store.campaigns)
+        order = sorted(rows, key=lambda r: (r.campaign_id not in running, -r.updated))
+        live = [r.campaign_id for r in order[:LIVE_CAMPAIGNS]]
+        for campaign_id in self._live - set(live):
+            for state in ("pending", "running", "completed", "unsubmitted", "failed"):
+                _remove(LIVE_TRIALS, campaign_id, state)
+            for score in ("s_n", "s_v", "s_s"):
+                _remove(LIVE_SCORE, campaign_id, score)
+            _remove(LIVE_ETA, campaign_id)
+        self._live = set(live)
+        for campaign_id in live:
+            c = await self.snapshot(campaign_id)
+            t = c.totals
+            for state in ("pending", "running", "completed", "unsubmitted", "failed"):
+                LIVE_TRIALS.labels(campaign_id, state).set(getattr(t, state))
+            for score, value in t.means.items():
+                LIVE_SCORE.labels(campaign_id, score).set(value)
+            LIVE_ETA.labels(campaign_id).set(c.eta_seconds)
+
+
+def _remove(gauge: Gauge, *labels: str) -> None:
+    try:
+        gauge.remove(*labels)
+    except KeyError:
+        pass
 
 
 def _apply(record: TrialRecord, report: Report, trajectory: str) -> None:
