@@ -84,8 +84,9 @@ clients/node/node_modules/.stamp: clients/node/package-lock.json
 node-client: clients/node/node_modules/.stamp
 
 # A self-signed TLS pair for local use (var/certs/server.pem, server.key).
+CERTS_DIR ?= var/certs
 certs:
-	@scripts/make-certs.sh var/certs
+	@scripts/make-certs.sh $(CERTS_DIR)
 
 run: install
 	$(BIN)/lawlab run --tasks $(TASKS_DIR)
@@ -184,13 +185,14 @@ test-images: images
 # build machine: deploy-dry-run renders every overlay and component and runs the
 # schema and policy checks; deploy applies to the current kubectl context.
 ENV ?= local
+RENDER_DIR ?= var
 deploy-dry-run: install
 	@test -d deploy/k8s/overlays/$(ENV) || { echo "ENV=$(ENV): no such overlay; choose one of: $$(ls deploy/k8s/overlays | tr '\n' ' ')(make deploy-dry-run ENV=prod)"; exit 2; }
-	@mkdir -p var
-	kubectl kustomize deploy/k8s/overlays/$(ENV) > var/deploy-$(ENV).yaml.tmp && mv var/deploy-$(ENV).yaml.tmp var/deploy-$(ENV).yaml || { rm -f var/deploy-$(ENV).yaml.tmp; exit 1; }
+	@mkdir -p $(RENDER_DIR)
+	kubectl kustomize deploy/k8s/overlays/$(ENV) > $(RENDER_DIR)/deploy-$(ENV).yaml.tmp && mv $(RENDER_DIR)/deploy-$(ENV).yaml.tmp $(RENDER_DIR)/deploy-$(ENV).yaml || { rm -f $(RENDER_DIR)/deploy-$(ENV).yaml.tmp; exit 1; }
 	$(BIN)/pytest -q tests/integration/test_deploy.py
-	@echo "rendered overlay $(ENV): var/deploy-$(ENV).yaml"
-	@$(BIN)/python deploy/summary.py var/deploy-$(ENV).yaml $(ENV)
+	@echo "rendered overlay $(ENV): $(RENDER_DIR)/deploy-$(ENV).yaml"
+	@$(BIN)/python deploy/summary.py $(RENDER_DIR)/deploy-$(ENV).yaml $(ENV)
 
 deploy: deploy-dry-run
 	@ctx=$$(kubectl config current-context 2>/dev/null) || { echo "no current kubectl context: point kubectl at your cluster (kubectl config use-context NAME)"; exit 1; }; \

@@ -147,6 +147,8 @@ def cmd_judge(args: argparse.Namespace) -> int:
         lines = [f"{args.task}: S_V {s_v} [{backend}]; {gate}{run}"]
         lines += [f"  [{'x' if i.passed else ' '}] {i.item_id}: {i.evidence}" for i in v.items]
     else:
+        print(f"[operator output: the lines below name {args.task}'s hidden mechanisms; do "
+              "not pass them to a team being scored]", file=sys.stderr)
         confidence = doc["confidence"] = enum_name(judge_pb2.Confidence, v.confidence)
         level = f"{v.s_s:g}" if v.HasField("s_s") else f"null ({status})"
         lines = [f"{args.task}: level {level} ({confidence} confidence, {backend}): "
@@ -235,7 +237,12 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     judge = sub.add_parser("judge", help="validity (S_V) or structure (S_S) of a submission")
     kinds = judge.add_subparsers(dest="kind", required=True)
     for kind in ("validity", "structure"):
-        q = kinds.add_parser(kind)
+        q = kinds.add_parser(kind, description=(
+            "S_V of a submission: the task's rubric and the anti-hacking gate." if kind ==
+            "validity" else "S_S of a submission against the task's hidden law. An operator "
+            "command: it needs the library with answer keys, and its matched / missed lines "
+            "name the hidden law's mechanisms, so its output is not for the teams being "
+            "scored. --law/--base compare against an expression of your own instead."))
         q.add_argument("--task", help="the task (its rubric or hidden law)")
         q.add_argument("--submission", required=True)
         q.add_argument("--judge-addr", help="a running judge (default: the one `lawlab up` "

@@ -22,6 +22,11 @@ if TYPE_CHECKING:
 def cmd_serve(args: argparse.Namespace, rest: list[str]) -> int:
     from lawlab.rpc.main import service_main
 
+    if args.service is None:
+        print("usage: lawlab serve {" + ",".join(config.SERVICES) + "} [flags]\n\nStart one "
+              "service; `lawlab serve NAME --help` lists its flags (ports, TLS, directories).",
+              file=sys.stderr if "-h" not in rest and "--help" not in rest else sys.stdout)
+        return 0 if {"-h", "--help"} & set(rest) else 2
     service_main(args.service, rest)
     return 0
 
@@ -223,8 +228,12 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser("serve", help="start one service")
-    p.add_argument("service", choices=config.SERVICES)
+    # no -h of its own: `lawlab serve agent --help` reaches the service's parser and lists
+    # its flags (ports, TLS, dirs); `lawlab serve --help` still explains the verb
+    p = sub.add_parser("serve", help="start one service", add_help=False,
+                       description="Start one service; `lawlab serve NAME --help` lists its "
+                                   "flags.")
+    p.add_argument("service", nargs="?", choices=config.SERVICES)
     p.set_defaults(func=cmd_serve, passes_rest=True)
 
     p = sub.add_parser("up", help="start all five services in the foreground")
