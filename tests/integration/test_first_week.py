@@ -3,7 +3,13 @@ beside test_first_day.py: what went wrong for a real user, done as a user would.
 
 - a stopped LLM endpoint is refused in one line, in seconds, before any trial
 - a second `lawlab up` on the same data dir is refused and names the running one
+- the campaign preview lists the grid and each dropped cell, running nothing
 - a sandbox killed mid-campaign is restarted on its port; the campaign finishes
+- with the services stopped, `campaign status/trials`, `report`, `trial show`, the
+  ranked `leaderboard` and `lawlab view` read the data dir; the view refuses to act
+- a mistyped CA path is one line naming the file
+- the external one-machine recipe of docs/simulator-api.md scores a submission, and
+  its Python block runs as printed
 
 Isolated like test_first_day.py: every default port is moved to a closed one and
 the data directory is the test's own.
@@ -68,6 +74,14 @@ def test_first_week(tmp_path, tasks_dir):
         _one_line_error(second, "is in use by lawlab up", f"pid {up.pid}")
         assert (data / "internal-token").read_text() == token
 
+        # 6. the preview: the grid and each dropped cell with its reason, nothing run
+        preview = lawlab("campaign", "run", "--name", "look", "--agents", "template", "--tasks",
+                         "dnase_elisa,lsrt_i_10_7", "--settings", "real,parallel", "--dry-run")
+        assert preview.returncode == 0, preview.stderr
+        assert "3 trials to run" in preview.stdout and "lsrt_i_10_7" in preview.stdout, \
+            preview.stdout
+        assert "1 requested cells will not run:" in preview.stdout, preview.stdout
+
         # 2. a campaign through a sandbox that is killed half-way
         run = lawlab("campaign", "run", "--name", "week", "--agents", "template",
                      "--tasks", "dnase_elisa,mercury_vapour_pressure,puromycin_enzyme_kinetics",
@@ -122,6 +136,16 @@ def test_first_week(tmp_path, tasks_dir):
     assert shown.returncode == 0 and "final_formula" in shown.stdout and "S_V" in shown.stdout, \
         shown.stdout[:4000]
     _view_serves_the_stopped_cluster(lawlab, env, home, data, trial_id)
+
+    # 5. the leaderboard, ranked, from the stopped cluster's campaign beside an epoch
+    assert lawlab("epoch", "open", "w1").returncode == 0
+    board = lawlab("leaderboard", "w1", "--campaign", "week")
+    assert board.returncode == 0, board.stderr
+    assert "| rank | agent |" in board.stdout and "| 1 | template | real | full | 3 / 3 |" \
+        in board.stdout, board.stdout
+    # 8. a mistyped CA path: one line naming the file
+    bad_ca = lawlab("sim", "tasks", "--ca", str(home / "nope.pem"))
+    _one_line_error(bad_ca, f"cannot read {home / 'nope.pem'}")
 
 
 def _view_serves_the_stopped_cluster(lawlab, env: dict, home: Path, data: Path,

@@ -12,6 +12,7 @@ intervals, and they are never mixed across world suites.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -68,10 +69,11 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
 
         from lawlab.agent.v1 import agent_pb2, agent_pb2_grpc
         from lawlab.cli.campaign import rows_from_trials
+        from lawlab.cli.common import agent_or_offline
         from lawlab.rpc.client import sync_channel
 
         try:
-            with sync_channel(args.agent_addr or config.service_address("agent")) as channel:
+            with agent_or_offline(args) as address, sync_channel(address) as channel:
                 stub = agent_pb2_grpc.AgentServiceStub(channel)
                 for name in args.campaign:
                     trials = stub.ListTrials(agent_pb2.ListTrialsRequest(campaign_id=name),
@@ -134,5 +136,8 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     p.add_argument("--ledger", help="sqlite:///PATH or postgresql://... (env LAWLAB_LEDGER_URL)")
     p.add_argument("--data-dir", default=str(config.data_dir()))
     p.add_argument("--tasks-dir", default=str(config.tasks_dir()))
-    p.add_argument("--agent-addr", help="the agent service (default LAWLAB_AGENT_ADDR)")
+    p.add_argument("--agent-addr", default=os.environ.get("LAWLAB_AGENT_ADDR"),
+                   help="the agent service (default: a running one, else --data-dir offline)")
+    p.add_argument("--offline", action="store_true",
+                   help="read the campaigns from --data-dir even if an agent service runs")
     sub.choices["leaderboard"].set_defaults(func=cmd_leaderboard)
