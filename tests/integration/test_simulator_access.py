@@ -293,3 +293,24 @@ def test_tls_mistakes_are_one_line_and_the_simulator_ca_stays_on_its_channel(
                                      LAWLAB_INTERNAL_TOKEN=cluster.internal_token),
                             capture_output=True, text=True, timeout=60)
     assert listed.returncode == 0, listed.stderr
+
+
+def test_the_worked_python_session_in_the_docs_runs(world):
+    """docs/simulator-api.md's worked Python session, extracted and run with this
+    simulator's address, a team token and its CA in place of the placeholders."""
+    import re
+    import sys
+
+    doc = (ROOT / "docs" / "simulator-api.md").read_text()
+    section = doc[doc.index("## A worked session in Python"):]
+    snippet = re.search(r"```python\n(.*?)```", section, re.S).group(1)
+    placeholders = ('"localhost:50051"', 'token="lawlab_..."', 'ca_file="var/certs/server.pem"')
+    for p in placeholders:
+        assert p in snippet, p
+    snippet = (snippet.replace(placeholders[0], repr(world["address"]))
+               .replace(placeholders[1], f"token={world['tokens']['beta']!r}")
+               .replace(placeholders[2], f"ca_file={world['ca']!r}"))
+    run = subprocess.run([sys.executable, "-c", snippet], capture_output=True, text=True,
+                         timeout=120)
+    assert run.returncode == 0, run.stderr
+    assert "calls_used" in run.stdout and "pressure" in run.stdout
