@@ -104,6 +104,7 @@ class OpenAIChatPolicy:
         self.extra_imports: tuple[str, ...] = ()
         self.dead_turns = 0  # turns in a row in which every call failed
         self.last_call_failed = False
+        self.notes: list[str] = []
 
     async def close(self) -> None:
         return None

@@ -58,6 +58,12 @@ class Policy(Protocol):
         ...
 
     @property
+    def notes(self) -> list[str]:
+        """What the trial record should say about how this attempt ran (e.g. a search
+        stopped by its wall-clock safety cap, so the trial may not re-run the same)."""
+        ...
+
+    @property
     def last_reasoning(self) -> str:
         """The model's reasoning text of the last reply (logged, never fed back)."""
         ...
@@ -85,6 +91,7 @@ class PolicyDefaults:
     last_failures: list[dict] = []  # noqa: RUF012
     last_reasoning: str = ""
     last_call_failed: bool = False
+    notes: list[str] = []  # noqa: RUF012  (read-only default, never mutated)
 
     async def probe(self) -> None:
         return None

@@ -134,6 +134,38 @@ def test_genetic_programming_runs_when_the_library_is_not_exact(ns, tasks_dir):
     assert doc["val_mse"] < 0.2 * float(np.var(train["theta"]))  # a useful model
 
 
+def test_a_search_stopped_by_its_time_cap_is_recorded_and_an_uncapped_one_is_not(ns, tasks_dir):
+    """The GP is bounded by evaluations (the same law on any machine); its wall-clock cap
+    is for safety only, and when it decides, the result says so, and the sr agent records
+    it on the trial (issue #33)."""
+    import asyncio
+    from types import SimpleNamespace
+
+    from lawlab_agent.builtin.sr import SRAgent
+
+    g = ns["main"].__globals__
+    g["GP_CAPPED"].clear()
+    doc = _run(ns, tasks_dir / "lsrt_i_6_2", cap_constants=10, gp_evaluations=100_000, seed=1)
+    assert doc["gp_capped"] == []  # 1e5 evaluations take a few seconds: the budget decided
+    g["GP_SECONDS"], g["GP_CAPPED"][:] = 1, []  # pyoperon takes whole seconds
+    try:
+        capped = _run(ns, tasks_dir / "lsrt_i_6_2", cap_constants=10,
+                      gp_evaluations=50_000_000, seed=1)
+    finally:
+        g["GP_SECONDS"] = 60
+    assert capped["gp_capped"] and all(t >= 0.98 for t in capped["gp_capped"])
+
+    agent = SRAgent()
+    assert agent.notes == []
+    result = f"<python_output>\nLAWLAB_RESULT {capped!r}\n</python_output>"
+    ctx = SimpleNamespace(messages=[{"role": "user", "content": result}], parallel=False)
+    try:
+        asyncio.run(agent.reply(ctx, forced=True))
+    except AttributeError:  # the final law needs the task, which this bare context lacks
+        pass
+    assert agent.notes and "safety cap" in agent.notes[0]
+
+
 def test_canonical_form_of_a_genetic_program():
     # numbers folded, 0 + and 1 * gone, a rounding-level departure from 1 removed
     assert canonical("0 + 1 * (1 / 2 * E / (1 - cos(0.5 * d * (2.0000000000001 * k))))") == \

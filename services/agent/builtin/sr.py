@@ -122,6 +122,7 @@ class SRAgent(PolicyDefaults):
         self._experiments = 0
         self._fits = 0
         self._refined = False
+        self.notes: list[str] = []
 
     def _fit_call(self, ctx: TrialContext, hotspots: int) -> str:
         caps = ctx.task.caps
@@ -156,6 +157,12 @@ class SRAgent(PolicyDefaults):
 
     async def reply(self, ctx: TrialContext, forced: bool) -> str:
         result = TemplateAgent._last_result(ctx)
+        if result and result.get("gp_capped") and not self.notes:
+            # recorded on the trial: its law came from a time-bounded search
+            self.notes = ["sr: the genetic programming stopped at its wall-clock safety cap "
+                          f"({', '.join(f'{t:g} s' for t in result['gp_capped'])}) before "
+                          "spending its evaluations, so this trial may not re-run to the same "
+                          "law on another machine"]
         parallel = ctx.parallel
         if forced:
             return self._final(ctx, result) if result and result.get("ok") else \

@@ -59,6 +59,7 @@ NOISY = 1e-3  # ... above this share: noise (or a law out of reach), a fifth of 
 NICE = np.array(sorted({p / q for q in (1, 2, 3, 4, 6) for p in range(-12 * q, 12 * q + 1)}))
 GP_TIER = 3
 GP_SECONDS = 60  # a safety cap; the work is bounded by evaluations (2.5e6: ~20 s here)
+GP_CAPPED: list = []  # seconds of each GP run stopped by the cap (then it may not re-run the same)
 
 
 # ---- terms ----------------------------------------------------------------------
@@ -556,7 +557,13 @@ def gp_models(X, t, fit, names, small, evaluations, seed, log_space):
         generations=100000, population_size=500, n_threads=1, random_state=seed,
         max_time=GP_SECONDS, max_evaluations=int(evaluations), objectives=["r2", "length"],
         epsilon=1e-5)
+    import time
+
+    start = time.monotonic()
     reg.fit(np.array(X[fit]), np.array(t[fit]))  # copies: pyoperon refuses read-only arrays
+    took = time.monotonic() - start
+    if took >= 0.98 * GP_SECONDS:  # the evaluations were not all spent: the cap decided
+        GP_CAPPED.append(round(took, 1))
     return [GPModel(reg.get_model_string(m["tree"], 8, names).replace("^", "**"), names,
                     log_space) for m in reg.pareto_front_]
 
@@ -663,7 +670,8 @@ def main(cap_constants=6, local_params=0, hotspots=0, gp_evaluations=2_500_000, 
     library_size = sum(len(t) for t in library(X)[:2 if small else 3])
     chosen, bound = choose(scored, len(y), small, library_size, names)
     if chosen is None:
-        print("LAWLAB_RESULT " + repr({"ok": False, "reason": "no finite model within the cap"}))
+        print("LAWLAB_RESULT " + repr({"ok": False, "reason": "no finite model within the cap",
+                                       "gp_capped": list(GP_CAPPED)}))
         return
     rows = ((X[fit], y[fit]), (X[val], y[val]))
     model = simplify(chosen[2], *rows, error, bound) if isinstance(chosen[2], Model) else \
@@ -674,7 +682,7 @@ def main(cap_constants=6, local_params=0, hotspots=0, gp_evaluations=2_500_000, 
            "search": "library" if isinstance(model, Model) else "genetic programming",
            "n_constants": model.n_constants, "val_mse": error(model, X[val], y[val]),
            "exact": error(model, X[val], y[val]) <= EXACT * spread,
-           "front": [(k, e) for k, e in front]}
+           "front": [(k, e) for k, e in front], "gp_capped": list(GP_CAPPED)}
     if hotspots:
         out["hotspots"] = _hotspots(model, X, y, phi, names, groups, hotspots)
     print("LAWLAB_RESULT " + repr(out))

@@ -87,7 +87,9 @@ async def run_trial(record: TrialRecord, policy: Policy, clients: Clients,
         trajectory.write({"type": "renamed_submission", "solver_names": trial.view.to_task})
         submission = trial.view.submission_for_scoring(submission)
     record.submission = submission or ""
-    record.notes = " | ".join(await score(record, clients, trajectory, trial.task, submission))
+    # what the policy asks to record (e.g. a search stopped by its time cap), then the scores
+    record.notes = " | ".join([*getattr(policy, "notes", []),
+                               *await score(record, clients, trajectory, trial.task, submission)])
     record.wall_seconds = time.perf_counter() - start
     trajectory.write({"type": "end", "status": record.status, "turns": record.turns,
                       "s_n": record.s_n, "s_v": record.s_v, "s_s": record.s_s,
