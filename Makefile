@@ -13,7 +13,7 @@ WORLD_KEY ?= $(dir $(TASKS_DIR))world-key
 PROTOS := $(shell find protos -name '*.proto')
 GEN_STAMP := libs/lawlab/common/v1/common_pb2.py
 
-.PHONY: install apt deps proto sandbox-access tasks node-client certs run test typecheck test-all baselines lint clean distclean deploy deploy-dry-run undeploy docker base-image images push-images test-images test-load test-faults test-fuzz test-redteam test-bench test-keys test-attacks loadtest
+.PHONY: install apt deps proto sandbox-access tasks node-client certs run test typecheck test-all baselines lint clean distclean deploy deploy-dry-run undeploy docker base-image images push-images test-images test-load test-faults test-fuzz test-redteam test-bench test-keys test-attacks test-rerun loadtest
 
 install: apt deps proto sandbox-access tasks node-client
 
@@ -131,6 +131,10 @@ test-keys: install
 # scoring under attack (issue #31): the attacks that score real submissions end to end
 test-attacks: install
 	$(BIN)/pytest -q -m attacks tests/integration/test_scoring_attacks.py
+
+# baselines that re-run (issue #33): a sample of trials twice, the second beside a CPU hog
+test-rerun: install
+	$(BIN)/pytest -q -m rerun tests/integration/test_rerun.py
 
 test-fuzz: install
 	LAWLAB_FUZZ_EXAMPLES=$${LAWLAB_FUZZ_EXAMPLES:-200} $(BIN)/pytest -q tests/integration/test_fuzz.py
