@@ -78,6 +78,9 @@ class AgentSettings:
     worker_image: str = ""  # LAWLAB_WORKER_IMAGE (kubernetes executor)
     agent_address: str = "lawlab-agent:50053"  # LAWLAB_AGENT_ADDR, as workers reach it
     retain_jobs: bool = False  # LAWLAB_RETAIN_JOBS=1 keeps finished Jobs
+    # LAWLAB_AGENT_VIEW=1: a read-only view of a stopped cluster's data (`lawlab view`)
+    view: bool = False
+    simulator_ca: str = ""  # LAWLAB_SIMULATOR_CA: the CA of a simulator that serves TLS
     llm: LLMEndpoint = field(default_factory=LLMEndpoint)
 
 
@@ -136,6 +139,8 @@ class Settings:
             worker_image=r.text("LAWLAB_WORKER_IMAGE"),
             agent_address=r.text("LAWLAB_AGENT_ADDR", "lawlab-agent:50053"),
             retain_jobs=r.text("LAWLAB_RETAIN_JOBS") == "1",
+            view=r.text("LAWLAB_AGENT_VIEW") == "1",
+            simulator_ca=r.text("LAWLAB_SIMULATOR_CA"),
             llm=llm)
         simulator = SimulatorSettings(
             ledger_url=r.text("LAWLAB_LEDGER_URL"),

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import logging
-import os
 from pathlib import Path
 
 from lawlab import config
@@ -24,10 +23,9 @@ from lawlab_agent.trial.opening import Clients
 log = logging.getLogger("lawlab.agent")
 
 
-def make_clients() -> tuple[dict, Clients]:
-    """Channels to the four other services (addresses from LAWLAB_<NAME>_ADDR)."""
-    # the simulator may serve TLS (its public port): LAWLAB_SIMULATOR_CA is its CA
-    sim_ca = os.environ.get("LAWLAB_SIMULATOR_CA") or None
+def make_clients(sim_ca: str | None = None) -> tuple[dict, Clients]:
+    """Channels to the four other services (addresses from LAWLAB_<NAME>_ADDR); the
+    simulator's over TLS trusting ``sim_ca`` when it serves TLS (its public port)."""
     channels = {name: aio_channel(config.service_address(name),
                                   ca_file=sim_ca if name == "simulator" else None)
                 for name in ("simulator", "sandbox", "scorer", "judge")}
@@ -43,11 +41,11 @@ async def build(args: argparse.Namespace, settings: Settings):
     data_dir = Path(args.data_dir)
     # Retrying on UNAVAILABLE is safe for every call made here: a Query retry
     # carries the same request id, so it is charged once.
-    channels, clients = make_clients()
     own = settings.agent
+    channels, clients = make_clients(own.simulator_ca or None)
     url = own.trial_store_url or f"sqlite:///{data_dir.resolve() / 'agent' / 'trials.sqlite'}"
     store = open_store(url)
-    view = os.environ.get("LAWLAB_AGENT_VIEW") == "1"
+    view = own.view
     if view:  # `lawlab view`: a stopped cluster's data, read-only (lawlab_agent.view)
         from lawlab_agent.view import ReadOnlyAgentServicer
 
@@ -74,7 +72,7 @@ async def build(args: argparse.Namespace, settings: Settings):
                        http_app=status_page.make_app(
                            store, None if view else status_page.simulator_fetch(
                                config.service_address("simulator"),
-                               ca_file=os.environ.get("LAWLAB_SIMULATOR_CA") or None),
+                               ca_file=own.simulator_ca or None),
                            settings.internal_token,
                            trajectories=data_dir / "trajectories", view=view))
     return [spec], [resume], [close]

@@ -56,7 +56,7 @@ async def heartbeat(agent, args: argparse.Namespace, trial_id: str, attempt_no: 
 
 async def work(args: argparse.Namespace, settings: Settings) -> int:
     policies = builtin_agents(settings.agent.llm)
-    channels, clients = make_clients()
+    channels, clients = make_clients(settings.agent.simulator_ca or None)
     scratch = Path(tempfile.mkdtemp(prefix="lawlab-worker-"))
     done = 0
     try:
