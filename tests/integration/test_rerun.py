@@ -80,5 +80,7 @@ def test_the_same_seed_gives_the_same_scores_on_a_loaded_machine(tasks_dir, tmp_
             assert value == other or (math.isnan(value) and math.isnan(other)), \
                 (key, name, value, other, loaded_seconds)
         assert a["submission"] == b["submission"], key
+    # the sample holds what it claims: a law found by genetic programming, S_S, Acc_tau
+    assert "genetic programming" in quiet[("sr", "newton_cooling", REAL)]["submission"]
     assert any("s_s" in r["scores"] for r in quiet.values())
     assert any("acc_tau_id" in r["scores"] for r in quiet.values())
