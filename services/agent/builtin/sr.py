@@ -159,10 +159,10 @@ class SRAgent(PolicyDefaults):
         result = TemplateAgent._last_result(ctx)
         if result and result.get("gp_capped") and not self.notes:
             # recorded on the trial: its law came from a time-bounded search
+            spent = ", ".join(f"{a:,} of {b:,}" for a, b in result["gp_capped"])
             self.notes = ["sr: the genetic programming stopped at its wall-clock safety cap "
-                          f"({', '.join(f'{t:g} s' for t in result['gp_capped'])}) before "
-                          "spending its evaluations, so this trial may not re-run to the same "
-                          "law on another machine"]
+                          f"before spending its evaluations ({spent}), so this trial may not "
+                          "re-run to the same law on another machine"]
         parallel = ctx.parallel
         if forced:
             return self._final(ctx, result) if result and result.get("ok") else \

@@ -59,7 +59,11 @@ NOISY = 1e-3  # ... above this share: noise (or a law out of reach), a fifth of 
 NICE = np.array(sorted({p / q for q in (1, 2, 3, 4, 6) for p in range(-12 * q, 12 * q + 1)}))
 GP_TIER = 3
 GP_SECONDS = 60  # a safety cap; the work is bounded by evaluations (2.5e6: ~20 s here)
-GP_CAPPED: list = []  # seconds of each GP run stopped by the cap (then it may not re-run the same)
+# evaluations spent by every GP run, and (spent, budget) of each one the wall-clock cap
+# stopped before its budget (such a run may not re-run to the same law elsewhere); the
+# sandbox has no clock module, so pyoperon's own counts tell
+GP_RUNS: list = []
+GP_CAPPED: list = []
 
 
 # ---- terms ----------------------------------------------------------------------
@@ -557,13 +561,12 @@ def gp_models(X, t, fit, names, small, evaluations, seed, log_space):
         generations=100000, population_size=500, n_threads=1, random_state=seed,
         max_time=GP_SECONDS, max_evaluations=int(evaluations), objectives=["r2", "length"],
         epsilon=1e-5)
-    import time
-
-    start = time.monotonic()
     reg.fit(np.array(X[fit]), np.array(t[fit]))  # copies: pyoperon refuses read-only arrays
-    took = time.monotonic() - start
-    if took >= 0.98 * GP_SECONDS:  # the evaluations were not all spent: the cap decided
-        GP_CAPPED.append(round(took, 1))
+    stats = getattr(reg, "stats_", {}) or {}
+    spent = int(stats.get("residual_evaluations", 0)) + int(stats.get("jacobian_evaluations", 0))
+    GP_RUNS.append(spent)
+    if spent < 0.9 * int(evaluations):  # stopped well short of its budget: the cap decided
+        GP_CAPPED.append((spent, int(evaluations)))
     return [GPModel(reg.get_model_string(m["tree"], 8, names).replace("^", "**"), names,
                     log_space) for m in reg.pareto_front_]
 
@@ -671,7 +674,7 @@ def main(cap_constants=6, local_params=0, hotspots=0, gp_evaluations=2_500_000, 
     chosen, bound = choose(scored, len(y), small, library_size, names)
     if chosen is None:
         print("LAWLAB_RESULT " + repr({"ok": False, "reason": "no finite model within the cap",
-                                       "gp_capped": list(GP_CAPPED)}))
+                                       "gp_capped": list(GP_CAPPED), "gp_runs": list(GP_RUNS)}))
         return
     rows = ((X[fit], y[fit]), (X[val], y[val]))
     model = simplify(chosen[2], *rows, error, bound) if isinstance(chosen[2], Model) else \
@@ -682,7 +685,8 @@ def main(cap_constants=6, local_params=0, hotspots=0, gp_evaluations=2_500_000, 
            "search": "library" if isinstance(model, Model) else "genetic programming",
            "n_constants": model.n_constants, "val_mse": error(model, X[val], y[val]),
            "exact": error(model, X[val], y[val]) <= EXACT * spread,
-           "front": [(k, e) for k, e in front], "gp_capped": list(GP_CAPPED)}
+           "front": [(k, e) for k, e in front], "gp_capped": list(GP_CAPPED),
+           "gp_runs": list(GP_RUNS)}
     if hotspots:
         out["hotspots"] = _hotspots(model, X, y, phi, names, groups, hotspots)
     print("LAWLAB_RESULT " + repr(out))
