@@ -239,8 +239,10 @@ def make_app(store: TrialStore, external: Callable[[], list[dict]] | None = None
                     attempt = int(query.get("attempt", "0") or 0)
                 except ValueError:
                     attempt = 0
+                # the structure judge's evidence names hidden mechanisms: the live page
+                # shows it only to a caller with the internal token
                 page = trial_pages.trial_page(store, trajectories, unquote(path[7:]), attempt,
-                                              note)
+                                              note, reveal=view or trusted(environ))
             if page is None:
                 start_response("404 Not Found", [("Content-Type", "text/plain")])
                 return [b"no such trial: /trials lists them\n"]

@@ -88,7 +88,11 @@ def _events(path: Path) -> list[dict[str, Any]]:
     return out
 
 
-def _score_html(event: dict[str, Any]) -> str:
+HIDDEN = ("the structure judge's evidence names the hidden law's mechanisms: shown in "
+          "`lawlab view` and to a caller with the internal token")
+
+
+def _score_html(event: dict[str, Any], reveal: bool = True) -> str:
     e = html.escape
     parts = []
     if "numeric" in event:
@@ -107,10 +111,12 @@ def _score_html(event: dict[str, Any]) -> str:
                      f"<table><tr><th></th><th>check</th><th>evidence</th></tr>{items}</table>")
     if "structure" in event:
         s = event["structure"]
+        evidence = (f"{e(str(s.get('explanation', '')))}; matched: "
+                    f"{e(', '.join(s.get('matched', [])) or 'nothing')}; missed: "
+                    f"{e(', '.join(s.get('missed', [])) or 'nothing')}" if reveal
+                    else f"<span class=muted>({HIDDEN})</span>")
         parts.append(f"<p><b>S_S {_num(s.get('s_s'))}</b> ({e(str(s.get('confidence')))}): "
-                     f"{e(str(s.get('explanation', '')))}; matched: "
-                     f"{e(', '.join(s.get('matched', [])) or 'nothing')}; missed: "
-                     f"{e(', '.join(s.get('missed', [])) or 'nothing')}</p>")
+                     f"{evidence}</p>")
     return "".join(parts)
 
 
@@ -139,9 +145,10 @@ def _turn_html(event: dict[str, Any]) -> str:
 
 
 def trial_page(store: TrialStore, trajectories: Path, trial_id: str, attempt: int = 0,
-               note: str = "") -> str | None:
+               note: str = "", reveal: bool = True) -> str | None:
     """One trial: its record, each attempt's transcript turn by turn, the scores with
-    the judges' evidence, and the submission; None for an unknown trial."""
+    the judges' evidence (the structure judge's only when ``reveal``: it names hidden
+    mechanisms), and the submission; None for an unknown trial."""
     e = html.escape
     record = store.get(trial_id)
     if record is None:
@@ -174,7 +181,8 @@ def trial_page(store: TrialStore, trajectories: Path, trial_id: str, attempt: in
             if kind == "turn":
                 transcript += _turn_html(ev)
             elif kind == "score":
-                transcript += "<h2>Scores and the judges' evidence</h2>" + _score_html(ev)
+                transcript += ("<h2>Scores and the judges' evidence</h2>"
+                               + _score_html(ev, reveal))
             elif kind == "error":
                 transcript += (f"<p class=fail>attempt failed ({e(str(ev.get('cause')))}): "
                                f"{e(str(ev.get('error')))}</p>")
