@@ -33,6 +33,10 @@ FUNCTIONS: dict[str, Any] = {
     "cosh": np.cosh,
     "atan": np.arctan,
     "asin": np.arcsin,
+    "acos": np.arccos,
+    "asinh": np.arcsinh,
+    "acosh": np.arccosh,
+    "atanh": np.arctanh,
     "abs": np.abs,
     "erf": scipy.special.erf,
 }
@@ -50,6 +54,10 @@ SYMPY_FUNCTIONS: dict[str, Any] = {
     "cosh": sympy.cosh,
     "atan": sympy.atan,
     "asin": sympy.asin,
+    "acos": sympy.acos,
+    "asinh": sympy.asinh,
+    "acosh": sympy.acosh,
+    "atanh": sympy.atanh,
     "abs": sympy.Abs,
     "erf": sympy.erf,
 }
@@ -182,7 +190,8 @@ class Expression:
                         value=ast.Attribute(value=ast.Name("scipy", ast.Load()), attr="special",
                                             ctx=ast.Load()), attr="erf", ctx=ast.Load())
                     return node
-                name = {"atan": "arctan", "asin": "arcsin"}.get(node.func.id, node.func.id)
+                name = {"atan": "arctan", "asin": "arcsin", "acos": "arccos", "asinh": "arcsinh",
+                        "acosh": "arccosh", "atanh": "arctanh"}.get(node.func.id, node.func.id)
                 node.func = ast.Attribute(value=ast.Name("np", ast.Load()), attr=name, ctx=ast.Load())
                 return node
 

@@ -24,6 +24,8 @@ T = TypeVar("T")
 FUNCTIONS = {"exp": "exp", "log": "log", "log10": "log10", "log2": "log2", "sqrt": "sqrt",
              "sin": "sin", "cos": "cos", "tan": "tan", "tanh": "tanh", "sinh": "sinh",
              "cosh": "cosh", "arctan": "atan", "atan": "atan", "arcsin": "asin", "asin": "asin",
+             "arccos": "acos", "acos": "acos", "arcsinh": "asinh", "asinh": "asinh",
+             "arccosh": "acosh", "acosh": "acosh", "arctanh": "atanh", "atanh": "atanh",
              "abs": "abs", "absolute": "abs", "fabs": "abs", "erf": "erf"}
 # calls that stand for an operator
 ALGEBRA = {"power": 2, "square": 1, "reciprocal": 1}
