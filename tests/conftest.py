@@ -51,6 +51,25 @@ def library(tasks_dir: Path) -> TaskLibrary:
 
 
 @pytest.fixture(scope="session")
+def extra_lsr(tmp_path_factory: pytest.TempPathFactory) -> TaskLibrary:
+    """Problems outside the suites, built alone, that agents must still solve: two
+    LSR-Transform problems the dataless filter drops (the monomials D = mob kb T for
+    mob and Coulomb's law for r) and a driven damped oscillator whose drive frequency
+    is a nonlinear constant (lsrs_fixture_driven)."""
+    from lawlab.taskbuild import lsr, lsr_build, lsr_transform
+
+    out = tmp_path_factory.mktemp("extra-lsr")
+    for eq_id, pivot in (("I.43.31", "mob"), ("I.12.2", "r")):
+        lsr_build.build_problem(lsr_transform.unfiltered(eq_id, pivot), out)
+    driven = lsr.Synth("lsrs_fixture_driven", "physics", "driven damped oscillator", "dv_dt",
+                       ["t", "x", "v"], "-w0 ** 2 * x - g * v", "F * sin(w * t)",
+                       {"w0": 1.2, "g": 0.2, "F": 0.7, "w": 0.9}, "ode", y0=(0.5, 0.0),
+                       t_end=30.0)
+    lsr_build.build_problem(lsr.synth(driven), out)
+    return TaskLibrary(out)
+
+
+@pytest.fixture(scope="session")
 def scripted_llm():
     """A scripted OpenAI-compatible server: the only fake (no LLM API is reachable)."""
     with ScriptedLLM() as server:

@@ -79,7 +79,7 @@ def scripted(script_for):
 def test_grid_runs_every_cell_once_and_is_idempotent(cluster, library, tmp_path):
     with own_agent(cluster, tmp_path) as c:
         stub = stub_of(c)
-        tasks = ["brain_body_allometry", "puromycin_enzyme_kinetics", "lsrt_i_6_2"]
+        tasks = ["brain_body_allometry", "puromycin_enzyme_kinetics", "lsrt_i_6_2_theta"]
         # worlds depend on the library's world key: count the tasks that have one
         n_parallel = 2 * sum(library.get(t).has_world() for t in tasks)
         s = spec("grid", [("data-blind", "")], tasks, settings=(REAL, PARALLEL), repeats=2,
@@ -504,7 +504,7 @@ def test_scores_are_identical_across_two_runs_of_the_same_submissions(cluster, l
     (different seeds, so different trials) get exactly the same scores."""
     with own_agent(cluster, tmp_path) as c:
         stub = stub_of(c)
-        tasks = ["brain_body_allometry", "chick_growth", "lsrt_i_6_2"]  # I, II, LSR
+        tasks = ["brain_body_allometry", "chick_growth", "lsrt_i_6_2_theta"]  # I, II, LSR
         for name, seed in (("det-a", 11), ("det-b", 12)):
             stub.StartCampaign(agent_pb2.StartCampaignRequest(spec=spec(
                 name, [("data-blind", "")], tasks, settings=(REAL, PARALLEL), seed=seed,
@@ -593,17 +593,17 @@ def test_a_dry_run_previews_the_grid_and_every_dropped_cell(cluster, tmp_path):
         env = dict(os.environ, LAWLAB_INTERNAL_TOKEN=cluster.internal_token)
         out = subprocess.run([lawlab, "campaign", "run", "--agent-addr", c.address("agent"),
                               "--name", "preview", "--agents", "data-blind,template",
-                              "--tasks", "mercury_vapour_pressure,lsrs_phys_1",
+                              "--tasks", "mercury_vapour_pressure,lsrs_phys_01",
                               "--settings", "real,parallel", "--dry-run"],
                              env=env, capture_output=True, text=True, timeout=120)
         assert out.returncode == 0, out.stderr
         assert "campaign preview: 6 trials to run" in out.stdout, out.stdout
         assert "2 requested cells will not run:" in out.stdout
-        assert "lsrs_phys_1 parallel data-blind: the lsr-synth suite has no Parallel setting" \
+        assert "lsrs_phys_01 parallel data-blind: the lsr-synth suite has no Parallel setting" \
             in out.stdout, out.stdout
         stub = stub_of(c)
         assert not stub.ListCampaigns(agent_pb2.ListCampaignsRequest()).campaigns
         assert not stub.ListTrials(agent_pb2.ListTrialsRequest()).trials
         preview = stub.PreviewCampaign(agent_pb2.StartCampaignRequest(spec=spec(
-            "p2", [("data-blind", "")], ["lsrs_phys_1"], settings=(PARALLEL,))))
+            "p2", [("data-blind", "")], ["lsrs_phys_01"], settings=(PARALLEL,))))
         assert not preview.cells and len(preview.dropped) == 1

@@ -33,10 +33,10 @@ REAL, PARALLEL = common_pb2.SETTING_REAL, common_pb2.SETTING_PARALLEL
 # the only search with a wall-clock safety cap) and on an LLM-SRBench problem, the
 # template and data-blind agents in Parallel (noise drawn from the world key and the
 # budget), the template on a transformed Feynman problem (Acc_tau, NMSE)
-SAMPLE = [("sr", "newton_cooling", REAL), ("sr", "lsrs_bio_1", REAL),
+SAMPLE = [("sr", "newton_cooling", REAL), ("sr", "lsrs_bio_01", REAL),
           ("template", "dnase_elisa", PARALLEL), ("data-blind", "mercury_vapour_pressure",
                                                   PARALLEL),
-          ("template", "lsrt_i_12_2", REAL)]
+          ("template", "lsrt_ii_24_17_c", REAL)]
 FIELDS = ("s_n", "s_v", "s_s", "acc_tau_id", "nmse_id", "acc_tau_ood", "nmse_ood",
           "symbolic_accuracy")
 

@@ -10,7 +10,7 @@ import pytest
 from lawlab.common.v1 import common_pb2
 from lawlab.scorer.v1 import scorer_pb2, scorer_pb2_grpc
 
-PROBLEM = "lsrt_i_12_2"  # r from F, q1, q2, epsilon (Coulomb's law re-posed)
+PROBLEM = "lsrt_ii_24_17_c"  # c from k, omega, d (the waveguide wavenumber re-posed)
 
 
 @pytest.fixture(scope="module")
@@ -26,24 +26,23 @@ def _score(scorer, source: str, task_id: str = PROBLEM):
 
 
 TRUTH = '''import numpy as np
-USED_INPUTS = ["F", "q1", "q2", "epsilon"]
+USED_INPUTS = ["k", "omega", "d"]
 LAW_CONSTANTS = {}
 OTHER_CONSTANTS = {}
 LOCAL_FITTABLE = {}
 
 def predict(X):
-    F = X[:, 0]
-    q1 = X[:, 1]
-    q2 = X[:, 2]
-    eps = X[:, 3]
-    return np.sqrt(q1 * q2 / (4 * np.pi * eps * F))
+    k = X[:, 0]
+    omega = X[:, 1]
+    d = X[:, 2]
+    return d * omega / np.sqrt(d ** 2 * k ** 2 + np.pi ** 2)
 '''
 
 # right in shape, 8% off in scale: within tau = 0.1 everywhere, but NMSE is not ~0
-NEAR = TRUTH.replace("return np.sqrt", "return 1.08 * np.sqrt")
+NEAR = TRUTH.replace("return d * omega", "return 1.08 * d * omega")
 # wrong exponent: fine for some points, far off for others
-WRONG = TRUTH.replace("np.sqrt(q1 * q2 / (4 * np.pi * eps * F))",
-                      "q1 * q2 / (4 * np.pi * eps * F)")
+WRONG = TRUTH.replace("np.sqrt(d ** 2 * k ** 2 + np.pi ** 2)",
+                      "(d ** 2 * k ** 2 + np.pi ** 2)")
 
 
 def test_ground_truth_scores_acc_1_and_zero_nmse_in_and_out_of_domain(scorer):
@@ -63,7 +62,7 @@ def test_near_and_wrong_laws_are_told_apart(scorer):
 
 
 def test_failing_submission_counts_as_acc_0_and_infinite_nmse(scorer):
-    s = _score(scorer, TRUTH.replace("return np.sqrt", "return np.log(-1.0) * np.sqrt"))
+    s = _score(scorer, TRUTH.replace("return d * omega", "return np.log(-1.0) * d * omega"))
     assert s.srbench.acc_tau_id == 0.0 and math.isinf(s.srbench.nmse_id)
 
 

@@ -122,8 +122,8 @@ def test_every_experiment_it_writes_is_a_valid_query(library):
     assert task.meta.multi_group
 
 
-def test_without_a_literature_it_hands_the_problem_to_sr(library):
-    out = offline_trial.run(ExperimenterAgent(), library.get("lsrt_i_43_31"), False)
+def test_without_a_literature_it_hands_the_problem_to_sr(extra_lsr):
+    out = offline_trial.run(ExperimenterAgent(), extra_lsr.get("lsrt_i_43_31_mob"), False)
     assert out.tools == ["python", "final_formula"]
     assert _title(out.submission).startswith("symbolic regression (library): 0 constants")
-    assert "(D ** (-1) * kb * T) ** (-1)" in out.submission
+    assert "out = D * T ** (-1) * kb ** (-1)" in out.submission

@@ -100,10 +100,13 @@ def test_simplify_snaps_a_coefficient_and_ties_two(ns):
 
 
 @pytest.mark.parametrize("task_id, expected", [
-    ("lsrt_i_43_31", "D*kb**(-1)*T**(-1)"),  # D / (T kb): no constant at all
-    ("lsrt_i_13_4", "sqrt(-u**2 + -v**2 + 2*K*m**(-1))"),  # solved for w: y^2 transform
+    ("lsrt_i_43_31_mob", "D*T**(-1)*kb**(-1)"),  # D / (T kb): no constant at all
+    ("lsrt_i_13_4_w", "sqrt(-u**2 + -v**2 + 2*K*m**(-1))"),  # solved for w: y^2 transform
 ])
-def test_library_recovers_lsr_transform_laws_exactly(ns, tasks_dir, task_id, expected):
+def test_library_recovers_lsr_transform_laws_exactly(ns, tasks_dir, extra_lsr, task_id,
+                                                      expected):
+    if (extra_lsr.root / task_id).exists():
+        tasks_dir = extra_lsr.root  # a monomial: outside the suite, sr must still solve it
     doc = _run(ns, tasks_dir / task_id, cap_constants=10, gp_evaluations=0, seed=1)
     assert doc["ok"] and doc["search"] == "library" and doc["exact"]
     assert doc["expr"] == expected and doc["constants"] == {}
@@ -117,20 +120,20 @@ def test_library_recovers_lsr_transform_laws_exactly(ns, tasks_dir, task_id, exp
                           probes).level == 1.0
 
 
-def test_a_parametric_term_is_fitted_by_variable_projection(ns, tasks_dir):
-    """lsrs_phys_3: dv/dt = -w0^2 x - g v + F sin(w t): the frequency w is a theta of
+def test_a_parametric_term_is_fitted_by_variable_projection(ns, extra_lsr):
+    """lsrs_fixture_driven: dv/dt = -w0^2 x - g v + F sin(w t): the frequency w is a theta of
     the library, found on its grid and refined; the law is exact."""
-    doc = _run(ns, tasks_dir / "lsrs_phys_3", cap_constants=10, gp_evaluations=0, seed=1)
+    doc = _run(ns, extra_lsr.root / "lsrs_fixture_driven", cap_constants=10, gp_evaluations=0, seed=1)
     assert doc["exact"] and "sin(k" in doc["expr"] and doc["n_constants"] == 4
     w = next(v for k, v in doc["constants"].items() if k.startswith("k"))
     assert abs(w) == pytest.approx(0.9, rel=1e-8)
 
 
 def test_genetic_programming_runs_when_the_library_is_not_exact(ns, tasks_dir):
-    doc = _run(ns, tasks_dir / "lsrt_i_6_2", cap_constants=10, gp_evaluations=100_000, seed=1)
+    doc = _run(ns, tasks_dir / "lsrt_i_6_2_theta", cap_constants=10, gp_evaluations=100_000, seed=1)
     assert doc["ok"] and not doc["exact"]
     assert doc["n_constants"] <= 10 and all(k <= 10 for k, _ in doc["front"])
-    train = pd.read_csv(tasks_dir / "lsrt_i_6_2" / "data" / "train.csv")
+    train = pd.read_csv(tasks_dir / "lsrt_i_6_2_theta" / "data" / "train.csv")
     assert doc["val_mse"] < 0.2 * float(np.var(train["theta"]))  # a useful model
 
 
@@ -146,11 +149,11 @@ def test_a_search_stopped_by_its_time_cap_is_recorded_and_an_uncapped_one_is_not
     g = ns["main"].__globals__
     g["GP_CAPPED"].clear()
     g["GP_RUNS"].clear()
-    doc = _run(ns, tasks_dir / "lsrt_i_6_2", cap_constants=10, gp_evaluations=100_000, seed=1)
+    doc = _run(ns, tasks_dir / "lsrt_i_6_2_theta", cap_constants=10, gp_evaluations=100_000, seed=1)
     assert doc["gp_capped"] == []  # 1e5 evaluations take a few seconds: the budget decided
     g["GP_SECONDS"], g["GP_CAPPED"][:] = 1, []  # pyoperon takes whole seconds
     try:
-        capped = _run(ns, tasks_dir / "lsrt_i_6_2", cap_constants=10,
+        capped = _run(ns, tasks_dir / "lsrt_i_6_2_theta", cap_constants=10,
                       gp_evaluations=50_000_000, seed=1)
     finally:
         g["GP_SECONDS"] = 60

@@ -8,10 +8,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+import sympy
 
 from lawlab import worldkey
 from lawlab.expr import Expression
-from lawlab.taskbuild import lsr
+from lawlab.taskbuild import lsr, lsr_synth, lsr_transform
 from lawlab.taskbuild.build import build_task, manifest
 from lawlab.taskbuild.catalogue import WORLDS_HEADING, catalogue
 from lawlab.taskbuild.specs import SPECS
@@ -95,29 +96,96 @@ def test_worlds_catalogue_in_docs_matches_the_library(tasks_dir):
 
 
 def test_lsr_generation_is_deterministic():
-    ids = ["lsrt_i_12_2", "lsrt_ii_24_17", "lsrs_bio_1", "lsrs_mat_2"]
-    a, b = lsr.problems(ids), lsr.problems(ids)
-    assert [p.problem_id for p in a] == ids
+    ids = ["lsrt_ii_24_17_d", "lsrt_i_6_2_theta", "lsrs_bio_01", "lsrs_mat_02"]
+    a = lsr.problems(ids)
+    assert sorted(p.problem_id for p in a) == sorted(ids)
+    b = lsr_transform.problems(ids)
+    for p in a:  # each synthetic candidate screened again, from scratch
+        if p.suite == "lsr-synth":
+            domain = p.discipline
+            known = next(t for t in lsr_synth.KNOWN[domain]
+                         if p.notes["candidate"].startswith(f"{lsr_synth.SHORT[domain]}_{t.key}_"))
+            syn = next(t for t in lsr_synth.SYNTHETIC[domain]
+                       if p.notes["candidate"].endswith(f"_{t.key}"))
+            again = lsr_synth.Candidate(domain, known, syn)
+            lsr_synth.screen(again)
+            assert again.problem is not None
+            again.problem.problem_id = p.problem_id
+            b.append(again.problem)
+    a.sort(key=lambda p: p.problem_id)
+    b.sort(key=lambda p: p.problem_id)
+    assert [p.problem_id for p in b] == [p.problem_id for p in a]
     for p, q in zip(a, b):
+        assert p is not q
         assert p.expr == q.expr and p.constants == q.constants
         for part in ("train", "test", "test_ood"):
             pd.testing.assert_frame_equal(p.parts[part], q.parts[part])
 
 
-def test_transform_solves_for_the_recorded_variable_only_when_unique():
-    eq = next(e for e in lsr.FEYNMAN if e.eq_id == "I.12.2")
-    p = lsr.transform(eq)
-    assert p.target == "r" and set(p.inputs) == {"F", "q1", "q2", "epsilon"}
-    # r = sqrt(q1 q2 / (4 pi eps F)) reproduces the samples
-    f = p.parts["test"]
-    pred = Expression(p.expr).evaluate({c: f[c].to_numpy() for c in p.inputs})
-    assert np.allclose(pred, f["r"], rtol=1e-9)
-    # the two roots of a quadratic are both valid somewhere: refused, not guessed
-    cosines = lsr.Equation("I.29.16", "law of cosines", "x",
-                           "sqrt(x1 ** 2 + x2 ** 2 - 2 * x1 * x2 * cos(theta1 - theta2))",
-                           {"x1": (1, 5), "x2": (1, 5), "theta1": (1, 5), "theta2": (1, 5)}, "x1")
-    with pytest.raises(ValueError, match="exactly one is required"):
-        lsr.transform(cosines)
+def test_lsr_transform_funnel_drops_at_each_step_for_its_stated_reason():
+    """The funnel over the recorded sympy solutions: counts fall at every step, each
+    drop names its step, and a kept problem's law reproduces its data in and out of
+    its domain, which lies where the transformed form is valid."""
+    cands, counts = lsr_transform.funnel()
+    steps = list(counts.values())
+    assert steps == sorted(steps, reverse=True) and len(set(steps)) == len(steps)
+    assert counts["candidates"] == sum(len(e.ranges) for e in lsr_transform.equations()) > 400
+    assert {c.dropped.split(":")[0] for c in cands if c.dropped} == set(lsr_transform.STEPS[1:])
+    # the monomial D = mob kb T, solved for mob, is dropped; so is velocity addition
+    # solved for u (the textbook velocity subtraction)
+    why = {(c.eq.eq_id, c.pivot): c.dropped for c in cands}
+    assert "monomial" in why[("I.43.31", "mob")]
+    assert "textbook form of equation I.16.6" in why[("I.16.6", "u")]
+    # sin^2 has a branch per half period: none holds on most of the domain
+    assert why[("III.8.54", "t")].startswith("unique on its valid domain")
+    p = lsr_transform.problems(["lsrt_ii_24_17_d"])[0]
+    for part in ("train", "test", "test_ood"):
+        f = p.parts[part]
+        pred = Expression(p.expr).evaluate({c: f[c].to_numpy() for c in p.inputs})
+        assert np.allclose(pred, f["d"], rtol=1e-9), part
+
+
+def test_dataless_check_flags_a_monomial_and_a_named_textbook_law():
+    """The builder's dataless test (a problem it flags is dropped): a monomial found by
+    a log-linear fit, and a re-posed law that is another law of the list (the lens
+    equation solved for d1 is the lens equation again) up to renaming and sign."""
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame({"y": 0.0, "a": rng.uniform(1, 5, 50), "b": rng.uniform(1, 5, 50)})
+    frame["y"] = 3.1 * frame["a"] ** 1.5 / frame["b"] ** 2
+    assert lsr_transform.is_monomial(frame, "y", ["a", "b"])
+    frame["y"] = frame["a"] + frame["b"] ** 2
+    assert not lsr_transform.is_monomial(frame, "y", ["a", "b"])
+    a, b, c = (sympy.Symbol(n, positive=True) for n in "abc")
+    lens = 1 / (1 / a - c / b)  # foc = 1 / (1/d1 + n/d2) with d2 -> -d2
+    assert lsr_transform.textbook_match(lens, [a, b, c], rng) == "I.27.6"
+    assert lsr_transform.textbook_match(a * sympy.exp(b) + c, [a, b, c], rng) is None
+    # and the builder drops such a candidate at that step
+    cand = next(x for x in lsr_transform.candidates()
+                if x.eq.eq_id == "I.43.31" and x.pivot == "mob")
+    assert lsr_transform.screen(cand) is None and cand.dropped.startswith(
+        "not solvable without data: a monomial")
+
+
+def test_lsr_synth_reaches_the_papers_counts_with_every_check():
+    tried, counts = lsr_synth.funnel()
+    assert {d: r["kept"] for d, r in counts.items()} == lsr_synth.PAPER
+    for domain, cands in tried.items():
+        kept = [c.problem for c in cands if c.problem is not None]
+        assert [p.problem_id for p in kept] == [f"lsrs_{lsr_synth.SHORT[domain]}_{i:02d}"
+                                                for i in range(1, len(kept) + 1)]
+        # the public id and title never name the terms; the answer key does
+        for p in kept:
+            assert p.notes["candidate"] not in p.problem_id + p.title + p.context
+            assert p.notes["known_alone_nmse"] >= lsr_synth.NOVELTY_NMSE
+        assert all(c.failed.split(":")[0] in lsr_synth.CHECKS for c in cands if c.failed)
+
+
+def test_a_synthetic_term_absorbed_by_the_known_one_is_not_novel():
+    known = lsr_synth.Term("first", "-k * A", {"k": (0.2, 0.3)}, "first-order decay")
+    twin = lsr_synth.Term("twin", "-q * A", {"q": (0.1, 0.2)}, "another first-order path")
+    c = lsr_synth.Candidate("chemistry", known, twin)
+    lsr_synth.screen(c)
+    assert c.problem is None and c.failed.startswith("novel:")
 
 
 def test_unsolvable_synthetic_problem_is_refused():

@@ -6,6 +6,7 @@ import argparse
 import json
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -242,20 +243,52 @@ def cmd_tasks_list(args: argparse.Namespace) -> int:
     from lawlab.tasks import TaskLibrary
 
     library = TaskLibrary(Path(args.tasks_dir))
+    chosen = [t for t in library if not args.suite or t.meta.suite == args.suite]
+    if not chosen:
+        suites = sorted({t.meta.suite for t in library})
+        print(f"error: no task in suite {args.suite!r} (suites: {', '.join(suites)})",
+              file=sys.stderr)
+        return 2
     rows = [[t.task_id, t.meta.suite, "real, parallel" if t.has_world() else "real",
              t.meta.type_label, t.meta.discipline, t.meta.metric, len(t.train),
-             len(t.group_ids) or "-", ", ".join(t.meta.input_names)] for t in library]
+             len(t.group_ids) or "-", ", ".join(t.meta.input_names)] for t in chosen]
     print(_table(rows, ["task", "suite", "settings", "type", "discipline", "metric",
                         "train rows", "groups", "inputs"]))
+    counts = Counter(t.meta.suite for t in chosen)
+    print(f"{len(chosen)} tasks: " + ", ".join(f"{n} {s}" for s, n in sorted(counts.items())))
+    return 0
+
+
+def cmd_tasks_lsr_solve(args: argparse.Namespace) -> int:
+    """Re-run LSR-Transform's one machine-dependent step: sympy's closed-form solve of
+    every equation for every variable, time-limited, recorded for the builder."""
+    from lawlab.taskbuild import lsr_transform
+
+    start = time.monotonic()
+    record = lsr_transform.solve_all(args.seconds, args.workers, progress=True)
+    record["wall_seconds"] = round(time.monotonic() - start, 1)
+    out = Path(args.out) if args.out else lsr_transform.SOLUTIONS_FILE
+    out.write_text(json.dumps(record, indent=1) + "\n")
+    statuses: Counter[str] = Counter(r["status"] for r in record["results"].values())
+    print(f"wrote {out}: " + ", ".join(f"{n} {s}" for s, n in statuses.most_common())
+          + f" ({record['wall_seconds']} s); `make tasks` rebuilds the suite from it")
     return 0
 
 
 
 def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     tasks = sub.add_parser("tasks", help="the task library").add_subparsers(dest="verb", required=True)
-    p = tasks.add_parser("list")
+    p = tasks.add_parser("list", help="the tasks, with their settings (and a count per suite)")
     with_dirs(p)
+    p.add_argument("--suite", default="",
+                   help="only this suite: real, lsr-transform or lsr-synth")
     p.set_defaults(func=cmd_tasks_list)
+    p = tasks.add_parser("lsr-solve", help="re-record sympy's solutions for LSR-Transform "
+                         "(minutes; the builder reads the record)")
+    p.add_argument("--seconds", type=float, default=20.0, help="time limit per solve")
+    p.add_argument("--workers", type=int, default=2)
+    p.add_argument("--out", default="", help="default: the record the builder reads")
+    p.set_defaults(func=cmd_tasks_lsr_solve)
     p = tasks.add_parser("validate", help="check every task's files and claims")
     with_dirs(p)
     p.set_defaults(func=cmd_tasks_validate)

@@ -412,6 +412,14 @@ def build_all(out: Path, only: list[str] | None = None,
             summary.append(lsr_build.build_problem(problem, out))
         if progress:
             progress(summary[-1])
+    if not only:
+        _dump_json(out / "lsr_funnel.json", lsr.funnels())
+        # a task or problem no longer in the library (an older build's) must not linger
+        built = {r["task_id"] for r in summary}
+        for stale in sorted(p.parent for p in out.glob("*/metadata.yaml")
+                            if p.parent.name not in built):
+            log.info("removing a task no longer in the library", extra={"task_id": stale.name})
+            shutil.rmtree(stale)
     files = manifest(out)
     _dump_json(suite, {"world_fingerprint": key.fingerprint,
                        "release": release_id(key.fingerprint, files)})

@@ -233,4 +233,16 @@ def problems(only: list[str] | None = None) -> list[Problem]:
     return lsr_transform.problems(only) + lsr_synth.problems(only)
 
 
+def funnels() -> dict[str, Any]:
+    """Each suite's funnel against the paper's figures (written beside the library as
+    lsr_funnel.json; docs/tasks.md shows it)."""
+    from lawlab.taskbuild import lsr_synth, lsr_transform
+
+    _, synth_counts = lsr_synth.screened()
+    return {"lsr-transform": lsr_transform.funnel_record(),
+            "lsr-synth": {"checks": list(lsr_synth.CHECKS), "domains": synth_counts,
+                          "paper": lsr_synth.PAPER, "novelty_nmse": lsr_synth.NOVELTY_NMSE,
+                          "draws": lsr_synth.DRAWS}}
+
+
 ProblemBuilder = Callable[[], list[Problem]]

@@ -30,6 +30,7 @@ from __future__ import annotations
 import hashlib
 from collections import Counter
 from dataclasses import dataclass
+from functools import cache
 
 import numpy as np
 import pandas as pd
@@ -388,7 +389,14 @@ def funnel(progress: bool = False) -> tuple[dict[str, list[Candidate]], dict[str
     return out, counts
 
 
+@cache
+def screened() -> tuple[dict[str, list[Candidate]], dict[str, dict[str, int]]]:
+    return funnel()
+
+
 def problems(only: list[str] | None = None) -> list[Problem]:
-    tried, _ = funnel()
+    """The suite (one funnel per process: the numbering depends on every earlier
+    candidate of the domain)."""
+    tried, _ = screened()
     return [c.problem for cs in tried.values() for c in cs
             if c.problem is not None and (not only or c.problem.problem_id in only)]

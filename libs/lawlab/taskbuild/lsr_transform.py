@@ -472,3 +472,33 @@ def problems(only: list[str] | None = None) -> list[Problem]:
         if kept is not None:
             out.append(problem(c, kept[0]))
     return out
+
+
+def funnel_record() -> dict[str, Any]:
+    """What docs/tasks.md shows: the counts after each step, for the whole list and for
+    the 100 equations alone (the paper's starting set), beside the paper's figures."""
+    cands, counts = funnel()
+    main = [c for c in cands if c.eq.set == "feynman"]
+    drops = Counter(c.dropped.split(":")[0] for c in main if c.dropped)
+    left, main_counts = len(main), {"candidates": len(main)}
+    for step in STEPS[1:]:
+        left -= drops.get(step, 0)
+        main_counts[step] = left
+    data = json.loads(SOLUTIONS_FILE.read_text())
+    return {"steps": list(STEPS), "all": counts, "feynman_100": main_counts,
+            "equations": {"all": len(equations()),
+                          "feynman_100": sum(e.set == "feynman" for e in equations()),
+                          "with_a_problem": len({c.eq.eq_id for c in cands if not c.dropped})},
+            "paper": PAPER, "max_nodes": MAX_NODES, "min_valid_share": MIN_VALID_SHARE,
+            "solve_seconds": data["solve_seconds"], "sympy": data["sympy"]}
+
+
+def unfiltered(eq_id: str, pivot: str) -> Problem:
+    """One transformation built without steps 4-5 (a problem the funnel drops, e.g. a
+    monomial): for tests of agents and of the filters themselves, never in a suite."""
+    c = next(c for c in candidates() if c.eq.eq_id == eq_id and c.pivot == pivot)
+    expr = valid_branch(c)
+    if expr is None:
+        raise ValueError(f"{eq_id} for {pivot}: {c.dropped}")
+    c.nodes = nodes(expr)
+    return problem(c, expr)
