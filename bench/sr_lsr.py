@@ -11,7 +11,13 @@ and writes the rows as JSON. The agent's own figures, through the services,
 come from `make baselines` (docs/baselines.md); this isolates the search.
 
     .venv/bin/python bench/sr_lsr.py [--suite lsr-transform|lsr-synth|all]
-        [--limit N] [--gp-evaluations 2500000] [--out bench/sr_lsr.json]
+        [--limit N | --sample N] [--seeds 1 2 3] [--gp-evaluations 2500000]
+        [--out bench/sr_lsr.json]
+
+With ``--sample N`` it takes N problems per suite drawn with a fixed seed; with
+several ``--seeds`` each problem runs once per GP seed and the totals give the
+mean over seeds, the range of the per-seed means and a 95% task-bootstrap
+interval of the seed-averaged scores.
 """
 
 from __future__ import annotations
@@ -42,7 +48,7 @@ ROOT = Path(__file__).resolve().parents[1]
 FIT = ROOT / "services" / "agent" / "builtin" / "sr_fit.py"
 
 
-def solve(ns: dict, task, gp_evaluations: int) -> dict:
+def solve(ns: dict, task, gp_evaluations: int, seed: int = 1) -> dict:
     train = pd.read_csv(task.root / "data" / "train.csv")
     names = task.meta.input_names
     g = ns["main"].__globals__
@@ -50,11 +56,11 @@ def solve(ns: dict, task, gp_evaluations: int) -> dict:
     began = time.perf_counter()
     with redirect_stdout(io.StringIO()) as out:
         ns["main"](cap_constants=task.meta.caps.max_law_constants,
-                   gp_evaluations=gp_evaluations, seed=1)
+                   gp_evaluations=gp_evaluations, seed=seed)
     seconds = time.perf_counter() - began
     line = next(ln for ln in out.getvalue().splitlines() if ln.startswith("LAWLAB_RESULT "))
     doc = ast.literal_eval(line.split(" ", 1)[1])
-    row: dict = {"task": task.task_id, "seconds": round(seconds, 1)}
+    row: dict = {"task": task.task_id, "seed": seed, "seconds": round(seconds, 1)}
     if not doc["ok"]:
         return {**row, "search": "none", "acc_id": 0.0, "acc_ood": 0.0, "nmse_id": np.inf,
                 "nmse_ood": np.inf, "symbolic": 0.0, "expr": ""}
@@ -80,10 +86,36 @@ def solve(ns: dict, task, gp_evaluations: int) -> dict:
     return {**row, "search": doc["search"], "constants": len(constants), "expr": expr}
 
 
+def intervals(rows: list[dict], suite_of: dict[str, str], suites: tuple[str, ...],
+              seeds: list[int]) -> str:
+    """Per suite and score: the mean over seeds, the range of the per-seed means and a
+    95% bootstrap interval over problems of the seed-averaged score."""
+    rng = np.random.default_rng(0)
+    out = ["", "| suite | score | mean over seeds | per-seed means | 95% task bootstrap |",
+           "|---|---|---|---|---|"]
+    for suite in suites:
+        part = [r for r in rows if suite_of[r["task"]] == suite]
+        if not part:
+            continue
+        ids = sorted({r["task"] for r in part})
+        for key, label in (("symbolic", "symbolic accuracy"), ("acc_id", "Acc_0.1 ID"),
+                           ("acc_ood", "Acc_0.1 OOD")):
+            per_seed = [float(np.mean([r[key] for r in part if r["seed"] == s])) for s in seeds]
+            per_task = np.array([np.mean([r[key] for r in part if r["task"] == t]) for t in ids])
+            boot = [float(np.mean(rng.choice(per_task, len(per_task)))) for _ in range(2000)]
+            out.append(f"| {suite} | {label} | {np.mean(per_seed):.3f} | "
+                       f"{min(per_seed):.3f}-{max(per_seed):.3f} | "
+                       f"{np.percentile(boot, 2.5):.3f}-{np.percentile(boot, 97.5):.3f} |")
+    return "\n".join(out)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--suite", default="all", choices=["lsr-transform", "lsr-synth", "all"])
     ap.add_argument("--limit", type=int, default=0, help="the first N problems only (0: all)")
+    ap.add_argument("--sample", type=int, default=0,
+                    help="N problems per suite, drawn with a fixed seed (0: all)")
+    ap.add_argument("--seeds", type=int, nargs="+", default=[1])
     ap.add_argument("--gp-evaluations", type=int, default=GP_EVALUATIONS)
     ap.add_argument("--tasks", default=str(ROOT / "var" / "tasks"))
     ap.add_argument("--out", default=str(ROOT / "bench" / "sr_lsr.json"))
@@ -93,23 +125,35 @@ def main() -> int:
     tasks = sorted((t for t in TaskLibrary(Path(args.tasks)) if t.meta.suite in suites),
                    key=lambda t: (suites.index(t.meta.suite), t.task_id))
     tasks = tasks[:args.limit] if args.limit else tasks
+    if args.sample:
+        rng = np.random.default_rng(0)
+        chosen = []
+        for suite in suites:
+            pool = [t for t in tasks if t.meta.suite == suite]
+            pick = sorted(rng.choice(len(pool), min(args.sample, len(pool)), replace=False))
+            chosen += [pool[i] for i in pick]
+        tasks = chosen
     rows = []
-    for i, task in enumerate(tasks, 1):
-        rows.append(solve(ns, task, args.gp_evaluations))
-        print(f"\r[{i}/{len(tasks)}] {task.task_id:<16} {rows[-1]['seconds']:5.1f} s", end="",
-              file=sys.stderr, flush=True)
+    runs = [(task, seed) for task in tasks for seed in args.seeds]
+    for i, (task, seed) in enumerate(runs, 1):
+        rows.append(solve(ns, task, args.gp_evaluations, seed))
+        print(f"\r[{i}/{len(runs)}] {task.task_id:<22} seed {seed} {rows[-1]['seconds']:5.1f} s",
+              end="", file=sys.stderr, flush=True)
     print(file=sys.stderr)
     Path(args.out).write_text(json.dumps(rows, indent=1, default=float) + "\n")
     print(f"### `sr` on LLM-SRBench-style problems ({date.today()}, {platform.node()}, "
           f"Python {platform.python_version()})\n")
-    print(f"Command: `.venv/bin/python bench/sr_lsr.py --suite {args.suite}` "
+    sampled = f" --sample {args.sample}" if args.sample else ""
+    seeds = f" --seeds {' '.join(map(str, args.seeds))}" if len(args.seeds) > 1 else ""
+    print(f"Command: `.venv/bin/python bench/sr_lsr.py --suite {args.suite}{sampled}{seeds}` "
           f"(genetic programming: {args.gp_evaluations:,} evaluations when the library "
           "is not exact). In-process, one problem at a time.\n")
     print("| suite | problems | Acc_0.1 ID | Acc_0.1 OOD | median NMSE ID | symbolic accuracy "
           "| by the library | mean time |")
     print("|---|---|---|---|---|---|---|---|")
+    suite_of = {t.task_id: t.meta.suite for t in tasks}
     for suite in suites:
-        part = [r for r, t in zip(rows, tasks) if t.meta.suite == suite]
+        part = [r for r in rows if suite_of[r["task"]] == suite]
         if not part:
             continue
         def mean(key: str, rows: list = part) -> float:
@@ -117,6 +161,8 @@ def main() -> int:
         print(f"| {suite} | {len(part)} | {mean('acc_id'):.3f} | {mean('acc_ood'):.3f} | "
               f"{float(np.median([r['nmse_id'] for r in part])):.3g} | {mean('symbolic'):.3f} "
               f"| {sum(r['search'] == 'library' for r in part)} | {mean('seconds'):.1f} s |")
+    if len(args.seeds) > 1:
+        print(intervals(rows, suite_of, suites, args.seeds))
     print("\n| problem | search | constants | Acc ID / OOD | NMSE ID | symbolic | time | law |")
     print("|---|---|---|---|---|---|---|---|")
     for r in rows:
