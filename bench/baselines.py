@@ -456,7 +456,9 @@ def write(trials: list, control_scores: dict, args: argparse.Namespace) -> None:
                          f"{statistics.mean(r[1] for r in rows):.3f} | "
                          f"{sum(r[1] == 0 for r in rows)} | {sum(r[1] == 1 for r in rows)} |")
     lines += ["", "## LLM-SRBench-style problems", "",
-              "Acc_0.1 (share of problems whose every prediction is within 10%), median NMSE, "
+              "Scores here are not comparable with published LLM-SRBench numbers: the suites "
+              "are reconstructions by method, not LLM-SRBench's problems. Acc_0.1 (share of "
+              "problems whose every prediction is within 10%), median NMSE, "
               "in domain and out of domain, and symbolic accuracy; an unsubmitted or failed "
               "trial counts as Acc 0 and NMSE infinite.", "",
               "| agent | suite | problems | Acc_0.1 ID | Acc_0.1 OOD | median NMSE ID | "
