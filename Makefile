@@ -13,7 +13,7 @@ WORLD_KEY ?= $(dir $(TASKS_DIR))world-key
 PROTOS := $(shell find protos -name '*.proto')
 GEN_STAMP := libs/lawlab/common/v1/common_pb2.py
 
-.PHONY: install apt deps proto sandbox-access tasks node-client certs run test typecheck test-all baselines lint clean distclean deploy deploy-dry-run undeploy docker base-image images push-images test-images test-load test-faults test-fuzz test-redteam test-bench test-keys test-attacks test-rerun loadtest
+.PHONY: install apt deps proto sandbox-access tasks node-client certs run test typecheck test-all baselines baselines-lsr lint clean distclean deploy deploy-dry-run undeploy docker base-image images push-images test-images test-load test-faults test-fuzz test-redteam test-bench test-keys test-attacks test-rerun loadtest
 
 install: apt deps proto sandbox-access tasks node-client
 
@@ -151,6 +151,11 @@ loadtest: install
 # the built-in agents over the whole library, both settings -> docs/baselines.md
 baselines: install
 	$(PY) bench/baselines.py
+
+# the built-in agents on a seeded sample of the rebuilt LLM-SRBench suites, three
+# seeds, with intervals -> docs/baselines-lsr.md (about half an hour on 2 cores)
+baselines-lsr: install
+	$(PY) bench/baselines_lsr.py
 
 # Container images, with no registry: a Docker engine (Debian's docker.io;
 # started here if installed but not running), a Debian 12 base image made with
