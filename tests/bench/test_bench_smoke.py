@@ -69,6 +69,18 @@ def test_baselines_on_two_tasks(tmp_path):
     assert "| met |" in parallel or "S_S levels: " in parallel, parallel
 
 
+def test_lsr_baselines_on_one_problem_per_suite_two_seeds(tmp_path):
+    out = tmp_path / "baselines-lsr.md"
+    _run(["bench/baselines_lsr.py", "--sample", "1", "--seeds", "1", "2", "--agents",
+          "data-blind", "--data-dir", str(tmp_path / "data"), "--out", str(out)], timeout=900)
+    text = out.read_text()
+    rows = [line for line in text.splitlines() if line.startswith("| data-blind |")]
+    # one row per suite and score, each with a mean, the per-seed range and an interval
+    assert len(rows) == 8 and all(line.count("|") == 8 for line in rows), rows
+    assert "not comparable with published LLM-SRBench numbers" in text
+    assert "Trials: 4;" in text
+
+
 def test_key_sweep_quick(tmp_path):
     """make test-keys' script on three fast tasks and one fresh key (issue #35)."""
     out = _run(["bench/key_sweep.py", "--keys", "1", "--quick", "--out", str(tmp_path)],

@@ -10,7 +10,7 @@ import pytest
 from lawlab.common.v1 import common_pb2
 from lawlab.scorer.v1 import scorer_pb2, scorer_pb2_grpc
 
-PROBLEM = "lsrt_ii_24_17_c"  # c from k, omega, d (the waveguide wavenumber re-posed)
+PROBLEM = "lsrt_iii_4_32_t"  # T from n, h, omega, kb (Planck's occupation number re-posed)
 
 
 @pytest.fixture(scope="module")
@@ -26,23 +26,23 @@ def _score(scorer, source: str, task_id: str = PROBLEM):
 
 
 TRUTH = '''import numpy as np
-USED_INPUTS = ["k", "omega", "d"]
+USED_INPUTS = ["n", "h", "omega", "kb"]
 LAW_CONSTANTS = {}
 OTHER_CONSTANTS = {}
 LOCAL_FITTABLE = {}
 
 def predict(X):
-    k = X[:, 0]
-    omega = X[:, 1]
-    d = X[:, 2]
-    return d * omega / np.sqrt(d ** 2 * k ** 2 + np.pi ** 2)
+    n = X[:, 0]
+    h = X[:, 1]
+    omega = X[:, 2]
+    kb = X[:, 3]
+    return h * omega / (2 * np.pi * kb * np.log((n + 1) / n))
 '''
 
-# right in shape, 8% off in scale: within tau = 0.1 everywhere, but NMSE is not ~0
-NEAR = TRUTH.replace("return d * omega", "return 1.08 * d * omega")
+# right in shape, 3% off in scale: within tau = 0.1 everywhere, but NMSE is not ~0
+NEAR = TRUTH.replace("return h * omega", "return 1.03 * h * omega")
 # wrong exponent: fine for some points, far off for others
-WRONG = TRUTH.replace("np.sqrt(d ** 2 * k ** 2 + np.pi ** 2)",
-                      "(d ** 2 * k ** 2 + np.pi ** 2)")
+WRONG = TRUTH.replace("np.log((n + 1) / n))", "np.log((n + 1) / n) ** 2)")
 
 
 def test_ground_truth_scores_acc_1_and_zero_nmse_in_and_out_of_domain(scorer):
@@ -62,7 +62,7 @@ def test_near_and_wrong_laws_are_told_apart(scorer):
 
 
 def test_failing_submission_counts_as_acc_0_and_infinite_nmse(scorer):
-    s = _score(scorer, TRUTH.replace("return d * omega", "return np.log(-1.0) * d * omega"))
+    s = _score(scorer, TRUTH.replace("return h * omega", "return np.log(-1.0) * h * omega"))
     assert s.srbench.acc_tau_id == 0.0 and math.isinf(s.srbench.nmse_id)
 
 
@@ -94,21 +94,21 @@ def test_symbolic_accuracy_is_equivalence_up_to_constants(cluster):
 
     assert verdict(TRUTH).s_s == 1.0
     # the same law written differently, with a named constant of the right value
-    reparam = TRUTH.replace('LAW_CONSTANTS = {}', 'LAW_CONSTANTS = {"c": 0.28209479177387814}') \
-        .replace("def predict(X):", "def predict(X, c=0.28209479177387814):") \
-        .replace("return np.sqrt(q1 * q2 / (4 * np.pi * eps * F))",
-                 "return c * (q1 * q2) ** 0.5 / np.sqrt(eps * F)")
+    reparam = TRUTH.replace('LAW_CONSTANTS = {}', 'LAW_CONSTANTS = {"c": 0.15915494309189535}') \
+        .replace("def predict(X):", "def predict(X, c=0.15915494309189535):") \
+        .replace("return h * omega / (2 * np.pi * kb * np.log((n + 1) / n))",
+                 "return c * (h * omega) / kb / np.log((n + 1) / n)")
     assert verdict(reparam).s_s == 1.0
-    # right form, constant 8% off: still the ground truth's form. LLM-SRBench replaces
+    # right form, constant 3% off: still the ground truth's form. LLM-SRBench replaces
     # literal constants with placeholders before deciding equivalence (issue #17)
     assert verdict(NEAR).s_s == 1.0
     free = TRUTH.replace('LAW_CONSTANTS = {}', 'LAW_CONSTANTS = {"c": 0.3}') \
         .replace("def predict(X):", "def predict(X, c=0.3):") \
-        .replace("return np.sqrt(q1 * q2 / (4 * np.pi * eps * F))",
-                 "return c * np.sqrt(q1 * q2 / (F * eps))")
-    assert verdict(free).s_s == 1.0  # c*sqrt(q1*q2/(F*eps)): 1/(2 sqrt(pi)) is a placeholder
-    extra = free.replace("return c * np.sqrt(q1 * q2 / (F * eps))",
-                         "return c * np.sqrt(q1 * q2 / (F * eps)) + 1e-3 * q1")
+        .replace("return h * omega / (2 * np.pi * kb * np.log((n + 1) / n))",
+                 "return c * h * omega / (kb * np.log((n + 1) / n))")
+    assert verdict(free).s_s == 1.0  # c*h*omega/(kb*log(...)): 1/(2 pi) is a placeholder
+    extra = free.replace("return c * h * omega / (kb * np.log((n + 1) / n))",
+                         "return c * h * omega / (kb * np.log((n + 1) / n)) + 1e-3 * h")
     assert verdict(extra).s_s == 0.0  # an extra term: a larger family, not the ground truth
     wrong = verdict(WRONG)
     assert wrong.s_s == 0.0 and "not equivalent" in wrong.explanation
