@@ -11,7 +11,10 @@ agent) and a 95% bootstrap interval over problems of the seed-averaged score.
 
     .venv/bin/python bench/baselines_lsr.py [--sample 10] [--seeds 1 2 3]
         [--agents template sr data-blind] [--tasks-dir var/tasks]
-        [--data-dir var/baselines-lsr] [--out docs/baselines-lsr.md]
+        [--data-dir var/baselines-lsr] [--out docs/baselines-lsr.md] [--tabulate-only]
+
+``--tabulate-only`` re-reads a finished run from its data dir (nothing re-runs);
+the wall time reported is the run's own, kept in the data dir.
 """
 
 from __future__ import annotations
@@ -86,6 +89,9 @@ def table(trials: list, agents: list[str], suite_of: dict[str, str],
                             for _ in range(2000)]
                     fmt = "{:.3g}"
                     mean = float(np.median(per_seed))
+                    # medians of samples with failed (infinite) trials: an order statistic,
+                    # never an interpolation between infinities
+                    lo, hi = np.percentile(boot, [2.5, 97.5], method="nearest")
                 else:
                     per_seed = [float(np.mean([score(t, name) for t in ts if t.seed == s]))
                                 for s in seeds]
@@ -95,7 +101,7 @@ def table(trials: list, agents: list[str], suite_of: dict[str, str],
                             for _ in range(2000)]
                     fmt = "{:.3f}"
                     mean = float(np.mean(per_seed))
-                lo, hi = np.percentile(boot, [2.5, 97.5])
+                    lo, hi = np.percentile(boot, [2.5, 97.5])
                 lines.append(f"| {agent} | {suite} | {len(ids)} | {label} | {fmt.format(mean)} "
                              f"| {fmt.format(min(per_seed))}-{fmt.format(max(per_seed))} | "
                              f"{fmt.format(lo)}-{fmt.format(hi)} |")
@@ -110,13 +116,15 @@ def main() -> int:
     ap.add_argument("--tasks-dir", default=str(ROOT / "var" / "tasks"))
     ap.add_argument("--data-dir", default=str(ROOT / "var" / "baselines-lsr"))
     ap.add_argument("--out", default=str(ROOT / "docs" / "baselines-lsr.md"))
+    ap.add_argument("--tabulate-only", action="store_true",
+                    help="re-read a finished run from --data-dir; run nothing")
     args = ap.parse_args()
     began = time.monotonic()
     library = TaskLibrary(Path(args.tasks_dir))
     tasks = sample(library, args.sample)
     suite_of = {t: library.get(t).meta.suite for t in tasks}
     data = Path(args.data_dir)
-    if data.exists():
+    if data.exists() and not args.tabulate_only:
         shutil.rmtree(data)  # one run, one set of campaigns
     cluster = Cluster(library.root, data, log_dir=data / "logs")
     cluster.start()
@@ -124,13 +132,27 @@ def main() -> int:
     try:
         with cluster.channel("agent") as channel:
             stub = agent_pb2_grpc.AgentServiceStub(channel)
-            for seed in args.seeds:
-                trials += campaign(stub, seed, args.agents, tasks)
+            if args.tabulate_only:
+                names = {f"lsr-baselines-seed{s}" for s in args.seeds}
+                for c in stub.ListCampaigns(agent_pb2.ListCampaignsRequest()).campaigns:
+                    if c.spec.name in names:
+                        trials += stub.ListTrials(agent_pb2.ListTrialsRequest(
+                            campaign_id=c.campaign_id)).trials
+            else:
+                for seed in args.seeds:
+                    trials += campaign(stub, seed, args.agents, tasks)
     finally:
         cluster.stop()
-    minutes = (time.monotonic() - began) / 60
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT,
-                            capture_output=True, text=True).stdout.strip() or "unknown"
+    wall = data / "wall-seconds"
+    if not args.tabulate_only:
+        wall.write_text(f"{time.monotonic() - began:.1f}\n")
+    minutes = float(wall.read_text()) / 60
+    ran_at = data / "commit"  # the run's commit, not a later re-tabulation's
+    if not args.tabulate_only:
+        ran_at.write_text(subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT,
+                                         capture_output=True, text=True).stdout.strip()
+                          or "unknown")
+    commit = ran_at.read_text().strip()
     failed = [t for t in trials if not t.scores.HasField("acc_tau_id")]
     lines = [
         "# Baselines on the rebuilt LLM-SRBench suites",
