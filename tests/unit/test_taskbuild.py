@@ -204,3 +204,15 @@ def test_full_rebuild_reproduces_the_manifest(tasks_dir, tmp_path):
     build_all(tmp_path, key=worldkey.load(worldkey.default_path(tasks_dir)))
     built = json.loads((tmp_path / "MANIFEST.json").read_text())
     assert built == json.loads((tasks_dir / "MANIFEST.json").read_text())
+
+
+def test_lsr_baselines_doc_describes_problems_of_this_library(library):
+    """docs/baselines-lsr.md names its sample; every problem in it is in the library
+    that `make tasks` builds (a rebuilt suite makes the doc stale: re-run
+    `make baselines-lsr`)."""
+    import re
+
+    text = (ROOT / "docs" / "baselines-lsr.md").read_text()
+    sample = text.split("Sample:", 1)[1].split("Each agent", 1)[0]
+    ids = re.findall(r"`(lsr[ts]_[a-z0-9_]+)`", sample)
+    assert len(ids) >= 2 and all(i in {t.task_id for t in library} for i in ids), ids
