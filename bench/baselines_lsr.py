@@ -80,28 +80,19 @@ def table(trials: list, agents: list[str], suite_of: dict[str, str],
             if not ids:
                 continue
             for name, label in SCORES:
-                if name.startswith("nmse"):  # a median: infinite for failed trials
-                    per_seed = [float(np.median([score(t, name) for t in ts if t.seed == s]))
-                                for s in seeds]
-                    per_task = np.array([np.median([score(t, name) for t in ts
-                                                    if t.task_id == i]) for i in ids])
-                    boot = [float(np.median(rng.choice(per_task, len(per_task))))
-                            for _ in range(2000)]
-                    fmt = "{:.3g}"
-                    mean = float(np.median(per_seed))
-                    # medians of samples with failed (infinite) trials: an order statistic,
-                    # never an interpolation between infinities
-                    lo, hi = np.percentile(boot, [2.5, 97.5], method="nearest")
-                else:
-                    per_seed = [float(np.mean([score(t, name) for t in ts if t.seed == s]))
-                                for s in seeds]
-                    per_task = np.array([np.mean([score(t, name) for t in ts
-                                                  if t.task_id == i]) for i in ids])
-                    boot = [float(np.mean(rng.choice(per_task, len(per_task))))
-                            for _ in range(2000)]
-                    fmt = "{:.3f}"
-                    mean = float(np.mean(per_seed))
-                    lo, hi = np.percentile(boot, [2.5, 97.5])
+                # NMSE is summarised by its median (infinite for failed trials), so its
+                # interval is an order statistic, never an interpolation between infinities
+                nmse = name.startswith("nmse")
+                stat = np.median if nmse else np.mean
+                fmt = "{:.3g}" if nmse else "{:.3f}"
+                per_seed = [float(stat([score(t, name) for t in ts if t.seed == s]))
+                            for s in seeds]
+                per_task = np.array([stat([score(t, name) for t in ts if t.task_id == i])
+                                     for i in ids])
+                boot = [float(stat(rng.choice(per_task, len(per_task)))) for _ in range(2000)]
+                mean = float(stat(per_seed))
+                lo, hi = np.percentile(boot, [2.5, 97.5],
+                                       method="nearest" if nmse else "linear")
                 lines.append(f"| {agent} | {suite} | {len(ids)} | {label} | {fmt.format(mean)} "
                              f"| {fmt.format(min(per_seed))}-{fmt.format(max(per_seed))} | "
                              f"{fmt.format(lo)}-{fmt.format(hi)} |")

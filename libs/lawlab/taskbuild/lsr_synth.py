@@ -27,7 +27,6 @@ each check, and kept.
 
 from __future__ import annotations
 
-import hashlib
 from collections import Counter
 from dataclasses import dataclass
 from functools import cache
@@ -36,7 +35,7 @@ import numpy as np
 import pandas as pd
 
 from lawlab.expr import Expression
-from lawlab.taskbuild.lsr import Problem, Synth, _ode_frames, _only_outside, _static_frames, solvable
+from lawlab.taskbuild.lsr import Problem, Synth, _ode_frames, _only_outside, _seed, _static_frames, solvable
 
 DRAWS = 4
 NOVELTY_NMSE = 1e-2
@@ -212,10 +211,6 @@ SETUP: dict[str, Setup] = {
                                ranges=(("eps", 0.01, 0.2), ("T", 280.0, 600.0))),
 }
 SHORT = {"chemistry": "chem", "biology": "bio", "physics": "phys", "materials science": "mat"}
-
-
-def _seed(*parts: object) -> int:
-    return int.from_bytes(hashlib.sha256("|".join(map(str, parts)).encode()).digest()[:8], "little")
 
 
 def _draw(ranges: Ranges, rng: np.random.Generator) -> dict[str, float]:

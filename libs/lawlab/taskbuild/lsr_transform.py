@@ -444,7 +444,6 @@ def problem(c: Candidate, expr: sympy.Expr) -> Problem:
         parts[part] = _frame(c, expr, n, rng, side)
     parts["test_ood"] = _ood(c, expr, parts["train"])
     names = ", ".join([eq.target] + list(eq.ranges))
-    what = f" ({eq.name})" if eq.name else ""
     return Problem(
         problem_id=c.problem_id, suite="lsr-transform", discipline="physics",
         title=f"Find {c.pivot} from {', '.join(inputs)}",
@@ -456,7 +455,7 @@ def problem(c: Candidate, expr: sympy.Expr) -> Problem:
         source="LSR-Transform problem rebuilt by lawlab by LLM-SRBench's method from an "
                "equation of the AI Feynman list (which one, and its citation, are in the "
                "answer key)",
-        notes={"equation": eq.eq_id, "name": eq.name + what[:0],
+        notes={"equation": eq.eq_id, "name": eq.name,
                "original": f"{eq.target} = {eq.expr}", "solved_for": c.pivot,
                "nodes": c.nodes, **c.notes,
                "citation": "Udrescu, S.-M. and Tegmark, M. (2020) Science Advances 6, eaay2631; "
