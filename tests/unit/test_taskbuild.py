@@ -216,3 +216,17 @@ def test_lsr_baselines_doc_describes_problems_of_this_library(library):
     sample = text.split("Sample:", 1)[1].split("Each agent", 1)[0]
     ids = re.findall(r"`(lsr[ts]_[a-z0-9_]+)`", sample)
     assert len(ids) >= 2 and all(i in {t.task_id for t in library} for i in ids), ids
+
+
+def test_tasks_list_filters_by_suite_and_names_the_suites_on_a_typo(tasks_dir):
+    import subprocess
+    import sys
+
+    lawlab = str(Path(sys.executable).parent / "lawlab")
+    ok = subprocess.run([lawlab, "tasks", "list", "--suite", "lsr-synth", "--tasks-dir",
+                         str(tasks_dir)], capture_output=True, text=True, timeout=120)
+    assert ok.returncode == 0 and ok.stdout.rstrip().endswith("128 tasks: 128 lsr-synth")
+    bad = subprocess.run([lawlab, "tasks", "list", "--suite", "lsr-synt", "--tasks-dir",
+                          str(tasks_dir)], capture_output=True, text=True, timeout=120)
+    assert bad.returncode == 2 and bad.stderr.strip() == (
+        "error: no task in suite 'lsr-synt' (suites: lsr-synth, lsr-transform, real)")
