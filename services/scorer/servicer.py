@@ -49,6 +49,10 @@ class ScorerServicer(scorer_pb2_grpc.ScorerServiceServicer):
         ground truth, or a submission that did not run)."""
         if task.meta.suite != "real" or outcome.status != "ok":
             return None
+        if outcome.s_n <= 0.0:
+            # S_N is the smaller of the two scores: a refit could only confirm the 0
+            return numeric.Refitted(0.0, {}, "not refitted: S_N is 0 as submitted, and the "
+                                             "smaller of the two scores counts")
         try:
             declared = read_module(source).constants(("LAW_CONSTANTS",))
         except (SyntaxError, ValueError, TypeError):

@@ -4,6 +4,7 @@ ground truth (Acc_tau and NMSE, in and out of domain), and S_N's convention ther
 from __future__ import annotations
 
 import math
+import re
 
 import pytest
 
@@ -80,6 +81,26 @@ def predict(X, A=8.0, B=3100.0, C=270.0):
     assert s.status == common_pb2.RUN_STATUS_OK and not s.HasField("srbench") and \
         math.isfinite(s.m_sub)
     assert s.metric == "log_mae" and s.best_reference == "antoine"
+
+
+def test_a_law_scoring_0_is_not_refitted_and_one_scoring_above_0_is(scorer, tasks_dir):
+    """S_N is the smaller of the score as submitted and with LAW_CONSTANTS refitted on
+    the training split (issue #31): at 0 as submitted the refit cannot change it, so
+    the scorer does not spend it; above 0 it always runs."""
+    refs = tasks_dir / "mercury_vapour_pressure" / "eval" / "references"
+    antoine = (refs / "antoine.py").read_text()
+    off = re.sub(r"'A': [0-9.]+", "'A': 3.0", antoine)  # pressures 10^4.7 times too small
+    assert off != antoine
+    zero = _score(scorer, off, "mercury_vapour_pressure")
+    assert zero.status == common_pb2.RUN_STATUS_OK and zero.s_n == 0.0 == zero.s_n_submitted
+    assert zero.refit_message.startswith("not refitted: S_N is 0 as submitted")
+    assert not zero.refit_constants
+    # the best published law a little off its fitted constants: above 0, so refitted
+    a = float(re.search(r"'A': ([0-9.]+)", antoine).group(1))
+    weaker = _score(scorer, antoine.replace(f"'A': {a!r}", f"'A': {a + 0.0002!r}"),
+                    "mercury_vapour_pressure")
+    assert 0.0 < weaker.s_n_submitted < 0.5, weaker
+    assert weaker.refit_message.startswith("refitted on ") and weaker.refit_constants
 
 
 def test_symbolic_accuracy_is_equivalence_up_to_constants(cluster):
