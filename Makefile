@@ -148,14 +148,16 @@ test-redteam: install
 loadtest: install
 	$(PY) bench/loadtest.py $(if $(SOAK),--soak $(SOAK))
 
-# the built-in agents over the whole library, both settings -> docs/baselines.md
+# the built-in agents: every real-data task, a seeded sample at more seeds, the rebuilt
+# LLM-SRBench suites' samples, with intervals -> docs/baselines.md (about an hour)
 baselines: install
 	$(PY) bench/baselines.py
 
-# the built-in agents on a seeded sample of the rebuilt LLM-SRBench suites, three
-# seeds, with intervals -> docs/baselines-lsr.md (about half an hour on 2 cores)
+# the built-in agents on a larger seeded sample of the rebuilt LLM-SRBench suites than
+# make baselines runs, three seeds, with intervals -> var/baselines-lsr/baselines-lsr.md
+# (SAMPLE problems per suite; 8 take about half an hour on 2 cores)
 baselines-lsr: install
-	$(PY) bench/baselines_lsr.py
+	$(PY) bench/baselines_lsr.py --sample $(or $(SAMPLE),20)
 
 # Container images, with no registry: a Docker engine (Debian's docker.io;
 # started here if installed but not running), a Debian 12 base image made with

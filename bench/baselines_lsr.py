@@ -1,5 +1,6 @@
-"""The built-in agents on the rebuilt LLM-SRBench suites, with seeds and intervals:
-docs/baselines-lsr.md.
+"""The built-in agents on the rebuilt LLM-SRBench suites, with seeds and intervals: a
+larger sample than `make baselines` runs (its LLM-SRBench section uses this module's
+sample and table), written to var/baselines-lsr/baselines-lsr.md.
 
 A seeded sample of N problems per suite (LSR-Transform, LSR-Synth: the whole
 suites take hours for `sr`, whose genetic programming spends 2.5 million
@@ -11,7 +12,8 @@ agent) and a 95% bootstrap interval over problems of the seed-averaged score.
 
     .venv/bin/python bench/baselines_lsr.py [--sample 10] [--seeds 1 2 3]
         [--agents template sr data-blind] [--tasks-dir var/tasks]
-        [--data-dir var/baselines-lsr] [--out docs/baselines-lsr.md] [--tabulate-only]
+        [--data-dir var/baselines-lsr] [--out var/baselines-lsr/baselines-lsr.md]
+        [--tabulate-only]
 
 ``--tabulate-only`` re-reads a finished run from its data dir (nothing re-runs);
 the wall time reported is the run's own, kept in the data dir.
@@ -68,34 +70,43 @@ def campaign(stub, seed: int, agents: list[str], tasks: list[str]) -> list:
     return list(stub.ListTrials(agent_pb2.ListTrialsRequest(campaign_id=snap.campaign_id)).trials)
 
 
+def summary(ts: list, name: str, seeds: list[int], rng: np.random.Generator
+            ) -> tuple[str, str, str]:
+    """One score over trials of several seeds: the mean over seeds, the range of the
+    per-seed means (one value for an agent run once), and a 95% bootstrap interval
+    over tasks of the seed-averaged score. NMSE is summarised by its median (infinite
+    for failed trials), so its interval is an order statistic, never an interpolation
+    between infinities."""
+    nmse = name.startswith("nmse")
+    stat = np.median if nmse else np.mean
+    fmt = "{:.3g}" if nmse else "{:.3f}"
+    ids = sorted({t.task_id for t in ts})
+    per_seed = [float(stat([score(t, name) for t in ts if t.seed == s])) for s in seeds
+                if any(t.seed == s for t in ts)]
+    per_task = np.array([stat([score(t, name) for t in ts if t.task_id == i]) for i in ids])
+    boot = [float(stat(rng.choice(per_task, len(per_task)))) for _ in range(2000)]
+    lo, hi = np.percentile(boot, [2.5, 97.5], method="nearest" if nmse else "linear")
+    return (fmt.format(float(stat(per_seed))),
+            f"{fmt.format(min(per_seed))}-{fmt.format(max(per_seed))}",
+            f"{fmt.format(lo)}-{fmt.format(hi)}")
+
+
 def table(trials: list, agents: list[str], suite_of: dict[str, str],
           seeds: list[int]) -> list[str]:
     rng = np.random.default_rng(0)
-    lines = ["| agent | suite | problems | score | mean over seeds | per-seed means | "
-             "95% task bootstrap |", "|---|---|---|---|---|---|---|"]
+    lines = ["| agent | suite | problems | seeds | score | mean over seeds | per-seed means | "
+             "95% task bootstrap |", "|---|---|---|---|---|---|---|---|"]
     for agent in agents:
         for suite in SUITES:
             ts = [t for t in trials if t.agent == agent and suite_of[t.task_id] == suite]
-            ids = sorted({t.task_id for t in ts})
-            if not ids:
+            if not ts:
                 continue
+            ran = sorted({t.seed for t in ts})
             for name, label in SCORES:
-                # NMSE is summarised by its median (infinite for failed trials), so its
-                # interval is an order statistic, never an interpolation between infinities
-                nmse = name.startswith("nmse")
-                stat = np.median if nmse else np.mean
-                fmt = "{:.3g}" if nmse else "{:.3f}"
-                per_seed = [float(stat([score(t, name) for t in ts if t.seed == s]))
-                            for s in seeds]
-                per_task = np.array([stat([score(t, name) for t in ts if t.task_id == i])
-                                     for i in ids])
-                boot = [float(stat(rng.choice(per_task, len(per_task)))) for _ in range(2000)]
-                mean = float(stat(per_seed))
-                lo, hi = np.percentile(boot, [2.5, 97.5],
-                                       method="nearest" if nmse else "linear")
-                lines.append(f"| {agent} | {suite} | {len(ids)} | {label} | {fmt.format(mean)} "
-                             f"| {fmt.format(min(per_seed))}-{fmt.format(max(per_seed))} | "
-                             f"{fmt.format(lo)}-{fmt.format(hi)} |")
+                mean, spread, interval = summary(ts, name, seeds, rng)
+                lines.append(f"| {agent} | {suite} | {len({t.task_id for t in ts})} | "
+                             f"{' '.join(map(str, ran))} | {label} | {mean} | {spread} | "
+                             f"{interval} |")
     return lines
 
 
@@ -106,7 +117,7 @@ def main() -> int:
     ap.add_argument("--agents", nargs="+", default=["template", "sr", "data-blind"])
     ap.add_argument("--tasks-dir", default=str(ROOT / "var" / "tasks"))
     ap.add_argument("--data-dir", default=str(ROOT / "var" / "baselines-lsr"))
-    ap.add_argument("--out", default=str(ROOT / "docs" / "baselines-lsr.md"))
+    ap.add_argument("--out", default=str(ROOT / "var" / "baselines-lsr" / "baselines-lsr.md"))
     ap.add_argument("--tabulate-only", action="store_true",
                     help="re-read a finished run from --data-dir; run nothing")
     args = ap.parse_args()

@@ -56,10 +56,21 @@ def test_baselines_on_two_tasks(tmp_path):
     out = tmp_path / "docs"
     out.mkdir()
     _run(["bench/baselines.py", "--agents", "data-blind", "--tasks", "dnase_elisa",
-          "mercury_vapour_pressure", "--out-dir", str(out), "--data-dir", str(tmp_path / "data"),
-          "--library", str(ROOT / "var" / "tasks"), "--as-is"], timeout=1500)
+          "mercury_vapour_pressure", "--sample", "1", "--lsr-sample", "1", "--out-dir", str(out),
+          "--data-dir", str(tmp_path / "data"), "--library", str(ROOT / "var" / "tasks"),
+          "--as-is"], timeout=1500)
     text = (out / "baselines.md").read_text()
     assert "dnase_elisa" in text and "mercury_vapour_pressure" in text
+    # the seeded sample: data-blind draws at random in Parallel only, so its Parallel
+    # row has three seeds and its Real row one; every row with an interval
+    seeds = text.split("## Seeds: how much the seed moves a score")[1].split("\n## ")[0]
+    assert "| data-blind | Parallel | 1 | 1 2 3 | S_S |" in seeds, seeds
+    assert "| data-blind | Real | 1 | 1 | S_N |" in seeds, seeds
+    # one problem per rebuilt suite, run once (data-blind draws nothing there)
+    lsr = text.split("## LLM-SRBench-style problems")[1].split("\n## ")[0]
+    rows = [line for line in lsr.splitlines() if line.startswith("| data-blind |")]
+    assert len(rows) == 8 and all("| 1 | 1 |" in line for line in rows), rows
+    assert "not compared with its published numbers" in lsr
     assert (out / "baselines.png").stat().st_size > 0
     # each goal met or missed; a missed one with its measured reason
     goals = text.split("## Issue #18's goals, against this run")[1].splitlines()
@@ -76,7 +87,7 @@ def test_lsr_baselines_on_one_problem_per_suite_two_seeds(tmp_path):
     text = out.read_text()
     rows = [line for line in text.splitlines() if line.startswith("| data-blind |")]
     # one row per suite and score, each with a mean, the per-seed range and an interval
-    assert len(rows) == 8 and all(line.count("|") == 8 for line in rows), rows
+    assert len(rows) == 8 and all(line.count("|") == 9 for line in rows), rows
     assert "not comparable with published LLM-SRBench numbers" in text
     assert "Trials: 4;" in text
 

@@ -207,15 +207,17 @@ def test_full_rebuild_reproduces_the_manifest(tasks_dir, tmp_path):
 
 
 def test_lsr_baselines_doc_describes_problems_of_this_library(library):
-    """docs/baselines-lsr.md names its sample; every problem in it is in the library
-    that `make tasks` builds (a rebuilt suite makes the doc stale: re-run
-    `make baselines-lsr`)."""
+    """docs/baselines.md names its LLM-SRBench sample; every problem in it is in the
+    library that `make tasks` builds (a rebuilt suite makes the doc stale: re-run
+    `make baselines`)."""
     import re
 
-    text = (ROOT / "docs" / "baselines-lsr.md").read_text()
-    sample = text.split("Sample:", 1)[1].split("Each agent", 1)[0]
+    text = (ROOT / "docs" / "baselines.md").read_text()
+    section = text.split("## LLM-SRBench-style problems", 1)[1].split("\n## ", 1)[0]
+    sample = section.split("problems per suite drawn", 1)[1].split("sr ran at seeds", 1)[0]
     ids = re.findall(r"`(lsr[ts]_[a-z0-9_]+)`", sample)
     assert len(ids) >= 2 and all(i in {t.task_id for t in library} for i in ids), ids
+    assert {i[:4] for i in ids} == {"lsrt", "lsrs"}, ids
 
 
 def test_tasks_list_filters_by_suite_and_names_the_suites_on_a_typo(tasks_dir):
