@@ -12,6 +12,11 @@ The gate is a gate, not an item: counting it in M and N (the paper's wording
 allows both readings) would give every honest submission a free item and a
 constant predictor a floor of 1 / (N + 1).
 
+The judge service's two backends meet here: :func:`assess` gives the executable
+verdict of an untrusted module (its predictions come from a runner, the sandbox),
+:func:`assess_replies` turns a judge model's per-item replies into the same
+verdict; both go through :func:`s_v`, and the gate is never the model's call.
+
 One plan serves every caller. :func:`plan` lays out, per group (every group of
 a Type II task, not a sample), the probe points of every item concatenated, so
 a law is fitted once per group and predicts once; :func:`judge` turns the
@@ -22,16 +27,21 @@ evaluate expressions they trust with :func:`expression_predictor`.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
+from lawlab import antihack
 from lawlab import rubric as rubric_mod
 from lawlab.expr import Expression
 from lawlab.tasks import GROUP_COL
+
+if TYPE_CHECKING:
+    from lawlab.submission_runs import Job, RunResult
+    from lawlab.tasks import Task
 
 EVIDENCE_GROUPS = 3  # failing groups quoted per item
 
@@ -122,6 +132,72 @@ def s_v(verdicts: Sequence[ItemVerdict], gate_passed: bool, ran: bool = True) ->
         return 0.0
     total = sum(v.weight for v in verdicts)
     return sum(v.weight for v in verdicts if v.passed) / total if total > 0 else 0.0
+
+
+# ---- a verdict on a submission, from either backend ---------------------------------
+
+@dataclass
+class Assessment:
+    """One validity verdict: S_V, the items, the gate, and how the module ran
+    (``status``: a RunStatus name; "ok" for a model's verdict)."""
+
+    s_v: float
+    verdicts: list[ItemVerdict]
+    gate: antihack.GateVerdict
+    status: str = "ok"
+    message: str = ""
+
+
+Runner = Callable[[Sequence["Job"]], Awaitable["RunResult"]]
+
+
+def gate(task: Task, source: str) -> antihack.GateVerdict:
+    """The anti-hacking gate for ``source`` on ``task`` (its cap on fitted numbers and
+    its target aggregates)."""
+    caps = task.meta.caps
+    return antihack.check(source, caps.max_law_constants + caps.max_local_params,
+                          target_aggregates(task))
+
+
+async def assess(task: Task, source: str, run: Runner) -> Assessment:
+    """The executable verdict: every group of a Type II task fitted once on its own
+    training rows, every item's probes predicted in one run (``run``: the sandbox)."""
+    from lawlab.submission_runs import Job
+
+    meta, inputs, items = task.meta, task.meta.input_names, task.rubric()
+    verdict_gate = gate(task, source)
+    plans = plan(items, task.train, inputs, meta.multi_group, task.use_range())
+    jobs = [Job(p.group or "all", p.probes,
+                p.rows[inputs] if meta.multi_group else None,
+                p.rows[meta.target.name].to_numpy(float) if meta.multi_group else None)
+            for p in plans]
+    result = await run(jobs)
+    ok = result.status == "ok"
+    predictions = {p.group: result.predictions.get(p.group or "all") if ok else None
+                   for p in plans}
+    errors = {p.group: result.errors.get(p.group or "all") or result.message or "no predictions"
+              for p in plans}
+    status, message = result.status, result.message
+    if ok and plans and all(predictions[p.group] is None for p in plans):
+        # predict failed everywhere: the module does not run, whatever the rubric
+        status = "exec_error"
+        message = next(iter(errors.values()), "predict failed on every group")
+    verdicts = judge(items, plans, predictions, errors)
+    return Assessment(s_v(verdicts, verdict_gate.passed, ok), verdicts, verdict_gate, status,
+                      message)
+
+
+def assess_replies(task: Task, replies: Sequence[Mapping[str, Any]],
+                   verdict_gate: antihack.GateVerdict) -> Assessment:
+    """A judge model's verdict: ``replies`` gives, per rubric item in order,
+    ``item_id``, ``passed`` and ``evidence``; weights and S_V follow the one rule."""
+    by_id = {str(it["id"]): it for it in task.rubric()}
+    verdicts = [ItemVerdict(str(r["item_id"]),
+                            str(by_id[str(r["item_id"])].get("description", "")),
+                            bool(r["passed"]), str(r["evidence"]),
+                            weight=rubric_mod.weight(by_id[str(r["item_id"])]))
+                for r in replies]
+    return Assessment(s_v(verdicts, verdict_gate.passed), verdicts, verdict_gate)
 
 
 # ---- in-process evaluation of laws the caller trusts ------------------------------

@@ -3,18 +3,19 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Sequence
 from pathlib import Path
 
 import grpc
 from prometheus_client import Counter, Histogram
 
-from lawlab import antihack, isolate, rubric, structure, validity
+from lawlab import isolate, structure, validity
 from lawlab.common.v1 import common_pb2
 from lawlab.convert import enum_value
 from lawlab.errors import FailedPrecondition, InvalidArgument, NotFound, Unavailable
 from lawlab.judge.v1 import judge_pb2, judge_pb2_grpc
 from lawlab.sandbox.v1 import sandbox_pb2_grpc
-from lawlab.submission_runs import Job, run_jobs
+from lawlab.submission_runs import Job, RunResult, run_jobs
 from lawlab.tasks import Task, TaskLibrary
 from lawlab.vocab import JudgeBackend
 from lawlab_judge import llm_judge
@@ -75,22 +76,12 @@ class JudgeServicer(judge_pb2_grpc.JudgeServiceServicer):
                 status=MALFORMED, backend=LLM,
                 message="the judge model's replies were not valid verdicts (twice): "
                         + " | ".join(r[:300] for r in raws))
-        by_id = {str(it["id"]): it for it in items}
-        judged = [validity.ItemVerdict(v["item_id"], str(by_id[v["item_id"]].get("description", "")),
-                                       v["passed"], v["evidence"],
-                                       weight=rubric.weight(by_id[v["item_id"]]))
-                  for v in parsed]
-        verdicts = [judge_pb2.RubricVerdict(item_id=v.item_id, passed=v.passed,
-                                            evidence=v.evidence, description=v.description)
-                    for v in judged]
         # the one S_V rule (lawlab.validity.s_v), weights included; the gate is never the
         # model's call
-        s_v = validity.s_v(judged, gate.passed)
+        verdict = validity.assess_replies(task, parsed, gate)
         VERDICTS.labels("validity", "ok").inc()
-        S_V.observe(s_v)
-        return judge_pb2.ValidityVerdict(s_v=s_v, items=verdicts, anti_hacking_passed=gate.passed,
-                                         anti_hacking_reason=gate.reason, status=OK,
-                                         backend=LLM)
+        S_V.observe(verdict.s_v)
+        return _validity_message(verdict, LLM)
 
     async def _llm_structure(self, task: Task, source: str) -> judge_pb2.StructureVerdict:
         law = task.hidden_law()
@@ -125,41 +116,16 @@ class JudgeServicer(judge_pb2_grpc.JudgeServiceServicer):
                             context: grpc.aio.ServicerContext) -> judge_pb2.ValidityVerdict:
         task, source = self._request(request)
         backend = self._backend(request)
-        meta = task.meta
-        inputs = meta.input_names
-        cap = meta.caps.max_law_constants + meta.caps.max_local_params
-        gate = antihack.check(source, cap, validity.target_aggregates(task))
-        if backend == "llm":
-            return await self._llm_validity(task, source, gate)
-        items = task.rubric()
-        # every group of a Type II task, each fitted once on its own training rows
-        plans = validity.plan(items, task.train, inputs, meta.multi_group, task.use_range())
-        jobs = [Job(p.group or "all", p.probes,
-                    p.rows[inputs] if meta.multi_group else None,
-                    p.rows[meta.target.name].to_numpy(float) if meta.multi_group else None)
-                for p in plans]
-        run = await run_jobs(self.sandbox, meta, source, jobs)
-        ok = run.status == "ok"
-        predictions = {p.group: run.predictions.get(p.group or "all") if ok else None
-                       for p in plans}
-        errors = {p.group: run.errors.get(p.group or "all") or run.message or "no predictions"
-                  for p in plans}
-        status, message = run.status, run.message
-        if ok and plans and all(predictions[p.group] is None for p in plans):
-            # predict failed everywhere: the module does not run, whatever the rubric
-            status = "exec_error"
-            message = next(iter(errors.values()), "predict failed on every group")
-        verdicts = validity.judge(items, plans, predictions, errors)
-        s_v = validity.s_v(verdicts, gate.passed, ok)
-        VERDICTS.labels("validity", status).inc()
-        S_V.observe(s_v)
-        return judge_pb2.ValidityVerdict(
-            s_v=s_v, backend=DETERMINISTIC,
-            items=[judge_pb2.RubricVerdict(item_id=v.item_id, description=v.description,
-                                           passed=v.passed, evidence=v.evidence)
-                   for v in verdicts],
-            anti_hacking_passed=gate.passed, anti_hacking_reason=gate.reason,
-            status=enum_value(common_pb2.RunStatus, status, "status"), message=message)
+        if backend == JudgeBackend.LLM:
+            return await self._llm_validity(task, source, validity.gate(task, source))
+
+        def run(jobs: Sequence[Job]) -> Awaitable[RunResult]:
+            return run_jobs(self.sandbox, task.meta, source, jobs)
+
+        verdict = await validity.assess(task, source, run)
+        VERDICTS.labels("validity", verdict.status).inc()
+        S_V.observe(verdict.s_v)
+        return _validity_message(verdict, DETERMINISTIC)
 
     async def JudgeStructure(self, request: judge_pb2.JudgeRequest,
                              context: grpc.aio.ServicerContext) -> judge_pb2.StructureVerdict:
@@ -193,6 +159,17 @@ class JudgeServicer(judge_pb2_grpc.JudgeServiceServicer):
             confidence=enum_value(judge_pb2.Confidence, outcome.confidence, "confidence"),
             explanation=outcome.explanation, status=OK)
 
+
+def _validity_message(verdict: validity.Assessment, backend: judge_pb2.JudgeBackend.ValueType
+                      ) -> judge_pb2.ValidityVerdict:
+    return judge_pb2.ValidityVerdict(
+        s_v=verdict.s_v, backend=backend,
+        items=[judge_pb2.RubricVerdict(item_id=v.item_id, description=v.description,
+                                       passed=v.passed, evidence=v.evidence)
+               for v in verdict.verdicts],
+        anti_hacking_passed=verdict.gate.passed, anti_hacking_reason=verdict.gate.reason,
+        status=enum_value(common_pb2.RunStatus, verdict.status, "status"),
+        message=verdict.message)
 
 
 STRUCTURE_SECONDS = 60.0  # a structure comparison's time limit (its child is then killed)
