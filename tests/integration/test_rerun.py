@@ -76,7 +76,9 @@ def test_the_same_seed_gives_the_same_scores_on_a_loaded_machine(tasks_dir, tmp_
             h.wait()
     for key, a in quiet.items():
         b = loaded[key]
-        assert "safety cap" not in a["notes"] + b["notes"], (key, a["notes"], b["notes"])
+        # no time bound shaped either run: neither sr's GP cap nor the sandbox's limit
+        for bound in ("safety cap", "wall-clock limit"):
+            assert bound not in a["notes"] + b["notes"], (key, a["notes"], b["notes"])
         assert a["scores"].keys() == b["scores"].keys(), key
         for name, value in a["scores"].items():
             other = b["scores"][name]
@@ -89,3 +91,25 @@ def test_the_same_seed_gives_the_same_scores_on_a_loaded_machine(tasks_dir, tmp_
     assert runs and any(r.strip() for r in runs), runs
     assert any("s_s" in r["scores"] for r in quiet.values())
     assert any("acc_tau_id" in r["scores"] for r in quiet.values())
+
+
+def test_a_python_call_stopped_by_the_sandbox_limit_is_recorded_on_the_trial(cluster, tmp_path):
+    """The other time bound a trial can meet: a <python> call the sandbox stops at its
+    wall-clock limit (100 s) did less work than it would on an idle machine; the trial
+    says so, as sr says when its genetic programming hits its cap."""
+    from tests.integration.test_campaign import own_agent
+    from tests.support.scripted_llm import SUBMISSION, ScriptedLLM
+
+    def respond(body):
+        turn = sum(1 for m in body["messages"] if m["role"] == "assistant")
+        return ("<python>while True: pass</python>" if turn == 0 else
+                "<final_formula>\n" + SUBMISSION + "</final_formula>")
+
+    with ScriptedLLM(respond=respond) as llm, own_agent(cluster, tmp_path, llm) as c:
+        stub = agent_pb2_grpc.AgentServiceStub(c.channel("agent"))
+        t = stub.RunTrial(agent_pb2.RunTrialRequest(
+            task_id="mercury_vapour_pressure", setting=REAL, agent="openai", model="m",
+            seed=3), timeout=TRIAL_CALL)
+    assert t.status == agent_pb2.TRIAL_STATUS_COMPLETED, t.error
+    assert "1 <python> call stopped at the sandbox's wall-clock limit" in t.score_notes, \
+        t.score_notes

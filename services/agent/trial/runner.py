@@ -88,7 +88,7 @@ async def run_trial(record: TrialRecord, policy: Policy, clients: Clients,
         submission = trial.view.submission_for_scoring(submission)
     record.submission = submission or ""
     # what the policy asks to record (e.g. a search stopped by its time cap), then the scores
-    record.notes = " | ".join([*getattr(policy, "notes", []),
+    record.notes = " | ".join([*getattr(policy, "notes", []), *router.notes(),
                                *await score(record, clients, trajectory, trial.task, submission)])
     record.wall_seconds = time.perf_counter() - start
     trajectory.write({"type": "end", "status": record.status, "turns": record.turns,

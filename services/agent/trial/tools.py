@@ -95,6 +95,7 @@ class ToolRouter:
         self.experiments = trial.calls_used if trial.parallel else 0
         self.submission: str | None = None
         self.forced_submission = False
+        self.python_timeouts = 0  # <python> calls the sandbox's wall-clock limit stopped
         self._handlers: dict[str, Callable[[str, bool, int], Awaitable[ToolResult]]] = {
             "python": self.python, "experiment": self.experiment,
             "final_formula": self.final_formula}
@@ -116,7 +117,19 @@ class ToolRouter:
     async def python(self, code: str, forced: bool, turn: int) -> ToolResult:
         resp = await self.clients.sandbox.Execute(sandbox_pb2.ExecuteRequest(
             session_id=self.trial.box_id, code=code), timeout=EXECUTE_CALL)
+        if resp.status == sandbox_pb2.EXEC_STATUS_TIMEOUT:
+            self.python_timeouts += 1
         return ToolResult("python", fmt_exec(resp), code_seconds=resp.wall_seconds)
+
+    def notes(self) -> list[str]:
+        """What the trial record says about time bounds that shaped this attempt: a
+        call stopped by the sandbox's wall-clock limit did less work than it would on
+        a faster or idle machine, so the trial may not re-run the same."""
+        if not self.python_timeouts:
+            return []
+        n = self.python_timeouts
+        return [f"{n} <python> call{'s' if n > 1 else ''} stopped at the sandbox's wall-clock "
+                "limit, so this trial may not re-run the same on another machine"]
 
     async def experiment(self, payload: str, forced: bool, turn: int) -> ToolResult:
         if not self.trial.parallel:
