@@ -160,7 +160,7 @@ class JudgeServicer(judge_pb2_grpc.JudgeServiceServicer):
             explanation=outcome.explanation, status=OK)
 
 
-def _validity_message(verdict: validity.Assessment, backend: judge_pb2.JudgeBackend.ValueType
+def _validity_message(verdict: validity.Assessment, backend: judge_pb2.JudgeBackend
                       ) -> judge_pb2.ValidityVerdict:
     return judge_pb2.ValidityVerdict(
         s_v=verdict.s_v, backend=backend,

@@ -13,9 +13,16 @@ lands where an honest fit does.
 
 The optimiser is trusted code in the scorer: a Levenberg-Marquardt loop with
 forward-difference Jacobians. The submission only ever runs in the sandbox,
-which is asked for predictions at the constants the optimiser chooses (one
-batch per iteration: the current point and a step along each constant), so
-the submission cannot tamper with the fit itself. A law that will not run at
+which is asked for predictions at the constants the optimiser chooses, so the
+submission cannot tamper with the fit itself. Each sandbox run is a fresh box,
+so runs are batched: an iteration first runs its step and the Jacobian there
+together; if the step does not lower the cost, the remaining damped steps run
+together, then the Jacobian at the accepted one (at most three runs per
+iteration, the same path as trying the steps one at a time).
+
+The fit is bounded by counts (MAX_ITERATIONS, DAMPING_TRIES), so S_N re-runs
+to the same value on any machine (issue #33); the wall-clock limit is a safety
+cap, and a refit it stops says so in its message. A law that will not run at
 other values of its constants (it breaks when a constant moves by a
 millionth) cannot be refitted, and its S_N is 0 with the reason.
 """
@@ -35,7 +42,8 @@ from lawlab.tasks import GROUP_COL, Task
 from lawlab.world import residual_space
 
 MAX_ITERATIONS = 25
-SECONDS = 60.0         # the refit's own time limit (the sandbox limits each batch)
+DAMPING_TRIES = 8      # damping values tried per iteration (x10 each)
+SECONDS = 150.0        # a safety cap (the sandbox limits each batch; the scorer's call, 300 s)
 MAX_GROUPS = 8         # Type II: training groups the shared constants are refitted on
 STEP = 1e-6            # relative finite-difference step
 TOL = 1e-9             # relative cost improvement that ends the fit
@@ -51,6 +59,7 @@ class RefitOutcome:
     rss_submitted: float = float("nan")
     rss_refit: float = float("nan")
     iterations: int = 0
+    capped: bool = False  # stopped by the wall-clock safety cap, not by its counts
 
 
 def training_groups(task: Task) -> list[tuple[str, np.ndarray]]:
@@ -124,39 +133,63 @@ async def refit(task: Task, constants: dict[str, float], run: Runner,
     r0 = first[0]
     assert r0 is not None
     cost0 = float(r0 @ r0)
-    cost, lam, iterations = cost0, 1e-3, 0
+    cost, lam, iterations, capped = cost0, 1e-3, 0, False
     cols = [first[1 + i] for i in range(len(theta))]
-    while iterations < MAX_ITERATIONS and time.monotonic() < deadline:
+
+    def probes(c: np.ndarray) -> tuple[list[np.ndarray], np.ndarray]:
+        st = np.where(c != 0, np.abs(c) * STEP, STEP)
+        return [c + st[i] * np.eye(len(c))[i] for i in range(len(c))], st
+
+    while iterations < MAX_ITERATIONS:
+        if time.monotonic() > deadline:
+            capped = True
+            break
         iterations += 1
         jac = np.column_stack([(c - r0) / steps[i] for i, c in enumerate(cols)
                                if c is not None])
         g = jac.T @ r0
         a = jac.T @ jac
-        improved = False
-        for _ in range(8):  # raise the damping until a step lowers the cost
+        # the damped steps in the order they would be tried (x10 each; a singular
+        # system skips its value, as a failed try would)
+        tries: list[tuple[float, np.ndarray]] = []
+        for k in range(DAMPING_TRIES):
+            lam_k = lam * 10.0 ** k
             try:
-                delta = np.linalg.solve(a + lam * np.diag(np.maximum(np.diag(a), 1e-300)), -g)
+                delta = np.linalg.solve(a + lam_k * np.diag(np.maximum(np.diag(a), 1e-300)), -g)
             except np.linalg.LinAlgError:
-                lam *= 10
                 continue
-            cand = theta + delta
-            steps_c = np.where(cand != 0, np.abs(cand) * STEP, STEP)
-            trial = await residuals([cand] + [cand + steps_c[i] * np.eye(len(cand))[i]
-                                              for i in range(len(cand))])
+            tries.append((lam_k, theta + delta))
+        accepted: tuple[float, np.ndarray, np.ndarray, list] | None = None
+        if tries:
+            lam_k, cand = tries[0]
+            around, steps_c = probes(cand)
+            trial = await residuals([cand, *around])
             rc = trial[0]
-            c_cost = float(rc @ rc) if rc is not None else math.inf
-            if rc is not None and c_cost < cost:
-                done = (cost - c_cost) <= TOL * max(cost, 1e-300)
-                theta, r0, cost, steps = cand, rc, c_cost, steps_c
-                cols = trial[1:]
-                lam = max(lam / 10, 1e-12)
-                improved = True
-                break
-            lam *= 10
-            if time.monotonic() > deadline:
-                break
-        if not improved or done or any(c is None for c in cols):
+            if rc is not None and float(rc @ rc) < cost:
+                accepted = (lam_k, cand, rc, trial[1:])
+            elif len(tries) > 1:
+                rest = await residuals([c for _, c in tries[1:]])
+                for (lam_k, cand), rc in zip(tries[1:], rest):
+                    if rc is not None and float(rc @ rc) < cost:
+                        around, steps_c = probes(cand)
+                        accepted = (lam_k, cand, rc, await residuals(around))
+                        break
+        if accepted is None:
+            lam *= 10.0 ** DAMPING_TRIES
             break
+        lam_k, cand, rc, new_cols = accepted
+        c_cost = float(rc @ rc)
+        done = (cost - c_cost) <= TOL * max(cost, 1e-300)
+        theta, r0, cost, steps, cols = cand, rc, c_cost, steps_c, new_cols
+        lam = max(lam_k / 10, 1e-12)
+        if done or any(c is None for c in cols):
+            break
+    if capped:
+        return RefitOutcome(True, f"refitted on {sum(len(r) for _, r in parts)} training rows, "
+                                  f"stopped by its {seconds:g} s safety cap after {iterations} of "
+                                  f"{MAX_ITERATIONS} iterations, so this S_N may not re-run the "
+                                  "same on another machine", dict(zip(names, map(float, theta))),
+                            cost0, cost, iterations, capped=True)
     return RefitOutcome(True, f"refitted on {sum(len(r) for _, r in parts)} training rows in "
                               f"{iterations} iterations", dict(zip(names, map(float, theta))),
                         cost0, cost, iterations)

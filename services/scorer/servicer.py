@@ -65,11 +65,11 @@ class ScorerServicer(scorer_pb2_grpc.ScorerServiceServicer):
         if not fitted.ok:
             return numeric.Refitted(0.0, {}, fitted.message + "; S_N is 0")
         if fitted.constants == declared or not fitted.constants:
-            return numeric.Refitted(outcome.s_n, fitted.constants, fitted.message)
+            return numeric.Refitted(outcome.s_n, fitted.constants, fitted.message, fitted.capped)
         jobs = [replace(j, law_constants=fitted.constants) for j in numeric.build_jobs(task)]
         again = numeric.score(task, await run_jobs(self.sandbox, task.meta, source, jobs), refs)
         return numeric.Refitted(again.s_n if again.status == "ok" else 0.0, fitted.constants,
-                                fitted.message)
+                                fitted.message, fitted.capped)
 
     async def reference_metrics(self, task: Task) -> dict[str, dict[str, float]]:
         """Runs every published reference through the sandbox once per task."""
@@ -107,6 +107,8 @@ class ScorerServicer(scorer_pb2_grpc.ScorerServiceServicer):
                     outcome.message, f"S_N {submitted:.4f} as submitted, {refitted.s_n:.4f} with "
                     "LAW_CONSTANTS refitted on the training split: the smaller counts "
                     f"({refitted.message})"]))
+            elif refitted.capped:  # a time bound shaped this score: the trial says so
+                outcome.message = "; ".join(filter(None, [outcome.message, refitted.message]))
         SCORED.labels(outcome.status).inc()
         S_N.observe(outcome.s_n)
         sr = outcome.srbench

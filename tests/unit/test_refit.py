@@ -1,0 +1,72 @@
+"""The scorer's refit of LAW_CONSTANTS (issue #31) is bounded by counts, not by
+time (issue #33): the same submission refits to the same constants on any
+machine, a refit its wall-clock safety cap stops says so, and a step costs at
+most three sandbox runs. The runner here evaluates a trusted Antoine law in
+process, standing in for the sandbox so that the optimiser can be examined on
+its own; tests/integration/test_scoring_attacks.py refits real submissions
+through the real sandbox."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import numpy as np
+from scipy.optimize import least_squares
+
+from lawlab.submission_runs import RunResult
+from lawlab_scorer import refit
+
+TASK = "mercury_vapour_pressure"  # log_mae: the refit works on log pressure
+
+
+def _antoine(x, c):
+    return 10 ** (c["A"] - c["B"] / (c["C"] + x["temperature"].to_numpy(float)))
+
+
+class Runner:
+    def __init__(self, delay: float = 0.0) -> None:
+        self.calls: list[int] = []  # points per run
+        self.delay = delay
+
+    async def __call__(self, jobs):
+        self.calls.append(len(jobs))
+        if self.delay:
+            time.sleep(self.delay)
+        return RunResult("ok", "", {j.job_id: _antoine(j.x, j.law_constants) for j in jobs})
+
+
+START = {"A": 8.0, "B": 3100.0, "C": 270.0}  # a published-looking start, off the optimum
+
+
+def test_the_refit_reaches_the_least_squares_optimum_in_bounded_runs(library):
+    task = library.get(TASK)
+    run = Runner()
+    out = asyncio.run(refit.refit(task, dict(START), run))
+    assert out.ok and not out.capped and out.message.startswith("refitted on ")
+    # the training split's least-squares optimum in the same space, found by scipy
+    y = np.log(task.train["pressure"].to_numpy(float))
+
+    def r(p):
+        return np.log(_antoine(task.train, dict(zip("ABC", p)))) - y
+
+    best = least_squares(r, [START[k] for k in "ABC"], x_scale="jac", xtol=1e-14,
+                         ftol=1e-14, gtol=1e-14, max_nfev=20000)
+    assert out.rss_refit <= 1.0001 * float(best.fun @ best.fun) < out.rss_submitted
+    # the first run probes the start and a step along each constant; after that at
+    # most three runs per iteration (step and Jacobian, the other steps, the Jacobian)
+    assert run.calls[0] == 4 and len(run.calls) <= 1 + 3 * out.iterations, run.calls
+
+
+def test_the_same_submission_refits_to_the_same_constants_fast_or_slow(library):
+    task = library.get(TASK)
+    fast = asyncio.run(refit.refit(task, dict(START), Runner()))
+    slow = asyncio.run(refit.refit(task, dict(START), Runner(delay=0.01)))
+    assert fast.constants == slow.constants and fast.iterations == slow.iterations
+
+
+def test_a_refit_stopped_by_its_safety_cap_says_so(library):
+    task = library.get(TASK)
+    out = asyncio.run(refit.refit(task, dict(START), Runner(delay=0.05), seconds=0.01))
+    assert out.ok and out.capped and out.iterations < refit.MAX_ITERATIONS
+    assert "safety cap" in out.message and "may not re-run the same" in out.message
