@@ -132,7 +132,8 @@ test-keys: install
 test-attacks: install
 	$(BIN)/pytest -q -m attacks tests/integration/test_scoring_attacks.py
 
-# baselines that re-run (issue #33): a sample of trials twice, the second beside a CPU hog
+# baselines that re-run (issue #33): a sample of trials twice, the second beside a CPU hog;
+# a time bound that shaped a trial (a <python> call the sandbox stopped) is noted on it
 test-rerun: install
 	$(BIN)/pytest -q -m rerun tests/integration/test_rerun.py
 
