@@ -120,9 +120,13 @@ async def refit(task: Task, constants: dict[str, float], run: Runner,
         return out
 
     theta = np.array([float(constants[n]) for n in names])
-    steps = np.where(theta != 0, np.abs(theta) * STEP, STEP)
-    probe = [theta] + [theta + steps[i] * np.eye(len(theta))[i] for i in range(len(theta))]
-    first = await residuals(probe)
+    def probes(c: np.ndarray) -> tuple[list[np.ndarray], np.ndarray]:
+        """A step along each constant from ``c`` (the Jacobian's points), and the steps."""
+        st = np.where(c != 0, np.abs(c) * STEP, STEP)
+        return [c + st[i] * np.eye(len(c))[i] for i in range(len(c))], st
+
+    around, steps = probes(theta)
+    first = await residuals([theta, *around])
     if first[0] is None:
         return RefitOutcome(False, "the law does not run on the training split at its "
                                    "submitted constants, so it cannot be refitted there")
@@ -135,10 +139,6 @@ async def refit(task: Task, constants: dict[str, float], run: Runner,
     cost0 = float(r0 @ r0)
     cost, lam, iterations, capped = cost0, 1e-3, 0, False
     cols = [first[1 + i] for i in range(len(theta))]
-
-    def probes(c: np.ndarray) -> tuple[list[np.ndarray], np.ndarray]:
-        st = np.where(c != 0, np.abs(c) * STEP, STEP)
-        return [c + st[i] * np.eye(len(c))[i] for i in range(len(c))], st
 
     while iterations < MAX_ITERATIONS:
         if time.monotonic() > deadline:
@@ -174,8 +174,7 @@ async def refit(task: Task, constants: dict[str, float], run: Runner,
                         around, steps_c = probes(cand)
                         accepted = (lam_k, cand, rc, await residuals(around))
                         break
-        if accepted is None:
-            lam *= 10.0 ** DAMPING_TRIES
+        if accepted is None:  # no damping lowers the cost: the fit has converged
             break
         lam_k, cand, rc, new_cols = accepted
         c_cost = float(rc @ rc)
