@@ -63,10 +63,6 @@ def strict_mean(trials: list, name: str) -> float:
     return sum(val(t, name) for t in trials) / len(trials) if trials else float("nan")
 
 
-def median_of(trials: list, name: str) -> float:
-    return sorted(val(t, name, float("inf")) for t in trials)[len(trials) // 2]
-
-
 def fmt(t, name: str) -> str:
     return f"{getattr(t.scores, name):.3f}" if t is not None and t.scores.HasField(name) else "-"
 
