@@ -150,6 +150,19 @@ def _sources_digest() -> str:
     return h.hexdigest()[:16]
 
 
+def clear_old_run(path: Path) -> None:
+    """Remove what a run left beside the library at ``path`` (its trials, its
+    services' state), keeping the world key; nothing to do on a fresh clone."""
+    import shutil
+
+    if not path.parent.is_dir():
+        return
+    for stale in path.parent.iterdir():
+        if stale != path and stale.name != "world-key":
+            print(f"  clearing the old run's {stale}", flush=True)
+            shutil.rmtree(stale) if stale.is_dir() else stale.unlink()
+
+
 def public_library(path: Path, as_is: bool = False) -> TaskLibrary:
     """The public development release at ``path``, built with lawlab's published key
     when it is missing or was built with another key or from other sources
@@ -158,7 +171,6 @@ def public_library(path: Path, as_is: bool = False) -> TaskLibrary:
     if as_is:
         return TaskLibrary(path)
     import json
-    import shutil
 
     from lawlab import worldkey
     from lawlab.taskbuild.build import build_all
@@ -170,10 +182,7 @@ def public_library(path: Path, as_is: bool = False) -> TaskLibrary:
             json.loads(suite.read_text()).get("world_fingerprint") != key.fingerprint or \
             not stamp.exists() or stamp.read_text().strip() != digest:
         print(f"building the public development release into {path} ...", flush=True)
-        for stale in path.parent.iterdir():
-            if stale != path and stale.name != "world-key":
-                print(f"  clearing the old run's {stale}", flush=True)
-                shutil.rmtree(stale) if stale.is_dir() else stale.unlink()
+        clear_old_run(path)
         worldkey.write_public(worldkey.default_path(path))
         build_all(path, key=key)
         stamp.write_text(digest + "\n")
