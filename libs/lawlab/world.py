@@ -180,6 +180,18 @@ def smoothed_draw(pool: np.ndarray, near: np.ndarray, rng: np.random.Generator) 
     return out
 
 
+@dataclass(frozen=True)
+class Observation:
+    """What one call observes: ``n_samples`` rows per requested point, inputs as
+    evaluated (clipped to the world's support), in point order."""
+
+    y: np.ndarray
+    inputs: dict[str, np.ndarray]
+    groups: list[str] | None
+    point_index: np.ndarray
+    clipped: np.ndarray  # per row: the point was moved onto the support
+
+
 class World:
     """Samples observations of a hidden law; built from simulator/world.json + residuals.npz."""
 
@@ -257,6 +269,19 @@ class World:
             s = self.s.get(key, self.s.get(GLOBAL_GROUP, 1.0))
             noise[rows] = s * smoothed_draw(self.pool_residuals[pool], near, rng)
         return inverse_space(f + noise, self.space)
+
+    def observe(self, inputs: Mapping[str, np.ndarray], groups: Sequence[str] | None,
+                n_samples: int, rng: np.random.Generator) -> Observation:
+        """``n_samples`` observations of each point of ``inputs`` (clipped to the
+        support first), drawn from ``rng``."""
+        n_points = len(next(iter(inputs.values())))
+        clipped_inputs, clipped = self.clip(inputs)
+        rep = {k: np.repeat(v, n_samples) for k, v in clipped_inputs.items()}
+        rep_groups = [str(g) for g in np.repeat(list(groups), n_samples)] \
+            if groups is not None else None
+        return Observation(y=self.sample(rep, rep_groups, rng), inputs=rep, groups=rep_groups,
+                           point_index=np.repeat(np.arange(n_points), n_samples),
+                           clipped=np.repeat(clipped, n_samples))
 
     def noise_moments(self, inputs: Mapping[str, np.ndarray], groups: Sequence[str] | None
                       ) -> tuple[np.ndarray, np.ndarray]:

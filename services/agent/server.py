@@ -10,7 +10,7 @@ from lawlab import config
 from lawlab.agent.v1 import agent_pb2, agent_pb2_grpc
 from lawlab.judge.v1 import judge_pb2_grpc
 from lawlab.rpc.client import aio_channel
-from lawlab.rpc.server import ServiceSpec
+from lawlab.rpc.server import Built, ServiceSpec
 from lawlab.sandbox.v1 import sandbox_pb2_grpc
 from lawlab.scorer.v1 import scorer_pb2_grpc
 from lawlab.settings import Settings
@@ -37,7 +37,7 @@ def make_clients(sim_ca: str | None = None) -> tuple[dict, Clients]:
     )
 
 
-async def build(args: argparse.Namespace, settings: Settings):
+async def build(args: argparse.Namespace, settings: Settings) -> Built:
     data_dir = Path(args.data_dir)
     # Retrying on UNAVAILABLE is safe for every call made here: a Query retry
     # carries the same request id, so it is charged once.

@@ -14,6 +14,7 @@ import json
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 from urllib.parse import parse_qs, quote, unquote
 
 from lawlab.rpc.server import bearer_token
@@ -220,7 +221,7 @@ def make_app(store: TrialStore, external: Callable[[], list[dict]] | None = None
         ext = external_snapshot(external)
         return {**snapshot(store), "external": ext if trusted(environ) else without_teams(ext)}
 
-    def app(environ, start_response):
+    def app(environ: dict[str, Any], start_response: Callable[..., Any]) -> list[bytes]:
         path = environ.get("PATH_INFO", "/")
         if environ.get("REQUEST_METHOD", "GET") != "GET":
             start_response("405 Method Not Allowed", [("Content-Type", "text/plain")])

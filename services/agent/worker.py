@@ -37,8 +37,8 @@ log = logging.getLogger("lawlab.agent.worker")
 CONFIG_EXIT = 3
 
 
-async def heartbeat(agent, args: argparse.Namespace, trial_id: str, attempt_no: int,
-                    lease_seconds: float) -> None:
+async def heartbeat(agent: agent_pb2_grpc.AgentServiceStub, args: argparse.Namespace,
+                    trial_id: str, attempt_no: int, lease_seconds: float) -> None:
     """Renews the lease every third of its length while the attempt runs."""
     while True:
         await asyncio.sleep(max(lease_seconds / 3, 0.2))

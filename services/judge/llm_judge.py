@@ -19,11 +19,14 @@ from __future__ import annotations
 import asyncio
 import json
 import urllib.error
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any, TypeVar
 
 from lawlab import chat
 from lawlab.settings import JudgeSettings
 
+T = TypeVar("T")
 LEVELS = (0.0, 0.25, 0.5, 0.75, 1.0)
 
 VALIDITY_PROMPT = """You check a proposed scientific law against a rubric of validity criteria.
@@ -100,7 +103,7 @@ def _json_object(text: str) -> dict:
     return doc
 
 
-def parse_validity(text: str, item_ids: list[str]) -> list[dict]:
+def parse_validity(text: str, item_ids: list[str]) -> list[dict[str, Any]]:
     doc = _json_object(text)
     items = doc.get("items")
     if not isinstance(items, list):
@@ -117,7 +120,7 @@ def parse_validity(text: str, item_ids: list[str]) -> list[dict]:
     return [{"item_id": i, **got[i]} for i in item_ids]
 
 
-def parse_structure(text: str) -> dict:
+def parse_structure(text: str) -> dict[str, Any]:
     doc = _json_object(text)
     level = doc.get("level")
     if not isinstance(level, (int, float)) or float(level) not in LEVELS:
@@ -128,7 +131,8 @@ def parse_structure(text: str) -> dict:
             "explanation": str(doc.get("explanation", ""))[:1000]}
 
 
-async def ask_json(cfg: LLMConfig, prompt: str, parse) -> tuple[object | None, list[str]]:
+async def ask_json(cfg: LLMConfig, prompt: str, parse: Callable[[str], T]
+                   ) -> tuple[T | None, list[str]]:
     """(parsed verdict or None, the raw replies): one retry on a malformed reply."""
     raws: list[str] = []
     for attempt in range(2):

@@ -8,7 +8,7 @@ from pathlib import Path
 from lawlab import config, isolate
 from lawlab.judge.v1 import judge_pb2, judge_pb2_grpc
 from lawlab.rpc.client import aio_channel
-from lawlab.rpc.server import ServiceSpec
+from lawlab.rpc.server import Built, ServiceSpec
 from lawlab.sandbox.v1 import sandbox_pb2_grpc
 from lawlab.settings import Settings
 from lawlab.tasks import TaskLibrary
@@ -16,7 +16,7 @@ from lawlab_judge.llm_judge import LLMConfig
 from lawlab_judge.servicer import JudgeServicer
 
 
-async def build(args: argparse.Namespace, settings: Settings):
+async def build(args: argparse.Namespace, settings: Settings) -> Built:
     isolate.start()  # the fork server for structure comparisons (lawlab.isolate)
     channel = aio_channel(config.service_address("sandbox"))
     servicer = JudgeServicer(TaskLibrary(Path(args.tasks_dir)),

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
+from typing import TypeVar
 
 import grpc
 from prometheus_client import Counter, Histogram
 
-from lawlab import isolate, structure, validity
+from lawlab import antihack, isolate, structure, validity
 from lawlab.common.v1 import common_pb2
 from lawlab.convert import enum_value
 from lawlab.errors import FailedPrecondition, InvalidArgument, NotFound, Unavailable
@@ -20,6 +21,7 @@ from lawlab.tasks import Task, TaskLibrary
 from lawlab.vocab import JudgeBackend
 from lawlab_judge import llm_judge
 
+T = TypeVar("T")
 VERDICTS = Counter("lawlab_judge_verdicts_total", "Verdicts given, by kind and status.",
                    ["kind", "status"])
 S_V = Histogram("lawlab_judge_s_v", "S_V of judged submissions.",
@@ -49,7 +51,7 @@ class JudgeServicer(judge_pb2_grpc.JudgeServiceServicer):
                                      "and LAWLAB_JUDGE_LLM_MODEL in its environment")
         return backend
 
-    async def _ask(self, prompt: str, parse):
+    async def _ask(self, prompt: str, parse: Callable[[str], T]) -> tuple[T | None, list[str]]:
         if self.llm is None:  # _backend refuses "llm" without one first
             raise FailedPrecondition("this judge has no LLM backend")
         try:
@@ -57,7 +59,8 @@ class JudgeServicer(judge_pb2_grpc.JudgeServiceServicer):
         except llm_judge.LLMJudgeUnavailable as err:
             raise Unavailable(str(err)) from None
 
-    async def _llm_validity(self, task: Task, source: str, gate) -> judge_pb2.ValidityVerdict:
+    async def _llm_validity(self, task: Task, source: str,
+                            gate: antihack.GateVerdict) -> judge_pb2.ValidityVerdict:
         meta = task.meta
         items = task.rubric()
         prompt = llm_judge.VALIDITY_PROMPT.format(
@@ -103,7 +106,7 @@ class JudgeServicer(judge_pb2_grpc.JudgeServiceServicer):
             confidence=judge_pb2.CONFIDENCE_LLM, explanation=parsed["explanation"], status=OK,
             backend=LLM)
 
-    def _request(self, request) -> tuple[Task, str]:
+    def _request(self, request: judge_pb2.JudgeRequest) -> tuple[Task, str]:
         if not request.task_id:
             raise InvalidArgument("task_id", "is required")
         if request.task_id not in self.library:

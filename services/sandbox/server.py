@@ -7,14 +7,14 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from lawlab.rpc.server import ServiceSpec
+from lawlab.rpc.server import Built, ServiceSpec
 from lawlab.sandbox.v1 import sandbox_pb2, sandbox_pb2_grpc
 from lawlab.settings import Settings
 from lawlab_sandbox import access, box
 from lawlab_sandbox.servicer import SandboxServicer
 
 
-async def build(args: argparse.Namespace, settings: Settings):
+async def build(args: argparse.Namespace, settings: Settings) -> Built:
     backend_name = settings.sandbox.backend
     if backend_name == "local":
         if shutil.which("bwrap") is None:

@@ -12,6 +12,7 @@ import tempfile
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import grpc
 import pandas as pd
@@ -24,6 +25,9 @@ from lawlab.sandbox.v1 import sandbox_pb2, sandbox_pb2_grpc
 from lawlab.tasks import GROUP_COL
 from lawlab_sandbox import box
 from lawlab_sandbox.runner import TOOL_IMPORTS
+
+if TYPE_CHECKING:
+    from lawlab_sandbox.docker_backend import DockerBackend
 
 log = logging.getLogger("lawlab.sandbox")
 
@@ -85,13 +89,15 @@ class LocalBackend:
     def zygote(self, uid: int | None, data_file: Path) -> box.Zygote:
         return box.Zygote(uid, data_file)
 
-    async def run_box(self, *args, **kwargs) -> box.BoxResult:
-        return await box.run_box(*args, **kwargs)
+    async def run_box(self, mode: str, request: bytes, data_file: Path | None = None,
+                      timeout: float = box.DEFAULT_TIMEOUT, output_cap: int = box.HARD_OUTPUT_BYTES,
+                      uid: int | None = None) -> box.BoxResult:
+        return await box.run_box(mode, request, data_file, timeout, output_cap, uid)
 
 
 class SandboxServicer(sandbox_pb2_grpc.SandboxServiceServicer):
     def __init__(self, work_dir: Path | None = None, max_boxes: int = 8,
-                 mode: str = "zygote", backend=None,
+                 mode: str = "zygote", backend: LocalBackend | DockerBackend | None = None,
                  submission_seconds: float = box.DEFAULT_TIMEOUT) -> None:
         if mode not in ("zygote", "cold"):
             raise ValueError(f"sandbox mode must be zygote or cold, not {mode!r}")
@@ -122,11 +128,13 @@ class SandboxServicer(sandbox_pb2_grpc.SandboxServiceServicer):
             if session.zygote is not None:
                 await session.zygote.stop()
 
-    async def _box(self, *args, **kwargs) -> box.BoxResult:
+    async def _box(self, mode: str, request: bytes, data_file: Path | None, timeout: float,
+                   output_cap: int) -> box.BoxResult:
         """Run a box in a free slot, as that slot's uid (one box per uid at a time)."""
         uid = await self._free_uids.get()
         try:
-            return await self.backend.run_box(*args, uid=self._box_uid(uid), **kwargs)
+            return await self.backend.run_box(mode, request, data_file, timeout, output_cap,
+                                              uid=self._box_uid(uid))
         finally:
             self._free_uids.put_nowait(uid)
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from lawlab import config
 from lawlab.rpc.client import aio_channel
-from lawlab.rpc.server import ServiceSpec
+from lawlab.rpc.server import Built, ServiceSpec
 from lawlab.sandbox.v1 import sandbox_pb2_grpc
 from lawlab.scorer.v1 import scorer_pb2, scorer_pb2_grpc
 from lawlab.settings import Settings
@@ -15,7 +15,7 @@ from lawlab.tasks import TaskLibrary
 from lawlab_scorer.servicer import ScorerServicer
 
 
-async def build(args: argparse.Namespace, settings: Settings):
+async def build(args: argparse.Namespace, settings: Settings) -> Built:
     channel = aio_channel(config.service_address("sandbox"))
     servicer = ScorerServicer(TaskLibrary(Path(args.tasks_dir)),
                               sandbox_pb2_grpc.SandboxServiceStub(channel))

@@ -18,18 +18,30 @@ single-user machine only; `lawlab serve` warns).
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import contextvars
 import hashlib
 import hmac
 import threading
 import time
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
+
+import grpc
+from prometheus_client import Counter
 
 from lawlab.errors import ResourceExhausted, Unauthenticated
 from lawlab.ledger import Ledger, TokenRow
-from lawlab.rpc.server import bearer_token
+from lawlab.rpc.server import HandlerInterceptor, bearer_token, refusal, wrap_handler
 
 CACHE_SECONDS = 5.0
 INTERNAL = "internal"
+SERVICE_NAME = "lawlab.simulator.v1.SimulatorService"
+AUTH_REFUSALS = Counter("lawlab_simulator_auth_refusals_total",
+                        "Calls refused for missing, malformed or revoked credentials.")
+QUOTA_REFUSALS = Counter("lawlab_simulator_quota_refusals_total",
+                         "Calls refused by a team quota, by kind and team.", ["kind", "team"])
 
 
 @dataclass(frozen=True)
@@ -144,3 +156,56 @@ class Authenticator:
         if internal is not None:
             return internal
         return self._identity(self._lookup(token))
+
+
+_CALLER: contextvars.ContextVar[Identity | None] = contextvars.ContextVar("lawlab_caller",
+                                                                          default=None)
+
+
+def caller() -> Identity:
+    """The caller of the RPC being handled, settled by :class:`IdentityInterceptor`."""
+    who = _CALLER.get()
+    if who is None:  # a server built without the interceptor: a wiring error, not the caller's
+        raise RuntimeError("no caller: the simulator's server must install IdentityInterceptor")
+    return who
+
+
+class IdentityInterceptor(HandlerInterceptor):
+    """Settles the caller of every SimulatorService RPC once, before its request
+    is parsed: a call without valid credentials is refused without reading its
+    message (token lookups that miss the cache run off the event loop), and a
+    team's call spends one token of its query-rate quota. Handlers read the
+    caller with :func:`caller`."""
+
+    def __init__(self, auth: Authenticator) -> None:
+        self.auth = auth
+        self.rates = RateLimiter()
+
+    async def around(self, details: grpc.HandlerCallDetails,
+                     handler: grpc.RpcMethodHandler) -> grpc.RpcMethodHandler:
+        if not details.method.startswith(f"/{SERVICE_NAME}/"):
+            return handler
+        metadata = details.invocation_metadata
+        try:
+            who = self.auth.identify_cached(metadata)
+            if who is None:
+                who = await asyncio.to_thread(self.auth.identify, metadata)
+        except Unauthenticated as err:
+            AUTH_REFUSALS.inc()
+            return refusal(handler, grpc.StatusCode.UNAUTHENTICATED, err.message)
+
+        @contextlib.asynccontextmanager
+        async def as_caller(context: grpc.aio.ServicerContext) -> AsyncIterator[None]:
+            if who.role == "team" and who.queries_per_second:
+                try:  # raised inside the chain: the error layer adds retry-after
+                    self.rates.take(who.team, who.queries_per_second)
+                except ResourceExhausted:
+                    QUOTA_REFUSALS.labels("queries_per_second", who.team).inc()
+                    raise
+            token = _CALLER.set(who)
+            try:
+                yield
+            finally:
+                _CALLER.reset(token)
+
+        return wrap_handler(handler, as_caller)

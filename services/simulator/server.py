@@ -10,12 +10,12 @@ from pathlib import Path
 
 from lawlab import worldkey
 from lawlab.ledger import open_ledger
-from lawlab.rpc.server import ServiceSpec
+from lawlab.rpc.server import Built, ServiceSpec
 from lawlab.settings import Settings
 from lawlab.simulator.v1 import simulator_pb2, simulator_pb2_grpc
 from lawlab.tasks import TaskLibrary
-from lawlab_simulator.auth import Authenticator
-from lawlab_simulator.servicer import IdentityInterceptor, SimulatorServicer
+from lawlab_simulator.auth import Authenticator, IdentityInterceptor
+from lawlab_simulator.servicer import SimulatorServicer
 from lawlab_simulator.submissions import SubmissionScorer
 
 log = logging.getLogger("lawlab.simulator")
@@ -43,7 +43,7 @@ def load_world_key(tasks_dir: Path, library: TaskLibrary) -> worldkey.WorldKey:
     return key
 
 
-async def build(args: argparse.Namespace, settings: Settings):
+async def build(args: argparse.Namespace, settings: Settings) -> Built:
     own = settings.simulator
     library = TaskLibrary(Path(args.tasks_dir))
     key = load_world_key(Path(args.tasks_dir), library)
@@ -59,7 +59,7 @@ async def build(args: argparse.Namespace, settings: Settings):
         log.warning("LAWLAB_INTERNAL_TOKEN is not set: only team and operator tokens "
                     "(lawlab token create) are accepted")
     scoring = SubmissionScorer(ledger, library)
-    servicer = SimulatorServicer(library, ledger, key, auth,
+    servicer = SimulatorServicer(library, ledger, key,
                                  data_dir=Path(args.data_dir).resolve() / "simulator",
                                  scoring=scoring)
     max_receive = own.max_receive_bytes
@@ -70,7 +70,7 @@ async def build(args: argparse.Namespace, settings: Settings):
         while True:
             await asyncio.sleep(min(60.0, max(1.0, idle / 4)))
             try:
-                await servicer.expire_idle_sessions()
+                await servicer.sessions.expire_idle()
             except Exception:  # noqa: BLE001  (a failed sweep is retried next time)
                 log.exception("expiring idle sessions failed")
 
@@ -82,7 +82,7 @@ async def build(args: argparse.Namespace, settings: Settings):
         sweeper.append(asyncio.create_task(scoring.run()))
 
     async def close() -> None:
-        servicer.batcher.close()
+        servicer.queries.batcher.close()
         for task in sweeper:
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):

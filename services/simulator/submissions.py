@@ -28,13 +28,15 @@ from lawlab import antihack, config, convert, validity
 from lawlab.common.v1 import common_pb2
 from lawlab.contract import read_module, static_check
 from lawlab.convert import enum_name
-from lawlab.errors import InvalidArgument
+from lawlab.errors import InvalidArgument, LawlabError, NotFound, shown
 from lawlab.judge.v1 import judge_pb2, judge_pb2_grpc
 from lawlab.ledger import EpochRow, Ledger, SubmissionRow
 from lawlab.rpc.client import SCORING_CALL, aio_channel
 from lawlab.scorer.v1 import scorer_pb2, scorer_pb2_grpc
 from lawlab.simulator.v1 import simulator_pb2
-from lawlab.tasks import Task
+from lawlab.tasks import Task, TaskLibrary
+from lawlab_simulator.auth import Identity
+from lawlab_simulator.sessions import Sessions
 
 log = logging.getLogger("lawlab.simulator.submissions")
 
@@ -145,7 +147,7 @@ class SubmissionScorer:
     after MAX_ATTEMPTS the submission gets a verdict (failed, with the reason)
     instead of coming back to the head of the queue."""
 
-    def __init__(self, ledger: Ledger, library) -> None:
+    def __init__(self, ledger: Ledger, library: TaskLibrary) -> None:
         self.ledger = ledger
         self.library = library
         self.wake = asyncio.Event()
@@ -158,13 +160,15 @@ class SubmissionScorer:
         self._delay = 1.0
         self._teams: set[str] = set()
 
-    def _stubs(self):
+    def _stubs(self) -> tuple[scorer_pb2_grpc.ScorerServiceStub,
+                              judge_pb2_grpc.JudgeServiceStub]:
         if self._scorer is None:
             scorer = aio_channel(config.service_address("scorer"))
             judge = aio_channel(config.service_address("judge"))
             self._channels = [scorer, judge]
             self._scorer = scorer_pb2_grpc.ScorerServiceStub(scorer)
             self._judge = judge_pb2_grpc.JudgeServiceStub(judge)
+        assert self._judge is not None
         return self._scorer, self._judge
 
     async def close(self) -> None:
@@ -313,5 +317,72 @@ def write_trajectory(data_dir: Path, submission_id: str, events: list[str]) -> s
     return str(path)
 
 
-__all__ = ["SUBMISSIONS", "SubmissionScorer", "check_trajectory", "fair_order", "status_proto",
-           "validate", "write_trajectory"]
+MAX_REQUEST_ID = 128
+
+
+class Submissions:
+    """The submissions room: a team's final law validated, recorded once per
+    (owner, task, setting, epoch) and queued for :class:`SubmissionScorer`."""
+
+    def __init__(self, ledger: Ledger, library: TaskLibrary, sessions: Sessions,
+                 data_dir: Path | None, scoring: SubmissionScorer | None) -> None:
+        self.ledger = ledger
+        self.library = library
+        self.sessions = sessions
+        self.data_dir = data_dir  # where uploaded trajectories are kept
+        self.scoring = scoring
+
+    async def submit(self, who: Identity, session_id: str, request_id: str, source: str,
+                     events: list[str], peer: str) -> tuple[SubmissionRow, EpochRow | None, bool]:
+        """The stored submission, its epoch, and whether this request replayed one."""
+        if not request_id:
+            raise InvalidArgument("request_id", "is required (a retried upload reuses it)")
+        if len(request_id) > MAX_REQUEST_ID:
+            raise InvalidArgument("request_id", f"longer than {MAX_REQUEST_ID} characters")
+        session = await self.sessions.get(session_id, who)
+        task = self.library.get(session.task_id)
+        try:
+            await asyncio.to_thread(validate, task, source)
+            check_trajectory(events)
+            stored, replayed = await asyncio.to_thread(
+                self.ledger.submit, session.session_id,
+                "internal" if who.sees_all_sessions else who.team, request_id, source,
+                "", "" if who.role == "internal" else peer)
+        except LawlabError as err:
+            SUBMISSIONS.labels(session.epoch, session.setting, "refused").inc()
+            await asyncio.to_thread(self.ledger.audit_event, who.team, "submit_refused", session,
+                                    err.message[:500])
+            raise
+        if not replayed and events and self.data_dir is not None:
+            path = await asyncio.to_thread(write_trajectory, self.data_dir,
+                                           stored.submission_id, events)
+            await asyncio.to_thread(self.ledger.set_trajectory, stored.submission_id, path)
+        SUBMISSIONS.labels(session.epoch, session.setting,
+                           "replayed" if replayed else "accepted").inc()
+        if self.scoring is not None:
+            self.scoring.wake.set()
+        return stored, await asyncio.to_thread(self.ledger.epoch, stored.epoch), replayed
+
+    async def get(self, who: Identity, submission_id: str
+                  ) -> tuple[SubmissionRow, EpochRow | None]:
+        if not submission_id:
+            raise InvalidArgument("submission_id", "is required")
+        row = await asyncio.to_thread(self.ledger.submission, submission_id)
+        if row is None or not (who.sees_all_sessions or row.owner == who.team):
+            raise NotFound(f"submission {shown(submission_id)} not found; ListSubmissions "
+                           "shows yours")
+        return row, await asyncio.to_thread(self.ledger.epoch, row.epoch)
+
+    async def list(self, who: Identity, epoch_id: str
+                   ) -> tuple[list[SubmissionRow], EpochRow | None]:
+        """The caller's submissions in ``epoch_id`` (the current epoch when empty)."""
+        if not epoch_id:
+            current: str | None = await asyncio.to_thread(self.ledger.current_epoch)
+            epoch_id = current or ""
+        owner = None if who.sees_all_sessions else who.team
+        rows = await asyncio.to_thread(self.ledger.submissions, epoch_id, owner)
+        return rows, await asyncio.to_thread(self.ledger.epoch, epoch_id)
+
+
+__all__ = ["SUBMISSIONS", "SubmissionScorer", "Submissions", "check_trajectory", "fair_order",
+           "status_proto", "validate", "write_trajectory"]

@@ -63,3 +63,22 @@ def test_noise_neighbourhood_is_clipped():
     assert world.noise_k(10) == 8
     assert world.noise_k(200) == 30
     assert world.noise_k(10_000) == 64
+
+
+def test_observe_repeats_each_point_clips_it_onto_the_support_and_draws_from_the_stream():
+    """World.observe, the query path's sampling: n_samples rows per point in point
+    order, a point outside the support evaluated on its edge and flagged, and the
+    draws those of World.sample on the repeated, clipped inputs with the same stream."""
+    w = _synthetic_world()
+    asked = {"x": np.array([2.0, 12.0, 5.0])}
+    seen = w.observe(asked, None, 4, np.random.default_rng(7))
+    assert seen.point_index.tolist() == [0] * 4 + [1] * 4 + [2] * 4
+    assert seen.clipped.tolist() == [False] * 4 + [True] * 4 + [False] * 4
+    assert seen.inputs["x"].tolist() == [2.0] * 4 + [10.0] * 4 + [5.0] * 4
+    assert seen.groups is None
+    again = w.sample({"x": seen.inputs["x"]}, None, np.random.default_rng(7))
+    assert np.array_equal(seen.y, again)
+    # the same point's samples differ (noise), and a different stream gives other draws
+    assert len(set(seen.y[:4].tolist())) == 4
+    other = w.observe(asked, None, 4, np.random.default_rng(8))
+    assert not np.array_equal(seen.y, other.y)

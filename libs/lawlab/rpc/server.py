@@ -347,6 +347,12 @@ class ServiceSpec:
     max_receive_bytes: int | None = None
 
 
+Hook = Callable[[], Awaitable[None]]
+# what a service's ``build(args, settings)`` returns: the services it hosts, then
+# what runs once the port is serving, then what runs at shutdown
+Built = tuple[list["ServiceSpec"], list[Hook], list[Hook]]
+
+
 @dataclass
 class ServerOptions:
     name: str
@@ -358,8 +364,8 @@ class ServerOptions:
     ready_file: str | None = None
     tls_cert: str | None = None  # PEM certificate chain; with tls_key, serve TLS only
     tls_key: str | None = None
-    on_start: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
-    on_stop: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
+    on_start: list[Hook] = field(default_factory=list)
+    on_stop: list[Hook] = field(default_factory=list)
     # required on every RPC but health and reflection (the internal services);
     # the simulator authenticates callers itself (teams, operators, internal)
     internal_token: str | None = None

@@ -396,7 +396,7 @@ class CampaignScheduler:
             event.set()
 
     async def snapshot(self, campaign_id: str) -> camp.Summary:
-        def load():
+        def load() -> camp.Summary | None:
             row = self.store.campaign(campaign_id)
             return None if row is None else camp.summarize(row, self.store.tally(campaign_id))
         out = await asyncio.to_thread(load)

@@ -5,6 +5,9 @@ event to the trajectory and returns the notes shown with the trial."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TypeVar
+
 from lawlab.common.v1 import common_pb2
 from lawlab.convert import enum_name
 from lawlab.judge.v1 import judge_pb2
@@ -14,8 +17,10 @@ from lawlab_agent.domain import SolverTask
 from lawlab_agent.store import Trajectory, TrialRecord
 from lawlab_agent.trial.opening import Clients
 
+R = TypeVar("R")
 
-def _request(cls, task_id: str, source: str):
+
+def _request(cls: Callable[..., R], task_id: str, source: str) -> R:
     return cls(task_id=task_id, submission=common_pb2.Submission(source=source))
 
 
