@@ -28,11 +28,11 @@ from google.protobuf.json_format import MessageToDict
 
 from lawlab import config
 from lawlab.common.v1 import common_pb2
+from lawlab.convert import enum_value
 from lawlab.rpc.client import FAST_CALL, sync_channel
 from lawlab.simulator.v1 import simulator_pb2 as pb
 from lawlab.simulator.v1 import simulator_pb2_grpc
-
-SETTINGS = {"real": common_pb2.SETTING_REAL, "parallel": common_pb2.SETTING_PARALLEL}
+from lawlab.vocab import Setting
 
 
 def _dict(message: Any) -> dict[str, Any]:
@@ -89,10 +89,10 @@ class SimulatorClient:
     def open(self, task_id: str, setting: str = "parallel") -> dict[str, Any]:
         """A session on your team's budget for this task and epoch (reopening
         continues it: the calls already used stay used)."""
-        if setting not in SETTINGS:
-            raise ValueError(f"setting must be one of {sorted(SETTINGS)}")
+        if setting not in Setting.__members__.values():
+            raise ValueError(f"setting must be one of {sorted(Setting)}")
         return _dict(self._stub.OpenSession(
-            pb.OpenSessionRequest(task_id=task_id, setting=SETTINGS[setting]),
+            pb.OpenSessionRequest(task_id=task_id, setting=enum_value(common_pb2.Setting, setting)),
             timeout=self.timeout))
 
     def sessions(self, open_only: bool = False) -> list[dict[str, Any]]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from enum import StrEnum
 from typing import Any, TypeVar, cast
 
 import numpy as np
@@ -11,6 +12,7 @@ import pandas as pd
 from lawlab.common.v1 import common_pb2
 from lawlab.errors import InvalidArgument
 from lawlab.tasks import GROUP_COL, TaskMeta, Variable
+from lawlab.vocab import Setting, Unset
 
 
 def frame_to_table(df: pd.DataFrame, columns: Sequence[str] | None = None) -> common_pb2.Table:
@@ -88,19 +90,21 @@ def meta_to_proto(meta: TaskMeta, group_ids: Sequence[str],
 
 
 def setting_name(setting: int) -> str:
-    names: dict[int, str] = {common_pb2.SETTING_REAL: "real",
-                             common_pb2.SETTING_PARALLEL: "parallel"}
-    return names.get(setting, "unspecified")
+    """The setting's word ("unspecified" for the zero value or an unknown number)."""
+    try:
+        return enum_name(common_pb2.Setting, setting) or "unspecified"
+    except InvalidArgument:
+        return "unspecified"
 
 
 def setting_from_name(name: str) -> common_pb2.Setting:
-    try:
-        return {"real": common_pb2.SETTING_REAL, "parallel": common_pb2.SETTING_PARALLEL}[name.lower()]
-    except KeyError:
-        raise InvalidArgument("setting", f"unknown setting {name!r}; use real or parallel") from None
+    if name.lower() not in Setting.__members__.values():
+        raise InvalidArgument("setting", f"unknown setting {name!r}; use real or parallel")
+    return enum_value(common_pb2.Setting, name.lower(), "setting")
 
 
 E = TypeVar("E", bound=int)
+V = TypeVar("V", bound=StrEnum)
 
 
 def enum_name(enum: type[int], number: int, field: str = "") -> str:
@@ -117,6 +121,13 @@ def enum_name(enum: type[int], number: int, field: str = "") -> str:
     if name.endswith("_UNSPECIFIED"):
         return ""
     return name.removeprefix(str(wrapper.Name(0)).removesuffix("UNSPECIFIED")).lower()
+
+
+def from_enum(vocabulary: type[V], enum: type[int], number: int, field: str = "") -> V | Unset:
+    """A proto enum value as a member of lawlab's ``vocabulary`` ("" for the zero
+    value): :func:`enum_name`'s word, typed."""
+    word = enum_name(enum, number, field)
+    return vocabulary(word) if word else ""
 
 
 def enum_value(enum: type[E], word: str, field: str = "") -> E:

@@ -39,9 +39,10 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from lawlab.db import Database, Executor, SqliteDatabase, open_database
+from lawlab.vocab import SessionState, Setting, SubmissionState, coerce
 
 SCHEMA_VERSION = "2"
 SCHEMA = """
@@ -148,7 +149,6 @@ ROLES = ("team", "operator")
 TOKEN_PREFIX = "lawlab"
 DEFAULT_EPOCH = "default"
 RELEASES = ("immediate", "on_close")
-SessionState = Literal["open", "closed", "expired"]
 
 _SESSION_SELECT = (
     "SELECT s.session_id, s.task_id, s.setting, s.budget_key, s.epoch, s.state, s.owner, "
@@ -160,16 +160,19 @@ _SESSION_SELECT = (
 class SessionRow:
     session_id: str
     task_id: str
-    setting: str
+    setting: Setting
     budget_key: str
     epoch: str
-    state: str  # SessionState, as stored (see Ledger.effective_state for idle expiry)
+    state: SessionState  # as stored (see Ledger.effective_state for idle expiry)
     owner: str
     token_id: str
     created: float
     last_used: float
     calls_used: int
     calls_max: int
+
+    def __post_init__(self) -> None:
+        coerce(self)
 
 
 @dataclass(frozen=True)
@@ -186,21 +189,18 @@ class EpochRow:
         return policy == "immediate" or self.closed is not None
 
 
-SubmissionState = Literal["queued", "scored", "failed"]
-
-
 @dataclass(frozen=True)
 class SubmissionRow:
     submission_id: str
     owner: str
     task_id: str
-    setting: str
+    setting: Setting
     epoch: str
     session_id: str
     request_id: str
     source_sha256: str
     source: str
-    state: str
+    state: SubmissionState
     message: str
     s_n: float | None
     s_v: float | None
@@ -208,6 +208,9 @@ class SubmissionRow:
     trajectory: str
     received: float
     scored: float | None
+
+    def __post_init__(self) -> None:
+        coerce(self)
 
 
 _SUBMISSION_SELECT = (
@@ -444,11 +447,11 @@ class Ledger:
         r = ex(f"{_SESSION_SELECT} WHERE s.session_id = ?", (session_id,)).fetchone()
         return SessionRow(*r) if r else None
 
-    def effective_state(self, row: SessionRow, now: float | None = None) -> str:
+    def effective_state(self, row: SessionRow, now: float | None = None) -> SessionState:
         """'expired' for an open session idle longer than the ledger allows."""
         if row.state == "open" and self.idle_seconds is not None \
                 and (now or time.time()) - row.last_used > self.idle_seconds:
-            return "expired"
+            return SessionState.EXPIRED
         return row.state
 
     def _expire(self, ex: Executor, where: str, args: tuple[Any, ...], now: float

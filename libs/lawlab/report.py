@@ -25,6 +25,8 @@ from itertools import combinations
 from pathlib import Path
 from typing import Any
 
+from lawlab.vocab import RunStatus, Setting, SubmissionState, TrialStatus, Unset, coerce
+
 BOOTSTRAP_DRAWS = 2000
 BOOTSTRAP_SEED = 20260514
 
@@ -32,12 +34,12 @@ BOOTSTRAP_SEED = 20260514
 @dataclass(frozen=True)
 class Row:
     agent: str  # agent or agent/model
-    setting: str  # real | parallel
+    setting: Setting
     context: str
     task_id: str
     seed: int
-    status: str  # completed, completed_forced_final, max_turns_reached, error, ...
-    score_status: str  # ok, contract_fail, compile_error, exec_error, or ''
+    status: TrialStatus | SubmissionState  # a trial's, or a team's submission's
+    score_status: RunStatus | Unset  # how the scored module ran; '' when unscored
     s_n: float | None
     s_v: float | None
     s_s: float | None
@@ -46,6 +48,9 @@ class Row:
     suite: str = "real"
     trial_id: str = ""
     world_fingerprint: str = ""  # the release of the Parallel worlds (key fingerprint + worlds)
+
+    def __post_init__(self) -> None:
+        coerce(self)
 
 
 class MixedSuites(ValueError):

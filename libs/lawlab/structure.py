@@ -49,6 +49,7 @@ from scipy.stats import spearmanr
 from lawlab.contract import read_module
 from lawlab.expr import ARITHMETIC, SIGNS, SYMPY_FUNCTIONS, Expression
 from lawlab.predict import PredictWalker
+from lawlab.vocab import Confidence, coerce
 
 # parameter values: a list or an array
 Params = Sequence[float] | np.ndarray
@@ -595,12 +596,15 @@ class StructureOutcome:
     level: float
     matched: list[str] = field(default_factory=list)
     missed: list[str] = field(default_factory=list)
-    confidence: str = "high"
+    confidence: Confidence = Confidence.HIGH
     explanation: str = ""
     # what the level was matched against (the form as compared, the curves): where
     # the coefficients are then read
     against: tuple[Form, list[np.ndarray]] | None = field(default=None, repr=False,
                                                          compare=False)
+
+    def __post_init__(self) -> None:
+        coerce(self)
 
 
 def _freeze(form: Form, names: Sequence[str], values: Mapping[str, float]) -> Form:
@@ -628,14 +632,14 @@ def judge_structure(source: str, hidden: HiddenLaw, seed: int = 0) -> StructureO
         written = translate(source)
         free = translate(source, free_literals=True, free_exponents=True)
     except (TranslationError, SyntaxError, TypeError, ValueError, RecursionError) as err:
-        return StructureOutcome(0.0, [], ["base form", *pieces], "low",
+        return StructureOutcome(0.0, [], ["base form", *pieces], Confidence.LOW,
                                 f"predict could not be translated ({err}); no structural credit")
     data = [hidden.probes[g] for g in hidden.groups]
     try:
         for d in data:
             written.evaluate(d, written.init)
     except Exception as err:  # noqa: BLE001  (a broken expression is an invalid submission)
-        return StructureOutcome(0.0, [], ["base form", *pieces], "high",
+        return StructureOutcome(0.0, [], ["base form", *pieces], Confidence.HIGH,
                                 f"the translated law cannot be evaluated: {err}")
     h_curves = hidden.evaluate(hidden.values())
     targets = h_curves
@@ -751,29 +755,29 @@ def _level(sub: Form, hidden: HiddenLaw, hform: Form, truth: list[np.ndarray],
             back_ok = back_ok and reverse < MATCH_TOL
         if back_ok:
             return StructureOutcome(1.0, ["base form", *pieces, *(["sharing"] if multi else [])],
-                                    [], "high", "equivalent to the hidden law up to "
+                                    [], Confidence.HIGH, "equivalent to the hidden law up to "
                                     "reparameterisation" + (", with the same shared and per-group "
                                                             "parameters" if multi else ""),
                                     (sub, h_curves))
         extra = "extra terms" if not multi else "extra terms or extra per-group freedom"
         if not hidden.added:  # the hidden law is the base with other sharing: no added structure
-            return StructureOutcome(0.5, ["base form"], pieces, "high",
+            return StructureOutcome(0.5, ["base form"], pieces, Confidence.HIGH,
                                     f"the published base form (plus {extra}); the hidden law "
                                     "differs from it only in which parameters are shared, which "
                                     "counts as a level only beside recovered added structure",
                                     (sub, h_curves))
-        return StructureOutcome(0.75, ["base form", *pieces], [f"({extra})"], "high",
+        return StructureOutcome(0.75, ["base form", *pieces], [f"({extra})"], Confidence.HIGH,
                                 f"contains the hidden structure plus {extra}", (sub, h_curves))
     if multi and sub.params:
         every = sub.with_local([True] * len(sub.params))
         free, _ = grouped_misfit(every, data, targets, hidden.space)
         if free < MATCH_TOL:
             if hidden.added:
-                return StructureOutcome(0.75, ["base form", *pieces], ["sharing"], "high",
+                return StructureOutcome(0.75, ["base form", *pieces], ["sharing"], Confidence.HIGH,
                                         "the hidden structure with the wrong shared/per-group "
                                         "parameters (a level lost)", (every, h_curves))
             # the pieces only change sharing: without them this is the published base
-            return StructureOutcome(0.5, ["base form"], pieces, "high",
+            return StructureOutcome(0.5, ["base form"], pieces, Confidence.HIGH,
                                     "the published base form; the hidden law differs from it "
                                     "only in which parameters are shared, which counts as a "
                                     "level only beside recovered added structure")
@@ -784,12 +788,12 @@ def _level(sub: Form, hidden: HiddenLaw, hform: Form, truth: list[np.ndarray],
         if _finite(partial) and grouped_misfit(sub, data, partial, hidden.space)[0] < MATCH_TOL:
             got = [pieces[i] for i in subset]
             return StructureOutcome(0.75, ["base form", *got],
-                                    [p for p in pieces if p not in got], "high",
+                                    [p for p in pieces if p not in got], Confidence.HIGH,
                                     f"the published base form plus the most important added "
                                     f"terms ({', '.join(got)})", (sub, partial))
     base = hidden.base_curves()
     if _finite(base) and grouped_misfit(sub, data, base, hidden.space)[0] < MATCH_TOL:
-        return StructureOutcome(0.5, ["base form"], pieces, "high",
+        return StructureOutcome(0.5, ["base form"], pieces, Confidence.HIGH,
                                 "recovers the published base form, not the added structure",
                                 (sub, base))
     # the trend with the submission's parameters refitted (per group where it has them)
@@ -801,10 +805,10 @@ def _level(sub: Form, hidden: HiddenLaw, hform: Form, truth: list[np.ndarray],
         trend = float(spearmanr(sub_all, h_all).statistic)
     sub_inputs = {str(s) for s in sub.expr.free_symbols} & set(sub.inputs)
     if sub_inputs & set(hidden.inputs) and np.isfinite(trend) and trend > 0.5:
-        return StructureOutcome(0.25, ["relevant variables"], ["base form", *pieces], "high",
+        return StructureOutcome(0.25, ["relevant variables"], ["base form", *pieces], Confidence.HIGH,
                                 f"relevant variables and trend (Spearman {trend:.2f}, "
                                 "its constants refitted) only")
-    return StructureOutcome(0.0, [], ["base form", *pieces], "high",
+    return StructureOutcome(0.0, [], ["base form", *pieces], Confidence.HIGH,
                             "unrelated to the hidden law")
 
 
@@ -834,12 +838,12 @@ def symbolic_match(source: str, truth: Form, probes: Mapping[str, np.ndarray],
         sub = translate(source, free_literals=True)
         sub.evaluate(probes, sub.init)
     except Exception as err:  # noqa: BLE001  (untranslatable or broken: no symbolic credit)
-        return StructureOutcome(0.0, [], ["ground truth"], "low",
+        return StructureOutcome(0.0, [], ["ground truth"], Confidence.LOW,
                                 f"predict could not be translated or evaluated ({err})")
     forward, fitted = grouped_misfit(sub, [probes], [target], "linear")
     if forward < MATCH_TOL and family_rank(sub, [probes], fitted, "linear") > \
             family_rank(truth, [probes], [truth.init], "linear"):
-        return StructureOutcome(0.0, ["ground truth"], ["(a larger family)"], "high",
+        return StructureOutcome(0.0, ["ground truth"], ["(a larger family)"], Confidence.HIGH,
                                 "reproduces the ground truth only as a special case (more "
                                 "free parameters than it has)")
     if forward < MATCH_TOL:
@@ -852,9 +856,9 @@ def symbolic_match(source: str, truth: Form, probes: Mapping[str, np.ndarray],
         else:
             member = sub.evaluate(probes, fitted[0])
         if misfit(truth, probes, member, "linear") < MATCH_TOL:
-            return StructureOutcome(1.0, ["ground truth"], [], "high",
+            return StructureOutcome(1.0, ["ground truth"], [], Confidence.HIGH,
                                     "symbolically equivalent to the ground truth up to constants")
-        return StructureOutcome(0.0, ["ground truth"], ["(a larger family)"], "high",
+        return StructureOutcome(0.0, ["ground truth"], ["(a larger family)"], Confidence.HIGH,
                                 "reproduces the ground truth only as a special case")
-    return StructureOutcome(0.0, [], ["ground truth"], "high",
+    return StructureOutcome(0.0, [], ["ground truth"], Confidence.HIGH,
                             "not equivalent to the ground truth")

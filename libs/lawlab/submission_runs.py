@@ -17,13 +17,7 @@ from lawlab.common.v1 import common_pb2
 from lawlab.rpc.client import SCORING_CALL
 from lawlab.sandbox.v1 import sandbox_pb2, sandbox_pb2_grpc
 from lawlab.tasks import TaskMeta
-
-STATUS_NAMES = {
-    sandbox_pb2.SUBMISSION_STATUS_OK: "ok",
-    sandbox_pb2.SUBMISSION_STATUS_CONTRACT_FAIL: "contract_fail",
-    sandbox_pb2.SUBMISSION_STATUS_COMPILE_ERROR: "compile_error",
-    sandbox_pb2.SUBMISSION_STATUS_EXEC_ERROR: "exec_error",
-}
+from lawlab.vocab import RunStatus, coerce
 
 
 @dataclass
@@ -38,11 +32,14 @@ class Job:
 
 @dataclass
 class RunResult:
-    status: str
+    status: RunStatus
     message: str
     predictions: dict[str, np.ndarray | None] = field(default_factory=dict)
     errors: dict[str, str] = field(default_factory=dict)
     local_params: dict[str, dict[str, float]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        coerce(self)
 
 
 def contract_for(meta: TaskMeta) -> sandbox_pb2.Contract:
@@ -70,7 +67,8 @@ async def run_jobs(stub: sandbox_pb2_grpc.SandboxServiceStub, meta: TaskMeta, so
             pb.fit_y.extend(np.asarray(job.fit_y, dtype=float).tolist())
         request.jobs.append(pb)
     response = await stub.RunSubmission(request, timeout=SCORING_CALL)
-    result = RunResult(STATUS_NAMES.get(response.status, "exec_error"), response.message)
+    result = RunResult(convert.from_enum(RunStatus, sandbox_pb2.SubmissionStatus, response.status,
+                                         "status") or RunStatus.EXEC_ERROR, response.message)
     for r in response.results:
         result.predictions[r.job_id] = np.asarray(r.predictions, dtype=float) if r.ok else None
         if not r.ok:

@@ -38,6 +38,7 @@ from lawlab import antihack
 from lawlab import rubric as rubric_mod
 from lawlab.expr import Expression
 from lawlab.tasks import GROUP_COL
+from lawlab.vocab import RunStatus, coerce
 
 if TYPE_CHECKING:
     from lawlab.submission_runs import Job, RunResult
@@ -144,8 +145,11 @@ class Assessment:
     s_v: float
     verdicts: list[ItemVerdict]
     gate: antihack.GateVerdict
-    status: str = "ok"
+    status: RunStatus = RunStatus.OK
     message: str = ""
+
+    def __post_init__(self) -> None:
+        coerce(self)
 
 
 Runner = Callable[[Sequence["Job"]], Awaitable["RunResult"]]
@@ -180,7 +184,7 @@ async def assess(task: Task, source: str, run: Runner) -> Assessment:
     status, message = result.status, result.message
     if ok and plans and all(predictions[p.group] is None for p in plans):
         # predict failed everywhere: the module does not run, whatever the rubric
-        status = "exec_error"
+        status = RunStatus.EXEC_ERROR
         message = next(iter(errors.values()), "predict failed on every group")
     verdicts = judge(items, plans, predictions, errors)
     return Assessment(s_v(verdicts, verdict_gate.passed, ok), verdicts, verdict_gate, status,

@@ -7,7 +7,17 @@ them unchanged, while code names the values instead of retyping them.
 
 from __future__ import annotations
 
+import dataclasses
+import functools
+import re
+import sys
+import types
+import typing
 from enum import StrEnum
+from typing import Any, Literal, Union
+
+# the zero value of a proto enum: a field that is not set (no cause, no status yet)
+Unset = Literal[""]
 
 
 class Setting(StrEnum):
@@ -31,6 +41,36 @@ FINAL_STATUSES = frozenset({TrialStatus.COMPLETED, TrialStatus.COMPLETED_FORCED_
                             TrialStatus.MAX_TURNS_REACHED})
 # a campaign counts these as done ("error" is final for the run that gave up)
 DONE_STATUSES = FINAL_STATUSES | {TrialStatus.ERROR}
+
+
+class CampaignState(StrEnum):
+    RUNNING = "running"
+    FINISHED = "finished"  # every trial has a final status
+    FAILED = "failed"  # stopped by a configuration error
+    CANCELLED = "cancelled"
+    INTERRUPTED = "interrupted"  # the service stopped; starting it again resumes it
+
+
+class SessionState(StrEnum):
+    OPEN = "open"
+    CLOSED = "closed"
+    EXPIRED = "expired"  # idle past the simulator's timeout
+
+
+class SubmissionState(StrEnum):
+    QUEUED = "queued"
+    SCORED = "scored"
+    FAILED = "failed"
+
+
+class ExecStatus(StrEnum):
+    """How one sandbox box ended."""
+
+    OK = "ok"
+    ERROR = "error"  # the code raised
+    TIMEOUT = "timeout"  # the wall-clock limit; the box was killed
+    KILLED = "killed"  # a resource limit or a signal
+    OUTPUT_LIMIT = "output_limit"  # flooded past the hard output cap
 
 
 class Cause(StrEnum):
@@ -89,3 +129,48 @@ class Confidence(StrEnum):
     HIGH = "high"  # the rule-based judge
     LLM = "llm"  # an LLM judge's verdict
     LOW = "low"  # a malformed LLM verdict, or a submission that could not be translated
+
+
+VOCABULARIES: tuple[type[StrEnum], ...] = (
+    Setting, TrialStatus, CampaignState, SessionState, SubmissionState, ExecStatus, Cause,
+    RubricKind, JudgeBackend, RunStatus, Confidence)
+
+
+@functools.cache
+def vocabulary_fields(cls: Any) -> dict[str, tuple[type[StrEnum], ...]]:
+    """The fields of dataclass ``cls`` typed with vocabularies (one, or a union of
+    them, with or without ``| None`` or ``| Unset``): their vocabularies by name.
+    Annotations that name no vocabulary are not evaluated (they may name types
+    imported only for the type checker)."""
+    names = {v.__name__ for v in VOCABULARIES}
+    scope = {**vars(sys.modules[cls.__module__]), **vars(sys.modules[__name__])}
+    out: dict[str, tuple[type[StrEnum], ...]] = {}
+    for f in dataclasses.fields(cls):
+        text = f.type if isinstance(f.type, str) else repr(f.type)
+        if not names & set(re.findall(r"\w+", text)):
+            continue
+        hint = eval(f.type, scope) if isinstance(f.type, str) else f.type  # noqa: S307
+        members = typing.get_args(hint) if typing.get_origin(hint) in (Union, types.UnionType) \
+            else (hint,)
+        found = tuple(m for m in members if isinstance(m, type) and issubclass(m, StrEnum))
+        if found:
+            out[f.name] = found
+    return out
+
+
+def coerce(obj: Any) -> None:
+    """Make a dataclass's vocabulary fields members of their vocabulary (rows read
+    from a store, or built from plain words, carry strings): call it from
+    ``__post_init__``. An unknown word raises ValueError; "" and None stay (unset)."""
+    cls: Any = type(obj)
+    for name, vocabularies in vocabulary_fields(cls).items():
+        value = getattr(obj, name)
+        if value is None or value == "" or isinstance(value, vocabularies):
+            continue
+        for vocabulary in vocabularies:
+            if value in vocabulary.__members__.values():
+                object.__setattr__(obj, name, vocabulary(value))
+                break
+        else:
+            raise ValueError(f"{type(obj).__name__}.{name}: {value!r} is not a word of "
+                             + " or ".join(v.__name__ for v in vocabularies))

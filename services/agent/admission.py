@@ -77,9 +77,10 @@ class Admission:
         """RunTrial's request, checked, as the trial it names."""
         if not request.task_id:
             raise InvalidArgument("task_id", "is required")
-        setting = convert.setting_name(request.setting)
-        if setting == "unspecified":
+        word = convert.setting_name(request.setting)
+        if word == "unspecified":
             raise InvalidArgument("setting", "must be SETTING_REAL or SETTING_PARALLEL")
+        setting = Setting(word)
         if request.agent not in self.policies:
             raise InvalidArgument("agent", f"unknown agent {request.agent!r}; available: "
                                            f"{sorted(self.policies)}")

@@ -13,7 +13,7 @@ from collections.abc import Callable
 import grpc
 from prometheus_client import Counter
 
-from lawlab.vocab import Cause, TrialStatus
+from lawlab.vocab import Cause, TrialStatus, Unset
 from lawlab_agent.policy import AttemptFailed, ConfigurationError, Policy
 from lawlab_agent.store import Trajectory, TrialRecord
 from lawlab_agent.trial.opening import Clients
@@ -27,7 +27,7 @@ TRANSPORT_CODES = {grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDE
                    grpc.StatusCode.CANCELLED}
 
 
-def classify(err: BaseException) -> str:
+def classify(err: BaseException) -> Cause:
     """rate_limit / api_timeout / api_server (from the model backend), transport
     (another service unreachable), config, or crash (anything else)."""
     if isinstance(err, ConfigurationError):
@@ -46,11 +46,13 @@ def describe(err: BaseException) -> str:
 
 
 async def execute(record: TrialRecord, policies: dict[str, Callable[[str, dict], Policy]],
-                  clients: Clients, trajectory: Trajectory) -> tuple[TrialRecord, str, str]:
+                  clients: Clients, trajectory: Trajectory
+                  ) -> tuple[TrialRecord, Cause | Unset, str]:
     """Runs the attempt ``record.attempts``; returns (record, cause, error), cause
     '' on success. On failure the record's status is 'retrying' ('error' for a
     configuration error); the caller decides what happens next."""
-    cause, error = "", ""
+    cause: Cause | Unset = ""
+    error = ""
     policy: Policy | None = None
     try:
         policy = policies[record.agent](record.model,

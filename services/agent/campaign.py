@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 from lawlab.errors import InvalidArgument
 from lawlab.trialid import decoding_json, trial_id_for
+from lawlab.vocab import Setting, coerce
 from lawlab_agent.domain import SolverTask
 from lawlab_agent.store import CampaignRow, Cell, Tally
 
@@ -71,10 +72,13 @@ class Dropped:
     """A requested (task, setting, agent, model) that will not run, and why."""
 
     task_id: str
-    setting: str
+    setting: Setting
     agent: str
     model: str
     reason: str
+
+    def __post_init__(self) -> None:
+        coerce(self)
 
 
 def _why_not(setting: str, task: SolverTask) -> str:

@@ -109,11 +109,11 @@ CELL_ADDED_COLUMNS = {"decoding": "TEXT NOT NULL DEFAULT ''"}
 class TrialRecord:
     trial_id: str
     task_id: str
-    setting: str
+    setting: vocab.Setting
     agent: str
     model: str
     seed: int
-    status: str = "running"
+    status: vocab.TrialStatus = vocab.TrialStatus.RUNNING
     turns: int = 0
     s_n: float | None = None
     s_v: float | None = None
@@ -131,11 +131,14 @@ class TrialRecord:
     attempts: int = 0
     updated: float = field(default_factory=time.time)
     context: str = "full"
-    cause: str = ""
+    cause: vocab.Cause | vocab.Unset = ""
     prompt_tokens: int = 0
     completion_tokens: int = 0
     world_fingerprint: str = ""
     decoding: str = ""  # JSON: the campaign's decoding overrides for an LLM backend
+
+    def __post_init__(self) -> None:
+        vocab.coerce(self)
 
 
 COLUMNS = [f.name for f in fields(TrialRecord)]
@@ -147,22 +150,28 @@ class Cell:
 
     trial_id: str
     task_id: str
-    setting: str
+    setting: vocab.Setting
     agent: str
     model: str
     seed: int
     context: str
     decoding: str = ""  # JSON of the decoding overrides ('' for none)
 
+    def __post_init__(self) -> None:
+        vocab.coerce(self)
+
 
 @dataclass
 class CampaignRow:
     campaign_id: str
     spec: dict
-    state: str
+    state: vocab.CampaignState
     error: str
     created: float
     updated: float
+
+    def __post_init__(self) -> None:
+        vocab.coerce(self)
 
 
 @dataclass(frozen=True)
@@ -172,8 +181,11 @@ class AttemptRow:
     started: float
     ended: float | None
     outcome: str
-    cause: str
+    cause: vocab.Cause | vocab.Unset
     error: str
+
+    def __post_init__(self) -> None:
+        vocab.coerce(self)
 
 
 class TrialStore:
@@ -232,7 +244,7 @@ class TrialStore:
                    (record.trial_id,)).fetchone()
             record.attempts = (r[0] if r else 0) + 1
             record.turns = r[1] if r else 0
-            record.status, record.updated = "running", time.time()
+            record.status, record.updated = vocab.TrialStatus.RUNNING, time.time()
             data = asdict(record)
             cols, marks = ", ".join(data), ", ".join("?" for _ in data)
             updates = ", ".join(f"{c} = excluded.{c}" for c in data if c != "trial_id")

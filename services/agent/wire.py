@@ -12,33 +12,16 @@ from typing import Any
 from lawlab import convert
 from lawlab.agent.v1 import agent_pb2
 from lawlab.common.v1 import common_pb2
-from lawlab.convert import enum_name, enum_value
+from lawlab.convert import enum_value, from_enum
 from lawlab.errors import InvalidArgument
 from lawlab.trialid import decoding_overrides
+from lawlab.vocab import Cause, TrialStatus
 from lawlab_agent.campaign import Counts, Summary
 from lawlab_agent.campaigns.scheduler import SCORE_FIELDS, Report
 from lawlab_agent.domain import SolverTask
 from lawlab_agent.store import FINAL_STATUSES, Cell, TrialRecord
 from lawlab_agent.views import CONTEXTS
 
-_STATE = {
-    "running": agent_pb2.CAMPAIGN_STATE_RUNNING,
-    "finished": agent_pb2.CAMPAIGN_STATE_FINISHED,
-    "failed": agent_pb2.CAMPAIGN_STATE_FAILED,
-    "cancelled": agent_pb2.CAMPAIGN_STATE_CANCELLED,
-    "interrupted": agent_pb2.CAMPAIGN_STATE_INTERRUPTED,
-}
-
-_STATUS = {
-    "running": agent_pb2.TRIAL_STATUS_RUNNING,
-    "completed": agent_pb2.TRIAL_STATUS_COMPLETED,
-    "completed_forced_final": agent_pb2.TRIAL_STATUS_COMPLETED_FORCED_FINAL,
-    "max_turns_reached": agent_pb2.TRIAL_STATUS_MAX_TURNS_REACHED,
-    "error": agent_pb2.TRIAL_STATUS_ERROR,
-    "retrying": agent_pb2.TRIAL_STATUS_RETRYING,
-    "interrupted": agent_pb2.TRIAL_STATUS_INTERRUPTED,
-    "pending": agent_pb2.TRIAL_STATUS_PENDING,
-}
 
 def record_to_proto(r: TrialRecord) -> agent_pb2.Trial:
     scores = common_pb2.Scores()
@@ -48,7 +31,8 @@ def record_to_proto(r: TrialRecord) -> agent_pb2.Trial:
             setattr(scores, name, value)
     return agent_pb2.Trial(
         trial_id=r.trial_id, task_id=r.task_id, setting=convert.setting_from_name(r.setting),
-        agent=r.agent, model=r.model, seed=r.seed, status=_STATUS[r.status], turns=r.turns,
+        agent=r.agent, model=r.model, seed=r.seed,
+        status=enum_value(agent_pb2.TrialStatus, r.status), turns=r.turns,
         scores=scores, wall_seconds=r.wall_seconds or 0.0, trajectory_path=r.trajectory or "",
         error=r.error or "", score_notes=r.notes or "",
         submission=common_pb2.Submission(source=r.submission or ""), context=r.context,
@@ -75,8 +59,8 @@ def cell_proto(c: Cell) -> agent_pb2.TrialCell:
 
 def report_from_proto(request: agent_pb2.CompleteTrialRequest) -> Report:
     r = request.result
-    status = enum_name(agent_pb2.TrialStatus, r.status, "result.status")
-    cause = enum_name(agent_pb2.FailureCause, request.cause, "cause")
+    status = from_enum(TrialStatus, agent_pb2.TrialStatus, r.status, "result.status")
+    cause = from_enum(Cause, agent_pb2.FailureCause, request.cause, "cause")
     if not cause and status not in FINAL_STATUSES:
         raise InvalidArgument("result.status", f"{status!r} is not a final status; a failed "
                                                "attempt must set cause")
@@ -196,7 +180,8 @@ def campaign_pb(summary: Summary) -> agent_pb2.Campaign:
                                      decoding=decoding_pb(e[2] if len(e) > 2 else {}))
                 for e in row.spec["agents"]],
         settings=[convert.setting_from_name(s) for s in row.spec["settings"]])
-    out = agent_pb2.Campaign(campaign_id=row.campaign_id, spec=spec, state=_STATE[row.state],
+    out = agent_pb2.Campaign(campaign_id=row.campaign_id, spec=spec,
+                             state=enum_value(agent_pb2.CampaignState, row.state),
                              error=row.error, created=row.created, updated=summary.updated,
                              totals=_counts_pb(summary.totals), eta_seconds=summary.eta_seconds)
     out.retries_by_cause.update(summary.causes)

@@ -23,9 +23,12 @@ from pathlib import Path
 
 from lawlab import config
 from lawlab.agent.v1 import agent_pb2, agent_pb2_grpc
+from lawlab.common.v1 import common_pb2
+from lawlab.convert import from_enum
 from lawlab.log import setup as setup_logging
 from lawlab.rpc.client import FAST_CALL, aio_channel
 from lawlab.settings import Settings, SettingsError
+from lawlab.vocab import Setting
 from lawlab_agent import attempt
 from lawlab_agent import campaign as camp
 from lawlab_agent.builtin import builtin_agents
@@ -72,15 +75,16 @@ async def work(args: argparse.Namespace, settings: Settings) -> int:
                     await asyncio.sleep(lease.retry_after_seconds or 1.0)
                     continue
                 c = lease.cell
-                setting = {1: "real", 2: "parallel"}[c.setting]
-                record = TrialRecord(c.trial_id, c.task_id, setting, c.agent, c.model, c.seed,
+                record = TrialRecord(c.trial_id, c.task_id,
+                                     Setting(from_enum(Setting, common_pb2.Setting, c.setting,
+                                                       "cell.setting")), c.agent, c.model, c.seed,
                                      context=c.context or "full", attempts=lease.attempt,
                                      turns=lease.turns_used,
                                      decoding=camp.decoding_json(decoding_doc(
                                          c.decoding, "cell.decoding", None)))
                 path = scratch / f"{c.trial_id}.attempt{lease.attempt}.jsonl"
                 trajectory = Trajectory(path, {
-                    "trial_id": c.trial_id, "task_id": c.task_id, "setting": setting,
+                    "trial_id": c.trial_id, "task_id": c.task_id, "setting": record.setting,
                     "agent": c.agent, "model": c.model, "seed": c.seed, "context": record.context,
                     "attempt": lease.attempt, "worker": args.worker_id})
                 beat = asyncio.create_task(heartbeat(agent, args, c.trial_id, lease.attempt,

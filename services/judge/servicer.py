@@ -12,7 +12,7 @@ from prometheus_client import Counter, Histogram
 
 from lawlab import antihack, isolate, structure, validity
 from lawlab.common.v1 import common_pb2
-from lawlab.convert import enum_value
+from lawlab.convert import enum_value, from_enum
 from lawlab.errors import FailedPrecondition, InvalidArgument, NotFound, Unavailable
 from lawlab.judge.v1 import judge_pb2, judge_pb2_grpc
 from lawlab.sandbox.v1 import sandbox_pb2_grpc
@@ -30,8 +30,6 @@ S_S = Histogram("lawlab_judge_s_s", "S_S of judged submissions.",
                 buckets=(0, 0.25, 0.5, 0.75, 1.0))
 OK, MALFORMED = common_pb2.RUN_STATUS_OK, common_pb2.RUN_STATUS_LLM_MALFORMED
 LLM, DETERMINISTIC = judge_pb2.JUDGE_BACKEND_LLM, judge_pb2.JUDGE_BACKEND_DETERMINISTIC
-_BACKENDS = {judge_pb2.JUDGE_BACKEND_UNSPECIFIED: JudgeBackend.DETERMINISTIC,
-             DETERMINISTIC: JudgeBackend.DETERMINISTIC, LLM: JudgeBackend.LLM}
 
 
 class JudgeServicer(judge_pb2_grpc.JudgeServiceServicer):
@@ -42,10 +40,9 @@ class JudgeServicer(judge_pb2_grpc.JudgeServiceServicer):
         self.llm = llm
 
     def _backend(self, request: judge_pb2.JudgeRequest) -> JudgeBackend:
-        backend = _BACKENDS.get(request.backend)
-        if backend is None:
-            raise InvalidArgument("backend", "use JUDGE_BACKEND_DETERMINISTIC (the default) or "
-                                             "JUDGE_BACKEND_LLM")
+        # the zero value is the default, the deterministic judge
+        backend = from_enum(JudgeBackend, judge_pb2.JudgeBackend, request.backend,
+                            "backend") or JudgeBackend.DETERMINISTIC
         if backend == JudgeBackend.LLM and self.llm is None:
             raise FailedPrecondition("this judge has no LLM backend: set LAWLAB_JUDGE_LLM_BASE_URL "
                                      "and LAWLAB_JUDGE_LLM_MODEL in its environment")

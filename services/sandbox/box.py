@@ -24,6 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from lawlab.vocab import ExecStatus, coerce
+
 RUNNER = Path(__file__).with_name("runner.py")
 SESSION_UID_BASE = 61000  # warm session k runs as uid/gid SESSION_UID_BASE + k
 SESSION_UIDS = 1000
@@ -114,11 +116,14 @@ def reap_stale_scratch() -> int:
 
 @dataclass
 class BoxResult:
-    status: str  # ok, error, timeout, killed, output_limit
+    status: ExecStatus
     stdout: bytes
     stderr: bytes
     exit_code: int
     wall_seconds: float
+
+    def __post_init__(self) -> None:
+        coerce(self)
 
 
 def python_roots() -> list[str]:
@@ -251,17 +256,17 @@ async def _run_box(mode: str, request: bytes, data_file: Path | None, timeout: f
     err_task = asyncio.ensure_future(_drain(proc.stderr, output_cap, flood))
     flood_task = asyncio.ensure_future(flood.wait())
     feeder = asyncio.ensure_future(feed())
-    status = None
+    status: ExecStatus | None = None
     try:
         readers = asyncio.gather(out_task, err_task)
         waited: set[asyncio.Future[Any]] = {readers, flood_task}
         done, _ = await asyncio.wait(waited, timeout=timeout,
                                      return_when=asyncio.FIRST_COMPLETED)
         if flood_task in done:
-            status = "output_limit"
+            status = ExecStatus.OUTPUT_LIMIT
             kill()
         elif not done:
-            status = "timeout"
+            status = ExecStatus.TIMEOUT
             kill()
         await asyncio.wait_for(readers, timeout=30)
         rc = await asyncio.wait_for(proc.wait(), timeout=30)
@@ -274,14 +279,14 @@ async def _run_box(mode: str, request: bytes, data_file: Path | None, timeout: f
     stdout, out_over = await out_task
     stderr, err_over = await err_task
     if status is None and (out_over or err_over):
-        status = "output_limit"
+        status = ExecStatus.OUTPUT_LIMIT
     if status is None:
         if rc == 0:
-            status = "ok"
+            status = ExecStatus.OK
         elif rc == 1:
-            status = "error"
+            status = ExecStatus.ERROR
         else:
-            status = "killed"
+            status = ExecStatus.KILLED
     return BoxResult(status, stdout, stderr, rc, time.perf_counter() - start)
 
 
@@ -366,12 +371,12 @@ class Zygote:
                 buf += chunk
             return buf
 
-        status: str | None = None
+        status: ExecStatus | None = None
         rc = -9
         try:
             await asyncio.to_thread(send)
         except OSError:
-            status = "killed"
+            status = ExecStatus.KILLED
         finally:
             os.close(out_w)
             os.close(err_w)
@@ -384,14 +389,14 @@ class Zygote:
                 done, _ = await asyncio.wait({reply, flood_task}, timeout=timeout,
                                              return_when=asyncio.FIRST_COMPLETED)
                 if flood_task in done:
-                    status = "output_limit"
+                    status = ExecStatus.OUTPUT_LIMIT
                 elif not done:
-                    status = "timeout"
+                    status = ExecStatus.TIMEOUT
                 else:
                     try:
                         rc = int(reply.result().strip() or b"-9")
                     except (EOFError, OSError, ValueError):
-                        status = "killed"
+                        status = ExecStatus.KILLED
             if status is not None:
                 await self.stop()  # anomaly: the zygote goes, the next call gets a new one
             stdout, _ = await asyncio.wait_for(readers[0], timeout=30)
@@ -401,5 +406,5 @@ class Zygote:
             if not reply.done():
                 reply.cancel()
         if status is None:
-            status = "ok" if rc == 0 else "error" if rc == 1 else "killed"
+            status = ExecStatus.OK if rc == 0 else ExecStatus.ERROR if rc == 1 else ExecStatus.KILLED
         return BoxResult(status, stdout, stderr, rc, time.perf_counter() - start)

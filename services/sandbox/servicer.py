@@ -12,7 +12,7 @@ import tempfile
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import grpc
 import pandas as pd
@@ -20,9 +20,11 @@ from prometheus_client import Counter, Gauge, Histogram
 
 from lawlab import convert
 from lawlab.common.v1 import common_pb2
+from lawlab.convert import enum_value
 from lawlab.errors import InvalidArgument, NotFound, ResourceExhausted
 from lawlab.sandbox.v1 import sandbox_pb2, sandbox_pb2_grpc
 from lawlab.tasks import GROUP_COL
+from lawlab.vocab import RunStatus
 from lawlab_sandbox import box
 from lawlab_sandbox.runner import TOOL_IMPORTS
 
@@ -37,19 +39,6 @@ BOX_SECONDS = Histogram("lawlab_sandbox_run_seconds", "Wall time of one box.", [
                         buckets=(0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 100, 130))
 SESSIONS = Gauge("lawlab_sandbox_sessions", "Open sandbox sessions.")
 
-_STATUS = {
-    "ok": sandbox_pb2.EXEC_STATUS_OK,
-    "error": sandbox_pb2.EXEC_STATUS_ERROR,
-    "timeout": sandbox_pb2.EXEC_STATUS_TIMEOUT,
-    "killed": sandbox_pb2.EXEC_STATUS_KILLED,
-    "output_limit": sandbox_pb2.EXEC_STATUS_OUTPUT_LIMIT,
-}
-_SUBMISSION_STATUS = {
-    "ok": sandbox_pb2.SUBMISSION_STATUS_OK,
-    "contract_fail": sandbox_pb2.SUBMISSION_STATUS_CONTRACT_FAIL,
-    "compile_error": sandbox_pb2.SUBMISSION_STATUS_COMPILE_ERROR,
-    "exec_error": sandbox_pb2.SUBMISSION_STATUS_EXEC_ERROR,
-}
 MAX_CODE_BYTES = 1_000_000
 # a submission batch of at least SPLIT_JOBS seeded jobs runs in up to SPLIT_BOXES boxes at once
 SPLIT_JOBS = 64
@@ -240,7 +229,8 @@ class SandboxServicer(sandbox_pb2_grpc.SandboxServiceServicer):
         elif result.status == "killed":
             stderr += f"\nKilled: the process ended with status {result.exit_code} (a resource limit)"
         return sandbox_pb2.ExecuteResponse(
-            status=_STATUS[result.status], stdout=stdout, stderr=stderr, truncated=t1 or t2,
+            status=enum_value(sandbox_pb2.ExecStatus, result.status), stdout=stdout,
+            stderr=stderr, truncated=t1 or t2,
             wall_seconds=result.wall_seconds, exit_code=result.exit_code)
 
     async def RunSubmission(self, request: sandbox_pb2.RunSubmissionRequest,
@@ -316,7 +306,8 @@ class SandboxServicer(sandbox_pb2_grpc.SandboxServiceServicer):
         merged = sorted((r for d in docs for r in d["results"]),
                         key=lambda r: order.get(r["job_id"], len(order)))
         return sandbox_pb2.RunSubmissionResponse(
-            status=_SUBMISSION_STATUS[doc["status"]],
+            # the runner's word (an unknown one is the runner's bug: INTERNAL)
+            status=enum_value(sandbox_pb2.SubmissionStatus, RunStatus(doc["status"])),
             message=doc["message"],
             used_inputs=doc["used_inputs"],
             results=[sandbox_pb2.JobResult(job_id=r["job_id"], ok=r["ok"], error=r["error"],

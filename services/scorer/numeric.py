@@ -18,6 +18,7 @@ import numpy as np
 from lawlab import metrics
 from lawlab.submission_runs import Job, RunResult
 from lawlab.tasks import GROUP_COL, Task
+from lawlab.vocab import RunStatus, coerce
 
 SEEDS = tuple(20260514 + k for k in range(3))
 
@@ -74,7 +75,7 @@ def srbench(task: Task, run: RunResult, tau: float = TAU) -> SrbenchOutcome | No
 
 @dataclass
 class NumericOutcome:
-    status: str
+    status: RunStatus
     message: str = ""
     s_n: float = 0.0
     m_sub: float = float("nan")
@@ -82,6 +83,9 @@ class NumericOutcome:
     best_reference: str = ""
     seeds: list[SeedOutcome] = field(default_factory=list)
     srbench: SrbenchOutcome | None = None
+
+    def __post_init__(self) -> None:
+        coerce(self)
 
 
 def build_jobs(task: Task) -> list[Job]:
@@ -150,24 +154,24 @@ def score(task: Task, run: RunResult, ref_metrics: dict[str, dict[str, float]]) 
     sub = group_metrics(task, run)
     if sub and not any(np.isfinite(v) for v in sub.values()) and run.errors:
         # predict failed on every held-out job: the submission does not run
-        return NumericOutcome("exec_error", next(iter(run.errors.values())), 0.0,
+        return NumericOutcome(RunStatus.EXEC_ERROR, next(iter(run.errors.values())), 0.0,
                               m_ref=_reference_level(task, ref, targets),
                               best_reference=ref_name, srbench=srbench(task, run))
     if not meta.multi_group:
         m_sub, m_ref = sub["test"], ref["test"]
         if not np.isfinite(m_ref):
-            return NumericOutcome("ok", "no published reference scores the held-out split; S_N "
+            return NumericOutcome(RunStatus.OK, "no published reference scores the held-out split; S_N "
                                   "is 0 by convention", 0.0, m_sub, m_ref, ref_name,
                                   srbench=srbench(task, run))
         if metrics.reference_is_perfect(metric, m_ref, targets["test"]):
             note = ("a problem with a known ground truth: scored by Acc_tau and NMSE, S_N is 0 "
                     "by convention" if meta.suite != "real" else
                     "the reference is already perfect on this task; S_N is 0 by convention")
-            return NumericOutcome("ok", note, 0.0, m_sub, m_ref, ref_name,
+            return NumericOutcome(RunStatus.OK, note, 0.0, m_sub, m_ref, ref_name,
                                   srbench=srbench(task, run))
         value = metrics.s_n(metric, m_sub, m_ref)
         note = "" if np.isfinite(m_sub) else f"predictions failed: {run.errors.get('test', '')}"
-        return NumericOutcome("ok", note, value, m_sub, m_ref, ref_name,
+        return NumericOutcome(RunStatus.OK, note, value, m_sub, m_ref, ref_name,
                               [SeedOutcome(0, value, m_sub, m_ref, 1, int(not np.isfinite(m_sub)))])
     seeds = []
     for seed in SEEDS:
@@ -195,7 +199,7 @@ def score(task: Task, run: RunResult, ref_metrics: dict[str, dict[str, float]]) 
     notes = "; ".join(f"{k}: {v}" for k, v in list(run.errors.items())[:3])
     finite_subs = [s.m_sub for s in seeds if np.isfinite(s.m_sub)]
     return NumericOutcome(
-        "ok", notes, float(np.mean([s.s_n for s in seeds])),
+        RunStatus.OK, notes, float(np.mean([s.s_n for s in seeds])),
         float(np.mean(finite_subs)) if finite_subs else float("nan"),
         _finite_mean([s.m_ref for s in seeds]), ref_name, seeds)
 

@@ -19,6 +19,7 @@ from google.protobuf.timestamp_pb2 import Timestamp
 
 from lawlab import convert
 from lawlab.common.v1 import common_pb2
+from lawlab.convert import enum_value, from_enum
 from lawlab.errors import FailedPrecondition, InvalidArgument, NotFound, shown
 from lawlab.ledger import Ledger, SessionRow
 from lawlab.simulator.v1 import simulator_pb2, simulator_pb2_grpc
@@ -32,9 +33,6 @@ from lawlab_simulator.sessions import Sessions
 
 __all__ = ["IdentityInterceptor", "SimulatorServicer"]
 
-_STATES = {"open": simulator_pb2.SESSION_STATE_OPEN, "closed": simulator_pb2.SESSION_STATE_CLOSED,
-           "expired": simulator_pb2.SESSION_STATE_EXPIRED}
-_SETTINGS = {common_pb2.SETTING_REAL: Setting.REAL, common_pb2.SETTING_PARALLEL: Setting.PARALLEL}
 _OLD_SEED_FIELD = 3  # OpenSessionRequest.seed, removed from the contract
 
 
@@ -72,7 +70,7 @@ class SimulatorServicer(simulator_pb2_grpc.SimulatorServiceServicer):
             session_id=row.session_id, task_id=row.task_id,
             setting=convert.setting_from_name(row.setting),
             budget=budget_proto(task.meta.caps, row.calls_used, row.calls_max),
-            state=_STATES.get(self.sessions.state(row), simulator_pb2.SESSION_STATE_UNSPECIFIED),
+            state=enum_value(simulator_pb2.SessionState, self.sessions.state(row)),
             epoch=row.epoch, created=_timestamp(row.created), last_used=_timestamp(row.last_used),
             idle_timeout_seconds=self.sessions.idle_seconds, world_fingerprint=self.release)
 
@@ -99,8 +97,8 @@ class SimulatorServicer(simulator_pb2_grpc.SimulatorServiceServicer):
                                           "operator's noise streams, which no client can choose; "
                                           "regenerate your stubs from the current .proto")
         task = self._task(request.task_id)
-        setting = _SETTINGS.get(request.setting)
-        if setting is None:
+        setting = from_enum(Setting, common_pb2.Setting, request.setting, "setting")
+        if not setting:
             raise InvalidArgument("setting", "must be SETTING_REAL or SETTING_PARALLEL")
         row = await self.sessions.open(caller(), task, setting, request.trial_id, context.peer())
         return self._session_proto(row)

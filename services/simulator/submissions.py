@@ -27,7 +27,7 @@ from prometheus_client import Counter, Gauge
 from lawlab import antihack, config, convert, validity
 from lawlab.common.v1 import common_pb2
 from lawlab.contract import read_module, static_check
-from lawlab.convert import enum_name
+from lawlab.convert import enum_name, enum_value
 from lawlab.errors import InvalidArgument, LawlabError, NotFound, shown
 from lawlab.judge.v1 import judge_pb2, judge_pb2_grpc
 from lawlab.ledger import EpochRow, Ledger, SubmissionRow
@@ -46,9 +46,6 @@ SUBMISSIONS = Counter("lawlab_simulator_submissions_total",
                       ["epoch", "setting", "outcome"])
 MAX_SOURCE_CHARS = 200_000
 MAX_TRAJECTORY_EVENTS = 10_000
-_STATES = {"queued": simulator_pb2.SUBMISSION_STATE_QUEUED,
-           "scored": simulator_pb2.SUBMISSION_STATE_SCORED,
-           "failed": simulator_pb2.SUBMISSION_STATE_FAILED}
 
 
 def validate(task: Task, source: str) -> None:
@@ -83,7 +80,7 @@ def status_proto(row: SubmissionRow, epoch: EpochRow | None, fingerprint: str,
     out = simulator_pb2.SubmissionStatus(
         submission_id=row.submission_id, task_id=row.task_id,
         setting=convert.setting_from_name(row.setting), epoch=row.epoch,
-        state=_STATES.get(row.state, simulator_pb2.SUBMISSION_STATE_UNSPECIFIED),
+        state=enum_value(simulator_pb2.SubmissionState, row.state),
         release=(epoch.release_real if row.setting == "real" else epoch.release)
         if epoch is not None else "",
         released=released and row.state != "queued", world_fingerprint=fingerprint,

@@ -36,3 +36,65 @@ def test_attempt_failures_are_classified_into_causes():
     assert attempt.classify(Unavailable(grpc.StatusCode.INTERNAL)) is Cause.CRASH
     assert attempt.classify(KeyError("x")) is Cause.CRASH
     assert attempt.classify(AttemptFailed("gremlins", "?")) is Cause.CRASH  # not a cause
+
+
+# field names that always carry a closed vocabulary, wherever they appear
+VOCABULARY_NAMES = {"setting", "status", "state", "cause", "confidence", "score_status"}
+# (module, class, field) that use one of those names for something else
+NOT_A_VOCABULARY = {
+    ("lawlab.taskbuild.lsr_transform", "Candidate", "status"):
+        "the task builder's own funnel step (kept, dropped by a named filter)",
+}
+SANDBOX_SIDE = ("lawlab_sandbox.runner", "lawlab_agent.builtin.sr_fit",
+                "lawlab_agent.builtin.template_fit", "lawlab_agent.builtin.experimenter_fit")
+
+
+def _dataclasses():
+    import dataclasses
+    import importlib
+    import pkgutil
+
+    for top in ("lawlab", "lawlab_agent", "lawlab_simulator", "lawlab_judge", "lawlab_scorer",
+                "lawlab_sandbox"):
+        package = importlib.import_module(top)
+        for info in pkgutil.walk_packages(package.__path__, top + "."):
+            name = info.name
+            if name.endswith(("_pb2", "_pb2_grpc", "__main__")) or name in SANDBOX_SIDE:
+                continue
+            module = importlib.import_module(name)
+            for obj in vars(module).values():
+                if isinstance(obj, type) and dataclasses.is_dataclass(obj) \
+                        and obj.__module__ == name:
+                    yield name, obj
+
+
+def test_no_str_field_where_a_vocabulary_exists():
+    """Issue #32: a dataclass field named setting, status, state, cause, confidence
+    or score_status is typed with its vocabulary (lawlab.vocab), never plain str,
+    in the core and every service."""
+    import dataclasses
+
+    seen, plain = 0, []
+    for module, cls in _dataclasses():
+        typed = vocab.vocabulary_fields(cls)
+        for f in dataclasses.fields(cls):
+            if f.name not in VOCABULARY_NAMES:
+                continue
+            seen += 1
+            if f.name not in typed and (module, cls.__name__, f.name) not in NOT_A_VOCABULARY:
+                plain.append(f"{module}.{cls.__name__}.{f.name}: {f.type}")
+    assert seen >= 20  # the walk found the stores' rows, reports, outcomes
+    assert plain == []
+
+
+def test_rows_hold_members_and_refuse_unknown_words():
+    from lawlab.ledger import SessionRow
+    from lawlab_agent.store import TrialRecord
+
+    record = TrialRecord("t", "dnase_elisa", "parallel", "sr", "", 1, status="completed")
+    assert record.setting is Setting.PARALLEL and record.status is TrialStatus.COMPLETED
+    assert record.cause == ""  # unset stays unset
+    with pytest.raises(ValueError, match="TrialRecord.setting: 'virtual' is not a word of Setting"):
+        TrialRecord("t", "dnase_elisa", "virtual", "sr", "", 1)
+    row = SessionRow("s", "t", "real", "b", "e", "expired", "team", "", 0.0, 0.0, 0, 0)
+    assert row.state is vocab.SessionState.EXPIRED

@@ -220,8 +220,8 @@ def _read(args: argparse.Namespace, address: str) -> int:
         if args.verb == "trials":
             trials = stub.ListTrials(agent_pb2.ListTrialsRequest(campaign_id=args.campaign_id))
             rows = [[t.task_id, t.agent + (f"/{t.model}" if t.model else ""),
-                     {1: "real", 2: "parallel"}.get(t.setting, "?"), t.context, t.seed,
-                     agent_pb2.TrialStatus.Name(t.status).removeprefix("TRIAL_STATUS_").lower(),
+                     convert.setting_name(t.setting), t.context, t.seed,
+                     convert.enum_name(agent_pb2.TrialStatus, t.status),
                      t.attempts, convert.enum_name(agent_pb2.FailureCause, t.cause) or "-",
                      _fmt(t.scores.s_n if t.scores.HasField("s_n") else None),
                      _fmt(t.scores.s_v if t.scores.HasField("s_v") else None),
@@ -461,26 +461,30 @@ def cmd_audit(args: argparse.Namespace) -> int:
 def rows_from_trials(trials: list[agent_pb2.Trial], tasks_dir: Path) -> list[Row]:
     """Trial protos -> report rows, with each task's discipline, type and suite."""
     from lawlab.agent.v1 import agent_pb2
+    from lawlab.common.v1 import common_pb2
+    from lawlab.convert import from_enum
     from lawlab.report import Row
     from lawlab.tasks import TaskLibrary
+    from lawlab.vocab import RunStatus, Setting, TrialStatus, Unset
 
     library = TaskLibrary(tasks_dir)
     rows = []
     for t in trials:
         meta = library.get(t.task_id).meta if t.task_id in library else None
         notes = t.score_notes or ""
-        score_status = ""
-        if "S_N " in notes:
-            score_status = notes.split("S_N ", 1)[1].split(":", 1)[0].strip()
+        score_status: RunStatus | Unset = ""
+        if "S_N " in notes:  # the scoring note: "S_N <run status>: ..."
+            word = notes.split("S_N ", 1)[1].split(":", 1)[0].strip()
+            score_status = RunStatus(word) if word in RunStatus.__members__.values() else ""
 
         def score(name: str) -> float | None:
             return getattr(t.scores, name) if t.scores.HasField(name) else None
 
         rows.append(Row(
             agent=t.agent + (f"/{t.model}" if t.model else ""),
-            setting={1: "real", 2: "parallel"}.get(t.setting, "?"), context=t.context or "full",
-            task_id=t.task_id, seed=t.seed,
-            status=agent_pb2.TrialStatus.Name(t.status).removeprefix("TRIAL_STATUS_").lower(),
+            setting=Setting(from_enum(Setting, common_pb2.Setting, t.setting, "setting")),
+            context=t.context or "full", task_id=t.task_id, seed=t.seed,
+            status=TrialStatus(from_enum(TrialStatus, agent_pb2.TrialStatus, t.status, "status")),
             score_status=score_status, s_n=score("s_n"), s_v=score("s_v"), s_s=score("s_s"),
             discipline=meta.discipline if meta else "", multi_group=bool(meta and
                                                                          meta.multi_group),

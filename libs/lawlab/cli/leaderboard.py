@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from lawlab.ledger import Ledger
     from lawlab.report import Row
     from lawlab.tasks import TaskLibrary
+    from lawlab.vocab import TrialStatus
 
 
 def external_rows(ledger: Ledger, epoch_id: str, library: TaskLibrary) -> list[Row]:
@@ -37,8 +38,8 @@ def external_rows(ledger: Ledger, epoch_id: str, library: TaskLibrary) -> list[R
         released = epoch.releases(s.setting) and s.state != "queued"
         rows.append(Row(
             agent=f"team:{s.owner}", setting=s.setting, context="full", task_id=s.task_id,
-            seed=0, status="completed" if s.state == "scored" else s.state,
-            score_status="" if s.state != "failed" else "failed",
+            seed=0, status=TrialStatus.COMPLETED if s.state == "scored" else s.state,
+            score_status="",
             s_n=s.s_n if released else None, s_v=s.s_v if released else None,
             s_s=s.s_s if released else None,
             discipline=meta.discipline if meta else "", multi_group=bool(meta and meta.multi_group),

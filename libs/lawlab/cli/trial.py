@@ -218,7 +218,7 @@ def _trial_rows(trials: list[Any]) -> list[list[str]]:
         s = t.scores
         rows.append([
             t.task_id, convert.setting_name(t.setting),
-            agent_pb2.TrialStatus.Name(t.status).removeprefix("TRIAL_STATUS_").lower(),
+            convert.enum_name(agent_pb2.TrialStatus, t.status),
             t.turns,
             _fmt(s.s_n if s.HasField("s_n") else None),
             _fmt(s.s_v if s.HasField("s_v") else None),

@@ -14,6 +14,7 @@ import itertools
 from collections.abc import Callable
 from pathlib import Path
 
+from lawlab.vocab import Cause, TrialStatus, Unset
 from lawlab_agent import attempt
 from lawlab_agent.campaigns.scheduler import (
     RUNNING,
@@ -42,7 +43,7 @@ class LocalWorkers:
         self._ids = itertools.count(1)
         self._locks: dict[str, asyncio.Lock] = {}
 
-    async def _attempt(self, record: TrialRecord) -> tuple[TrialRecord, str, str]:
+    async def _attempt(self, record: TrialRecord) -> tuple[TrialRecord, Cause | Unset, str]:
         """Attempt ``record.attempts`` here, its trajectory straight to the service's disk."""
         path = self.trajectory_path(record.trial_id, record.attempts)
         record.trajectory = str(path)
@@ -75,7 +76,7 @@ class LocalWorkers:
                     # the caller went away (Ctrl-C on `lawlab trial run`) or the service
                     # is stopping: the trial stops here and says so, instead of showing
                     # 'running' until the next start; asking again starts a new attempt
-                    record.status, record.cause = "error", "cancelled"
+                    record.status, record.cause = TrialStatus.ERROR, Cause.CANCELLED
                     record.error = ("cancelled by the caller (or the agent service stopped) "
                                     f"after {record.turns} turns; run it again to resume")
                     self.store.end_attempt(record, "cancelled", record.cause, record.error)
@@ -87,7 +88,7 @@ class LocalWorkers:
             if cause == "config":
                 raise ConfigurationError(error)
             if cause:
-                record.status = "error"
+                record.status = TrialStatus.ERROR
                 await asyncio.to_thread(self.store.put, record)
                 TRIALS.labels(record.setting, "error").inc()
             else:

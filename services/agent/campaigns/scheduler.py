@@ -24,7 +24,7 @@ from pathlib import Path
 from prometheus_client import Counter, Gauge, Histogram
 
 from lawlab.errors import FailedPrecondition, NotFound
-from lawlab.vocab import Cause, TrialStatus
+from lawlab.vocab import Cause, TrialStatus, Unset, coerce
 from lawlab_agent import attempt
 from lawlab_agent import campaign as camp
 from lawlab_agent.campaigns import retry
@@ -85,8 +85,8 @@ class Offer:
 class Report:
     """How an attempt ended, as its worker reports it."""
 
-    status: str  # a final status; ignored when cause is set
-    cause: str = ""  # '' when the attempt ended the trial; else why it failed
+    status: TrialStatus | Unset  # a final status; ignored when cause is set
+    cause: Cause | Unset = ""  # '' when the attempt ended the trial; else why it failed
     error: str = ""
     turns: int = 0
     wall_seconds: float = 0.0
@@ -98,8 +98,11 @@ class Report:
     scores: dict[str, float | None] = field(default_factory=dict)
     trajectory: list[str] | None = None  # None: the worker wrote it to the service's disk
 
+    def __post_init__(self) -> None:
+        coerce(self)
+
     @classmethod
-    def of(cls, record: TrialRecord, cause: str, error: str) -> Report:
+    def of(cls, record: TrialRecord, cause: Cause | Unset, error: str) -> Report:
         return cls(status=record.status, cause=cause, error=error, turns=record.turns,
                    wall_seconds=record.wall_seconds, submission=record.submission,
                    notes=record.notes, prompt_tokens=record.prompt_tokens,
@@ -483,4 +486,5 @@ def _apply(record: TrialRecord, report: Report, trajectory: str) -> None:
         record.status = TrialStatus.ERROR if report.cause == Cause.CONFIG else TrialStatus.RETRYING
         record.cause, record.error = report.cause, report.error[:2000]
     else:
-        record.status, record.cause, record.error = report.status, "", ""
+        # a report without a cause carries a final status (wire.report_from_proto)
+        record.status, record.cause, record.error = TrialStatus(report.status), "", ""

@@ -8,6 +8,7 @@ import time
 
 from prometheus_client import Counter, Histogram
 
+from lawlab.vocab import TrialStatus
 from lawlab_agent.blocks import first_block
 from lawlab_agent.policy import Policy
 from lawlab_agent.store import Trajectory, TrialRecord
@@ -78,8 +79,9 @@ async def run_trial(record: TrialRecord, policy: Policy, clients: Clients,
         record.turns = await _loop(record, policy, trial, router, trajectory)
     finally:
         await close_trial(clients, trial)
-    record.status = ("max_turns_reached" if router.submission is None else
-                     "completed_forced_final" if router.forced_submission else "completed")
+    record.status = (TrialStatus.MAX_TURNS_REACHED if router.submission is None else
+                     TrialStatus.COMPLETED_FORCED_FINAL if router.forced_submission
+                     else TrialStatus.COMPLETED)
     record.prompt_tokens = int(policy.usage.get("prompt_tokens", 0))
     record.completion_tokens = int(policy.usage.get("completion_tokens", 0))
     submission = router.submission
