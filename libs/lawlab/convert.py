@@ -11,7 +11,7 @@ import pandas as pd
 
 from lawlab.common.v1 import common_pb2
 from lawlab.errors import InvalidArgument
-from lawlab.tasks import GROUP_COL, TaskMeta, Variable
+from lawlab.tasks import GROUP_COL, Caps, SolverTask, TaskMeta, Variable
 from lawlab.vocab import Setting, Unset
 
 
@@ -55,6 +55,25 @@ def variable_to_proto(v: Variable) -> common_pb2.Variable:
 
 def variable_from_proto(v: common_pb2.Variable) -> Variable:
     return Variable(v.name, v.unit, v.description, v.symbol, v.min, v.max)
+
+
+def caps_from_proto(c: common_pb2.Caps) -> Caps:
+    return Caps(c.max_law_constants, c.max_local_params, c.fit_timeout_seconds,
+                c.max_experiment_calls, c.max_points_per_call, c.min_samples_per_point,
+                c.max_samples_per_point, c.max_turns)
+
+
+def solver_task_from_proto(pb: common_pb2.TaskMetadata) -> SolverTask:
+    """The catalogue's message as the task a solver sees (the agent's one edge)."""
+    settings = (from_enum(Setting, common_pb2.Setting, s, "settings") for s in pb.settings)
+    return SolverTask(task_id=pb.task_id, title=pb.title, discipline=pb.discipline,
+                      context=pb.context, target=variable_from_proto(pb.target),
+                      inputs=tuple(variable_from_proto(v) for v in pb.inputs),
+                      multi_group=pb.type == common_pb2.TASK_TYPE_MULTI_GROUP,
+                      caps=caps_from_proto(pb.caps), metric=pb.metric,
+                      group_ids=tuple(pb.group_ids), group_description=pb.group_description,
+                      source=pb.source, license=pb.license, suite=pb.suite or "real",
+                      settings=tuple(s for s in settings if s))
 
 
 def meta_to_proto(meta: TaskMeta, group_ids: Sequence[str],

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -17,6 +17,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import yaml
+
+from lawlab.vocab import Setting
 
 GROUP_COL = "group_id"
 
@@ -40,6 +42,9 @@ class Variable:
             min=float(d.get("min", float("nan"))),
             max=float(d.get("max", float("nan"))),
         )
+
+    def renamed(self, name: str) -> "Variable":
+        return replace(self, name=name)
 
 
 @dataclass(frozen=True)
@@ -79,6 +84,34 @@ class TaskMeta:
     @property
     def type_label(self) -> str:
         return "II" if self.multi_group else "I"
+
+
+@dataclass(frozen=True)
+class SolverTask:
+    """A task as a solver sees it: what the simulator's catalogue shows (never
+    references, rubric, laws or how the held-out data was split). The agent's
+    policies, prompts, views and built-in agents read it; it is made from the
+    catalogue's message once where a trial opens (convert.solver_task_from_proto)."""
+
+    task_id: str
+    title: str
+    discipline: str
+    context: str
+    target: Variable
+    inputs: tuple[Variable, ...]
+    multi_group: bool
+    caps: Caps
+    metric: str = "rmse"
+    group_ids: tuple[str, ...] = ()
+    group_description: str = ""
+    source: str = ""
+    license: str = ""
+    suite: str = "real"
+    settings: tuple[Setting, ...] = ()  # the settings the task supports
+
+    @property
+    def input_names(self) -> list[str]:
+        return [v.name for v in self.inputs]
 
 
 @dataclass(frozen=True)

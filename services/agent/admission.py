@@ -14,10 +14,10 @@ from lawlab.agent.v1 import agent_pb2
 from lawlab.errors import FailedPrecondition, InvalidArgument, NotFound
 from lawlab.rpc.client import FAST_CALL
 from lawlab.simulator.v1 import simulator_pb2
+from lawlab.tasks import SolverTask
 from lawlab.vocab import Setting
 from lawlab_agent import campaign as camp
 from lawlab_agent.campaign import trial_id_for
-from lawlab_agent.domain import SolverTask
 from lawlab_agent.policy import ConfigurationError, Policy
 from lawlab_agent.store import Cell
 from lawlab_agent.trial.opening import Clients

@@ -14,9 +14,9 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 from lawlab.errors import InvalidArgument
+from lawlab.tasks import SolverTask
 from lawlab.trialid import decoding_json, trial_id_for
 from lawlab.vocab import Setting, coerce
-from lawlab_agent.domain import SolverTask
 from lawlab_agent.store import CampaignRow, Cell, Tally
 
 MAX_CELLS = 100_000
@@ -100,7 +100,7 @@ def expand(doc: dict, tasks: list[SolverTask],
         decoding = decoding_json(entry[2] if len(entry) > 2 else {})
         for setting in doc["settings"]:
             for t in chosen:
-                supported = set(t.settings) or {"real"}
+                supported = set(t.settings) or {Setting.REAL}
                 if setting not in supported:
                     if dropped is not None:
                         dropped.append(Dropped(t.task_id, setting, agent, model,

@@ -19,7 +19,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field, replace
 
-from lawlab_agent.domain import SolverTask
+from lawlab.tasks import SolverTask
 
 CONTEXTS = ("full", "no_var_detail", "anonymous_names", "numeric_only")
 

@@ -14,11 +14,11 @@ from lawlab.agent.v1 import agent_pb2
 from lawlab.common.v1 import common_pb2
 from lawlab.convert import enum_value, from_enum
 from lawlab.errors import InvalidArgument
+from lawlab.tasks import SolverTask
 from lawlab.trialid import decoding_overrides
 from lawlab.vocab import Cause, TrialStatus
 from lawlab_agent.campaign import Counts, Summary
 from lawlab_agent.campaigns.scheduler import SCORE_FIELDS, Report
-from lawlab_agent.domain import SolverTask
 from lawlab_agent.store import FINAL_STATUSES, Cell, TrialRecord
 from lawlab_agent.views import CONTEXTS
 
@@ -74,7 +74,7 @@ def report_from_proto(request: agent_pb2.CompleteTrialRequest) -> Report:
 
 
 def task_of(pb: common_pb2.TaskMetadata) -> SolverTask:
-    return SolverTask.from_proto(pb)
+    return convert.solver_task_from_proto(pb)
 
 
 def decoding_doc(pb: agent_pb2.Decoding, field: str, model: str | None) -> dict:

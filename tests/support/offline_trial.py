@@ -23,11 +23,10 @@ import pandas as pd
 import scipy
 
 from lawlab import convert
-from lawlab.tasks import Task
+from lawlab.tasks import SolverTask, Task
 from lawlab.world import World
 from lawlab_agent import prompts
 from lawlab_agent.blocks import first_block
-from lawlab_agent.domain import SolverTask, Variable
 from lawlab_agent.policy import Policy, TrialContext
 
 
@@ -48,7 +47,7 @@ def _namespace(train: pd.DataFrame, task: SolverTask) -> dict:
 def run(policy: Policy, task: Task, parallel: bool, seed: int = 1,
         world_seed: int = 20261201) -> Outcome:
     """One trial of ``policy`` on ``task`` (its served library copy, world included)."""
-    solver = SolverTask.from_proto(convert.meta_to_proto(task.meta, task.group_ids,
+    solver = convert.solver_task_from_proto(convert.meta_to_proto(task.meta, task.group_ids,
                                                          parallel=parallel))
     names = solver.input_names
     columns = [solver.target.name, *names] + (["group_id"] if solver.multi_group else [])
@@ -56,7 +55,7 @@ def run(policy: Policy, task: Task, parallel: bool, seed: int = 1,
     ns = _namespace(train, solver)
     world = World(task.world_spec(), task.world_arrays()) if parallel else None
     rng = np.random.default_rng(world_seed)
-    heldout = () if parallel else tuple(Variable.from_proto(convert.variable_to_proto(v))
+    heldout = () if parallel else tuple(convert.variable_from_proto(convert.variable_to_proto(v))
                                         for v in task.heldout_input_ranges())
     ctx = TrialContext(task=solver, parallel=parallel, seed=seed, heldout=heldout, messages=[
         {"role": "system", "content": prompts.system_prompt(solver, parallel)},

@@ -5,16 +5,16 @@ from __future__ import annotations
 
 import pytest
 
+from lawlab import convert
 from lawlab_agent import campaign as camp
 
 
 def test_selectors_ignore_case_and_list_valid_values_when_nothing_matches():
     from lawlab.common.v1 import common_pb2
     from lawlab.errors import InvalidArgument
-    from lawlab_agent.domain import SolverTask
 
     def meta(task_id, suite, discipline, multi=False):
-        return SolverTask.from_proto(common_pb2.TaskMetadata(
+        return convert.solver_task_from_proto(common_pb2.TaskMetadata(
             task_id=task_id, suite=suite, discipline=discipline,
             type=common_pb2.TASK_TYPE_MULTI_GROUP if multi else common_pb2.TASK_TYPE_SINGLE_GROUP))
 

@@ -13,9 +13,8 @@ from lawlab import structure, worldkey
 from lawlab.contract import static_check
 from lawlab.taskbuild.build import build_task
 from lawlab.taskbuild.specs import SPECS
-from lawlab.tasks import Task
+from lawlab.tasks import SolverTask, Task
 from lawlab_agent.builtin.experimenter import ExperimenterAgent, Hypotheses
-from lawlab_agent.domain import SolverTask
 from lawlab_agent.trial.tools import experiment_request
 from lawlab_agent.views import make_view
 from tests.support import offline_trial
@@ -28,7 +27,7 @@ def _solver(library, task_id: str, parallel: bool) -> SolverTask:
     from lawlab import convert
 
     t = library.get(task_id)
-    return SolverTask.from_proto(convert.meta_to_proto(t.meta, t.group_ids, parallel=parallel))
+    return convert.solver_task_from_proto(convert.meta_to_proto(t.meta, t.group_ids, parallel=parallel))
 
 
 def _title(source: str) -> str:

@@ -79,11 +79,11 @@ def test_every_package_is_in_the_wheel():
 
 def test_the_agent_service_has_no_long_function_and_no_generated_messages_inside():
     """Issue #20: no function in services/agent over 60 lines; the policies, prompts,
-    views, campaign grids and built-in agents work on lawlab_agent.domain, so only
+    views, campaign grids and built-in agents work on the core's lawlab.tasks.SolverTask, so only
     the service's edges (servicer, admission, wire, server, worker, the trial
     room's RPC calls, the status page's external feed) import a *_pb2 module."""
     agent = ROOT / "services" / "agent"
-    edges = {"servicer.py", "admission.py", "wire.py", "server.py", "worker.py", "domain.py",
+    edges = {"servicer.py", "admission.py", "wire.py", "server.py", "worker.py",
              "status_page.py", "trial/opening.py", "trial/tools.py", "trial/scoring.py",
              "campaigns/scheduler.py"}
     long, inside = [], []
@@ -124,3 +124,15 @@ def test_the_simulator_service_is_rooms_behind_a_thin_servicer():
                     node.end_lineno - node.lineno + 1 > 60:
                 long.append(f"{path.name}:{node.name}")
     assert not long, long
+
+
+def test_one_solver_facing_task_model():
+    """Issue #32: the variables, caps and solver-facing task are the core's
+    (lawlab.tasks); no service defines its own."""
+    own = []
+    for path in (ROOT / "services").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ClassDef) and node.name in ("Variable", "Caps", "SolverTask",
+                                                                "TaskMeta"):
+                own.append(f"{path.relative_to(ROOT)}:{node.name}")
+    assert own == []

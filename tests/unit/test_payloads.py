@@ -10,8 +10,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from lawlab import convert
 from lawlab.common.v1 import common_pb2
-from lawlab_agent.domain import SolverTask
+from lawlab.tasks import SolverTask
 from lawlab_agent.payloads import PayloadError, parse_experiment
 from lawlab_agent.trial.tools import experiment_request
 from lawlab_agent.views import make_view
@@ -89,7 +90,7 @@ def _task(multi: bool) -> SolverTask:
     t.target.name = "conc"
     for name in TWO:
         t.inputs.add(name=name)
-    return SolverTask.from_proto(t)
+    return convert.solver_task_from_proto(t)
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])

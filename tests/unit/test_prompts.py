@@ -13,7 +13,6 @@ from lawlab import antihack, convert
 from lawlab.contract import static_check
 from lawlab_agent import prompts
 from lawlab_agent.blocks import first_block
-from lawlab_agent.domain import SolverTask, Variable
 
 CASES = [("puromycin_enzyme_kinetics", False), ("puromycin_enzyme_kinetics", True),
          ("dnase_elisa", False), ("dnase_elisa", True), ("theophylline_pk", False)]
@@ -21,7 +20,7 @@ CASES = [("puromycin_enzyme_kinetics", False), ("puromycin_enzyme_kinetics", Tru
 
 def _task(library, task_id, parallel):
     t = library.get(task_id)
-    return SolverTask.from_proto(convert.meta_to_proto(t.meta, t.group_ids, parallel=parallel)), t
+    return convert.solver_task_from_proto(convert.meta_to_proto(t.meta, t.group_ids, parallel=parallel)), t
 
 
 def checklist(task, parallel: bool) -> dict[str, list[str]]:
@@ -126,7 +125,7 @@ def _doc_block(library, task_id: str, parallel: bool) -> str:
     t = library.get(task_id)
     heldout = None
     if not parallel:  # the Real prompt shows the held-out ranges, as the simulator sends them
-        heldout = [Variable.from_proto(convert.variable_to_proto(v))
+        heldout = [convert.variable_from_proto(convert.variable_to_proto(v))
                    for v in t.heldout_input_ranges()]
     return ("```text\n" + prompts.system_prompt(task, parallel) + "\n```\n\n```text\n"
             + prompts.user_prompt(task, parallel, heldout) + "\n```")

@@ -23,11 +23,11 @@ if TYPE_CHECKING:
     from lawlab.ledger import Ledger
     from lawlab.report import Row
     from lawlab.tasks import TaskLibrary
-    from lawlab.vocab import TrialStatus
 
 
 def external_rows(ledger: Ledger, epoch_id: str, library: TaskLibrary) -> list[Row]:
     from lawlab.report import Row
+    from lawlab.vocab import TrialStatus
 
     epoch = ledger.epoch(epoch_id)
     if epoch is None:

@@ -15,8 +15,8 @@ import json
 import math
 
 from lawlab.contract import law_module
+from lawlab.tasks import SolverTask
 from lawlab_agent.builtin.template import design
-from lawlab_agent.domain import SolverTask
 from lawlab_agent.policy import PolicyDefaults, TrialContext
 
 

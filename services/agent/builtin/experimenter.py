@@ -54,10 +54,10 @@ from lawlab.contract import law_module
 from lawlab.expr import Expression
 from lawlab.taskbuild import mechanisms
 from lawlab.taskbuild.specs import SPECS, TaskSpec
+from lawlab.tasks import SolverTask
 from lawlab.world import residual_space
 from lawlab_agent.builtin.sr import SRAgent
 from lawlab_agent.builtin.template import TemplateAgent, design
-from lawlab_agent.domain import SolverTask
 from lawlab_agent.policy import PolicyDefaults, TrialContext
 
 FIT_SOURCE = Path(__file__).with_name("experimenter_fit.py").read_text()

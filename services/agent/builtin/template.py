@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from lawlab.contract import law_module
-from lawlab_agent.domain import SolverTask
+from lawlab.tasks import SolverTask
 from lawlab_agent.policy import PolicyDefaults, TrialContext
 
 FIT_CODE = Path(__file__).with_name("template_fit.py").read_text() + "\nmain()\n"

@@ -6,14 +6,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from lawlab import convert
 from lawlab.common.v1 import common_pb2
 from lawlab.judge.v1 import judge_pb2_grpc
 from lawlab.rpc.client import FAST_CALL
 from lawlab.sandbox.v1 import sandbox_pb2, sandbox_pb2_grpc
 from lawlab.scorer.v1 import scorer_pb2_grpc
 from lawlab.simulator.v1 import simulator_pb2, simulator_pb2_grpc
+from lawlab.tasks import SolverTask, Variable
 from lawlab_agent import prompts
-from lawlab_agent.domain import SolverTask, Variable
 from lawlab_agent.policy import Policy, TrialContext
 from lawlab_agent.store import TrialRecord
 from lawlab_agent.views import View, make_view
@@ -62,7 +63,7 @@ async def _starting_data(clients: Clients, view: View, session: simulator_pb2.Se
     if not parallel:
         train = await clients.simulator.GetTrainingData(
             simulator_pb2.GetTrainingDataRequest(session_id=session.session_id), timeout=FAST_CALL)
-        heldout = [Variable.from_proto(v).renamed(view.to_solver.get(v.name, v.name))
+        heldout = [convert.variable_from_proto(v).renamed(view.to_solver.get(v.name, v.name))
                    for v in train.heldout_input_ranges]
         return solver_table(view, train.train), heldout, ""
     if not session.budget.calls_used:
@@ -78,7 +79,7 @@ async def _starting_data(clients: Clients, view: View, session: simulator_pb2.Se
 async def open_trial(record: TrialRecord, policy: Policy, clients: Clients,
                      max_turns: int | None) -> OpenTrial:
     parallel = record.setting == "parallel"
-    task = SolverTask.from_proto((await clients.simulator.GetTask(
+    task = convert.solver_task_from_proto((await clients.simulator.GetTask(
         simulator_pb2.GetTaskRequest(task_id=record.task_id), timeout=FAST_CALL)).task)
     view = make_view(task, record.context)
     seen = view.task

@@ -13,7 +13,7 @@ from lawlab.convert import enum_name
 from lawlab.judge.v1 import judge_pb2
 from lawlab.rpc.client import SCORING_CALL
 from lawlab.scorer.v1 import scorer_pb2
-from lawlab_agent.domain import SolverTask
+from lawlab.tasks import SolverTask
 from lawlab_agent.store import Trajectory, TrialRecord
 from lawlab_agent.trial.opening import Clients
 
