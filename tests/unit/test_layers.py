@@ -136,3 +136,23 @@ def test_one_solver_facing_task_model():
                                                                 "TaskMeta"):
                 own.append(f"{path.relative_to(ROOT)}:{node.name}")
     assert own == []
+
+
+def test_built_in_agents_share_a_kit_not_each_others_private_methods():
+    """Issue #32: the sandbox-side scripts live in services/agent/builtin/scripts/
+    (read as text, never imported by the service), and an agent reaches another's
+    code only through builtin/kit.py: no `OtherAgent._private(...)`."""
+    builtin = ROOT / "services" / "agent" / "builtin"
+    assert {p.name for p in (builtin / "scripts").glob("*_fit.py")} == {
+        "sr_fit.py", "template_fit.py", "experimenter_fit.py"}
+    assert not list(builtin.glob("*_fit.py"))
+    reached = []
+    for path in builtin.glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Attribute) and node.attr.startswith("_") \
+                    and not node.attr.startswith("__") and isinstance(node.value, ast.Name) \
+                    and node.value.id not in ("self", "cls") and node.value.id[:1].isupper():
+                reached.append(f"{path.name}: {node.value.id}.{node.attr}")
+            if isinstance(node, ast.ImportFrom) and node.module and ".scripts" in node.module:
+                reached.append(f"{path.name} imports {node.module}")
+    assert reached == []

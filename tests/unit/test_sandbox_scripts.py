@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-SCRIPTS = sorted((ROOT / "services" / "agent" / "builtin").glob("*_fit.py"))
+SCRIPTS = sorted((ROOT / "services" / "agent" / "builtin" / "scripts").glob("*_fit.py"))
 
 
 def _gate() -> set[str]:

@@ -45,8 +45,7 @@ NOT_A_VOCABULARY = {
     ("lawlab.taskbuild.lsr_transform", "Candidate", "status"):
         "the task builder's own funnel step (kept, dropped by a named filter)",
 }
-SANDBOX_SIDE = ("lawlab_sandbox.runner", "lawlab_agent.builtin.sr_fit",
-                "lawlab_agent.builtin.template_fit", "lawlab_agent.builtin.experimenter_fit")
+SANDBOX_SIDE = ("lawlab_sandbox.runner", "lawlab_agent.builtin.scripts")
 
 
 def _dataclasses():
@@ -59,7 +58,7 @@ def _dataclasses():
         package = importlib.import_module(top)
         for info in pkgutil.walk_packages(package.__path__, top + "."):
             name = info.name
-            if name.endswith(("_pb2", "_pb2_grpc", "__main__")) or name in SANDBOX_SIDE:
+            if name.endswith(("_pb2", "_pb2_grpc", "__main__")) or name.startswith(SANDBOX_SIDE):
                 continue
             module = importlib.import_module(name)
             for obj in vars(module).values():

@@ -45,7 +45,6 @@ import ast
 import json
 import math
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -56,11 +55,11 @@ from lawlab.taskbuild import mechanisms
 from lawlab.taskbuild.specs import SPECS, TaskSpec
 from lawlab.tasks import SolverTask
 from lawlab.world import residual_space
+from lawlab_agent.builtin.kit import design, fallback, script
 from lawlab_agent.builtin.sr import SRAgent
-from lawlab_agent.builtin.template import TemplateAgent, design
 from lawlab_agent.policy import PolicyDefaults, TrialContext
 
-FIT_SOURCE = Path(__file__).with_name("experimenter_fit.py").read_text()
+FIT_SOURCE = script("experimenter_fit")
 SPEC_BY_ID: dict[str, TaskSpec] = {s.task_id: s for s in SPECS}
 DESIGN_CALLS = 3
 MAX_PIECES = 3
@@ -326,7 +325,7 @@ class ExperimenterAgent(PolicyDefaults):
 
     def _final(self, ctx: TrialContext) -> str:
         if self._best is None or not self._fit:
-            return TemplateAgent._fallback(ctx)
+            return fallback(ctx)
         assert self._space is not None
         h, multi = self._best, self._space.multi
         names = Expression(h.expr).names

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import ast
 import json
-from pathlib import Path
 from typing import cast
 
 import numpy as np
@@ -25,10 +24,10 @@ import sympy
 
 from lawlab.contract import law_module
 from lawlab.expr import Expression, ExpressionError
-from lawlab_agent.builtin.template import TemplateAgent, design
+from lawlab_agent.builtin.kit import design, fallback, last_result, script
 from lawlab_agent.policy import PolicyDefaults, TrialContext
 
-FIT_SOURCE = Path(__file__).with_name("sr_fit.py").read_text()
+FIT_SOURCE = script("sr_fit")
 DESIGN_CALLS = 3
 HOTSPOTS = 5
 # genetic programming's budget per regression call, in evaluations (reproducible,
@@ -156,7 +155,7 @@ class SRAgent(PolicyDefaults):
         return payload
 
     async def reply(self, ctx: TrialContext, forced: bool) -> str:
-        result = TemplateAgent._last_result(ctx)
+        result = last_result(ctx)
         if result and result.get("gp_capped") and not self.notes:
             # recorded on the trial: its law came from a time-bounded search
             spent = ", ".join(f"{a:,} of {b:,}" for a, b in result["gp_capped"])
@@ -166,7 +165,7 @@ class SRAgent(PolicyDefaults):
         parallel = ctx.parallel
         if forced:
             return self._final(ctx, result) if result and result.get("ok") else \
-                TemplateAgent._fallback(ctx)
+                fallback(ctx)
         if parallel and self._experiments < DESIGN_CALLS:
             payload = design(ctx.task, self._experiments, ctx.seed)
             self._experiments += 1
@@ -177,7 +176,7 @@ class SRAgent(PolicyDefaults):
         if result is None or not result.get("ok"):
             if self._fits < 2:
                 return self._fit_call(ctx, 0)
-            return TemplateAgent._fallback(ctx)
+            return fallback(ctx)
         if parallel and not self._refined and result.get("hotspots"):
             self._refined = True
             payload = self._refinement(ctx, result["hotspots"])
@@ -198,7 +197,7 @@ class SRAgent(PolicyDefaults):
             else:
                 core, constants = parameterise(canonical(result["expr"]))
         except (ExpressionError, SyntaxError, ValueError, KeyError):
-            return TemplateAgent._fallback(ctx)
+            return fallback(ctx)
         local: dict[str, float] | None = None
         if multi:
             n_local = min(2, ctx.task.caps.max_local_params)

@@ -1,0 +1,69 @@
+"""What the built-in agents share: their sandbox-side scripts, the design of
+experiments, reading a script's result and the fallback law."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import numpy as np
+
+from lawlab.contract import law_module
+from lawlab.tasks import SolverTask
+from lawlab_agent.policy import TrialContext
+
+SCRIPTS = Path(__file__).with_name("scripts")
+RESULT_PREFIX = "LAWLAB_RESULT "
+
+
+def script(name: str) -> str:
+    """The source of a sandbox-side script (``scripts/<name>.py``)."""
+    return (SCRIPTS / f"{name}.py").read_text()
+
+
+def design(task: SolverTask, call: int, seed: int) -> dict:
+    """A space-filling design for experiment call ``call`` (0-based)."""
+    rng = np.random.default_rng([seed % 2**32, call])
+    n = task.caps.max_points_per_call
+    payload: dict = {}
+    for v in task.inputs:
+        lo, hi = v.min, v.max
+        # stratified (Latin-hypercube-like) positions, shifted per call
+        u = (rng.permutation(n) + rng.random(n)) / n
+        if lo > 0 and hi / lo >= 100:
+            values = lo * (hi / lo) ** u
+        else:
+            values = lo + (hi - lo) * u
+        payload[v.name] = [float(x) for x in values]
+    multi = task.multi_group
+    if multi:
+        groups = list(task.group_ids)
+        payload["group_id"] = [groups[(call * n + i) % len(groups)] for i in range(n)]
+    payload["n_samples"] = 1
+    return payload
+
+
+def last_result(ctx: TrialContext) -> dict | None:
+    """The last ``LAWLAB_RESULT {...}`` line a script printed, if any."""
+    for message in reversed(ctx.messages):
+        if message["role"] != "user":
+            continue
+        for line in message["content"].splitlines():
+            if line.startswith(RESULT_PREFIX):
+                return dict(ast.literal_eval(line[len(RESULT_PREFIX):]))
+    return None
+
+
+def fallback(ctx: TrialContext) -> str:
+    """A straight line in the first input (a per-group offset for Type II), for an
+    agent whose search failed."""
+    multi = ctx.task.multi_group
+    x = ctx.task.inputs[0].name
+    mid = (ctx.task.target.min + ctx.task.target.max) / 2
+    module = law_module(
+        title="fallback: the family search failed, a straight line is submitted",
+        expr=f"a + b * {x}", used_inputs=[x],
+        constants={"b": 0.0} if multi else {"a": mid, "b": 0.0},
+        local_init={"a": mid} if multi else None)
+    return ("The family search did not finish; I submit a simple fallback.\n"
+            f"<final_formula>\n{module}</final_formula>")
