@@ -208,10 +208,11 @@ async def run(args: argparse.Namespace) -> None:
               f"{l50 * 1000:.2f} ms | {p50 / l50:.2f}x |")
     print()
     print("| concurrent sessions, closed loop (100-point queries) | queries/s | p99 | "
-          "server CPU (cores) |")
-    print("|---|---|---|---|")
+          "server CPU (cores) | server CPU per query |")
+    print("|---|---|---|---|---|")
     for k, (qps, p99) in tput.items():
-        print(f"| {k} | {qps:.0f} | {p99 * 1000:.1f} ms | {cores[k]:.2f} |")
+        print(f"| {k} | {qps:.0f} | {p99 * 1000:.1f} ms | {cores[k]:.2f} | "
+              f"{cores[k] / qps * 1000:.2f} ms |")
     print()
     print("| two processes (LAWLAB_SIMULATOR_PROCESSES=2), closed loop | queries/s | p99 |")
     print("|---|---|---|")
