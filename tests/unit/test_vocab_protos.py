@@ -12,9 +12,17 @@ from lawlab.common.v1 import common_pb2
 from lawlab.convert import enum_name, enum_value
 from lawlab.errors import InvalidArgument
 from lawlab.judge.v1 import judge_pb2
+from lawlab.sandbox.v1 import sandbox_pb2
+from lawlab.simulator.v1 import simulator_pb2
 
 PAIRS = [(vocab.Cause, agent_pb2.FailureCause), (vocab.RunStatus, common_pb2.RunStatus),
-         (vocab.JudgeBackend, judge_pb2.JudgeBackend), (vocab.Confidence, judge_pb2.Confidence)]
+         (vocab.JudgeBackend, judge_pb2.JudgeBackend), (vocab.Confidence, judge_pb2.Confidence),
+         # their hand-written maps are gone (issue #32): the words are the wire's
+         (vocab.Setting, common_pb2.Setting), (vocab.TrialStatus, agent_pb2.TrialStatus),
+         (vocab.CampaignState, agent_pb2.CampaignState),
+         (vocab.SessionState, simulator_pb2.SessionState),
+         (vocab.SubmissionState, simulator_pb2.SubmissionState),
+         (vocab.ExecStatus, sandbox_pb2.ExecStatus)]
 
 
 @pytest.mark.parametrize("words, enum", PAIRS, ids=[p[0].__name__ for p in PAIRS])
