@@ -27,6 +27,7 @@ from typing import Any
 from lawlab.vocab import ExecStatus, coerce
 
 RUNNER = Path(__file__).with_name("runner.py")
+CALL = b"\x01"  # runner.CALL: one call, with its stdout, stderr and request pipes
 SESSION_UID_BASE = 61000  # warm session k runs as uid/gid SESSION_UID_BASE + k
 SESSION_UIDS = 1000
 SLOT_UID_BASE = 62000  # cold box slot k runs as uid/gid SLOT_UID_BASE + k
@@ -160,6 +161,7 @@ def bwrap_argv(mode: str, data_file: Path | None, extra: list[str] | None = None
     argv += [
         "--proc", "/proc",  # a fresh procfs of the box's own pid namespace
         "--dev", "/dev",
+        "--remount-ro", "/dev",
         "--remount-ro", "/",
         "--chdir", "/tmp",
         "--setenv", "HOME", "/tmp",
@@ -168,6 +170,9 @@ def bwrap_argv(mode: str, data_file: Path | None, extra: list[str] | None = None
         "--setenv", "OMP_NUM_THREADS", "1",
         "--setenv", "MKL_NUM_THREADS", "1",
         "--setenv", "MPLBACKEND", "Agg",
+        # /dev is read-only (nothing a call leaves there reaches the next call of a
+        # warm box); joblib would warn that it cannot make semaphores in /dev/shm
+        "--setenv", "JOBLIB_MULTIPROCESSING", "0",
         sys.executable, "-I", "-B", "/box/runner.py", mode, *(extra or []),
     ]
     return argv
@@ -296,7 +301,7 @@ class Zygote:
     misbehaving zygote) kills it; the next call starts a fresh one. It is also
     recycled after ``max_calls`` calls."""
 
-    def __init__(self, uid: int | None, data_file: Path, max_calls: int = 1000) -> None:
+    def __init__(self, uid: int | None, data_file: Path | None, max_calls: int = 1000) -> None:
         self.uid = uid
         self.scratch: Scratch | None = None
         self.data_file = data_file
@@ -354,12 +359,16 @@ class Zygote:
                                          os.fdopen(fd, "rb"))
             readers.append(asyncio.ensure_future(_drain(reader, output_cap, flood)))
         sock = self.sock
-        message = len(request).to_bytes(8, "little") + request
+        # the request goes through its own pipe, read by the forked child only
+        # (runner.run_zygote): the zygote never holds a call's code or data
+        req_r, req_w = os.pipe()
+        writer, _ = await loop.connect_write_pipe(asyncio.Protocol, os.fdopen(req_w, "wb"))
+        writer.write(request)
+        writer.close()  # EOF once written; a child that dies unread breaks the pipe
 
         def send() -> None:
             sock.settimeout(10)
-            sent = socket.send_fds(sock, [message[:65536]], [out_w, err_w])
-            sock.sendall(message[sent:])
+            socket.send_fds(sock, [CALL], [out_w, err_w, req_r])
 
         def receive() -> bytes:
             sock.settimeout(None)
@@ -380,6 +389,7 @@ class Zygote:
         finally:
             os.close(out_w)
             os.close(err_w)
+            os.close(req_r)
         reply = asyncio.ensure_future(asyncio.to_thread(receive))
         # after a kill the pending receive fails with EOF: that is expected, not an error
         reply.add_done_callback(lambda f: f.cancelled() or f.exception())

@@ -106,7 +106,8 @@ class DockerBackend:
                           "noexec,nosuid,nodev,mode=1777")}
         tmpfs.update({d: "ro,size=4k,nr_inodes=16,noexec,nosuid,nodev,mode=755" for d in MASKED})
         env = ["HOME=/tmp", "PATH=/usr/bin", "OPENBLAS_NUM_THREADS=1", "OMP_NUM_THREADS=1",
-               "MKL_NUM_THREADS=1", "MPLBACKEND=Agg"]
+               "MKL_NUM_THREADS=1", "MPLBACKEND=Agg",
+               "JOBLIB_MULTIPROCESSING=0"]
         cpu = int(box.DEFAULT_TIMEOUT) + 5
         return dict(
             image=self.image,
@@ -142,7 +143,7 @@ class DockerBackend:
             stdin_open=False,
         )
 
-    def zygote(self, uid: int | None, data_file: Path) -> DockerZygote:
+    def zygote(self, uid: int | None, data_file: Path | None) -> DockerZygote:
         return DockerZygote(self, data_file)
 
     async def run_box(self, mode: str, request: bytes, data_file: Path | None = None,
@@ -164,7 +165,7 @@ class DockerZygote(box.Zygote):
     that the containerised runner connects to."""
 
     def __init__(self, backend: DockerBackend, data_file: Path | None) -> None:
-        super().__init__(None, data_file)  # type: ignore[arg-type]
+        super().__init__(None, data_file)
         self.backend = backend
         self.container: Any = None  # a docker Container once started
         self.ctl_dir: Path | None = None

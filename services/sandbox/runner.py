@@ -441,16 +441,6 @@ def _wipe_scratch() -> None:
     wipe("/tmp")
 
 
-def _recv_exact(sock, n: int) -> bytes:
-    buf = b""
-    while len(buf) < n:
-        chunk = sock.recv(min(1 << 20, n - len(buf)))
-        if not chunk:
-            raise EOFError
-        buf += chunk
-    return buf
-
-
 def _wait_child(pid: int, sock) -> int | None:
     """The child's exit code; or None after killing it if the host closed the
     control socket meanwhile (the host died: the call has nobody to answer)."""
@@ -506,10 +496,18 @@ def _run_child(req: dict, cached) -> int:
     return run_exec(req, cached)
 
 
+CALL = b"\x01"  # one call: with it come three fds, stdout, stderr and the request
+
+
 def run_zygote(where: str) -> int:
-    """Serve requests from the host: each is forked into a child that applies the
-    runtime filter, runs the code with the passed pipes as stdout/stderr, and exits.
-    The zygote answers with the child's exit status, then wipes scratch."""
+    """Serve requests from the host: each is forked into a child that reads its
+    request from the passed pipe, applies the runtime filter, runs the code with
+    the passed pipes as stdout/stderr, and exits. The zygote answers with the
+    child's exit status, then wipes scratch.
+
+    The zygote itself never reads a request: a call's code and data reach only
+    its own child, so a later call (a submission slot serves every task and
+    every team) cannot find an earlier one's in the memory it inherits."""
     import gc
     import socket
 
@@ -518,14 +516,12 @@ def run_zygote(where: str) -> int:
     _warm_up()
     while True:
         try:
-            head, fds, _, _ = socket.recv_fds(sock, 8, 2)
-            if not head:
-                return 0
-            head += _recv_exact(sock, 8 - len(head))
-            req = json.loads(_recv_exact(sock, int.from_bytes(head, "little")))
+            head, fds, _, _ = socket.recv_fds(sock, 1, 3)
         except (EOFError, OSError, ValueError):
             return 0
-        if len(fds) != 2:
+        if not head:
+            return 0
+        if head != CALL or len(fds) != 3:
             return 3
         try:
             frame = data.get()
@@ -545,11 +541,13 @@ def run_zygote(where: str) -> int:
                 os.dup2(fds[1], 2)
                 os.close(fds[0])
                 os.close(fds[1])
+                with os.fdopen(fds[2], "rb") as body:
+                    req = json.loads(body.read())
                 status = _run_child(req, frame)
             finally:
                 os._exit(status)
-        os.close(fds[0])
-        os.close(fds[1])
+        for fd in fds:
+            os.close(fd)
         code = _wait_child(pid, sock)
         if code is None:  # the host is gone: nothing may outlive it
             return 0

@@ -14,8 +14,9 @@ lands where an honest fit does.
 The optimiser is trusted code in the scorer: a Levenberg-Marquardt loop with
 forward-difference Jacobians. The submission only ever runs in the sandbox,
 which is asked for predictions at the constants the optimiser chooses, so the
-submission cannot tamper with the fit itself. Each sandbox run is a fresh box,
-so runs are batched: an iteration first runs its step and the Jacobian there
+submission cannot tamper with the fit itself. Each sandbox run is a call of a
+warm box (tens of milliseconds; a cold box pays about 1.5 s of imports), and
+runs are batched: an iteration first runs its step and the Jacobian there
 together; if the step does not lower the cost, the remaining damped steps run
 together, then the Jacobian at the accepted one (at most three runs per
 iteration, the same path as trying the steps one at a time).

@@ -283,3 +283,53 @@ def test_a_non_root_service_runs_boxes_under_its_own_uid():
         proc.terminate()
         proc.wait(timeout=30)
         shutil.rmtree(work, ignore_errors=True)
+
+
+SCAN = r'''
+os = __import__("os", {})  # past the import gate, as an attacker would
+re = __import__("re", {})
+found = 0
+with open("/proc/self/maps") as maps, open("/proc/self/mem", "rb", 0) as mem:
+    for line in maps:
+        fields = line.split()
+        if "r" not in fields[1] or (len(fields) > 5 and not fields[5].startswith("[heap")):
+            continue
+        lo, hi = (int(v, 16) for v in fields[0].split("-"))
+        try:
+            mem.seek(lo)
+            found += len(re.findall(rb"LEAKPROBE[0-9]{12}", mem.read(hi - lo)))
+        except OSError:
+            pass
+NS = float(os.stat("/proc/self/ns/pid").st_ino)
+LEFT = float(len(os.listdir("/tmp")))
+def predict(X, a):
+    return [float(found), NS, LEFT][: len(X)] + [0.0] * (len(X) - 3)
+'''
+
+
+def _probe(box, source: str) -> tuple[float, float, float]:
+    stub, _ = box
+    x = common_pb2.Table(columns=[common_pb2.NamedColumn(name="c", values=[1.0, 2.0, 3.0])])
+    contract = pb.Contract(type=common_pb2.TASK_TYPE_SINGLE_GROUP, max_law_constants=2)
+    r = stub.RunSubmission(pb.RunSubmissionRequest(
+        submission=common_pb2.Submission(source=HEAD + "LOCAL_FITTABLE = {}\n" + source),
+        contract=contract, jobs=[pb.SubmissionJob(job_id="j", x=x)]), timeout=60)
+    assert r.status == pb.SUBMISSION_STATUS_OK and r.results[0].ok, (r.message, r.results)
+    found, ns, left = r.results[0].predictions
+    return found, ns, left
+
+
+def test_a_warm_submission_slot_keeps_nothing_of_the_run_before(box):
+    """Submission runs share warm boxes across tasks and teams: a later run, reading
+    all of its own memory and its scratch, finds nothing of an earlier one's source
+    or files. The control shows that the scan sees a string of its own request."""
+    _, ns_control, _ = _probe(box, 'MINE = "LEAKPROBE271828182845"\n' + SCAN)
+    found_own = _probe(box, 'MINE = "LEAKPROBE271828182845"\n' + SCAN)[0]
+    assert found_own >= 1  # the scan works
+    victim = ("SECRET = 'LEAKPROBE314159265358'\n"
+              "open('/tmp/left-behind', 'w').write(SECRET)\n"
+              "def predict(X, a):\n    return a * X[:, 0]\n")
+    assert _submit(box, HEAD + "LOCAL_FITTABLE = {}\n" + victim).status == pb.SUBMISSION_STATUS_OK
+    found, ns, left = _probe(box, SCAN)
+    assert ns == ns_control  # the same warm box served all of these runs
+    assert found == 0 and left == 0
