@@ -32,7 +32,7 @@ from lawlab.convert import enum_value
 from lawlab.rpc.client import FAST_CALL, sync_channel
 from lawlab.simulator.v1 import simulator_pb2 as pb
 from lawlab.simulator.v1 import simulator_pb2_grpc
-from lawlab.vocab import Setting
+from lawlab.vocab import Setting, word_of
 
 
 def _dict(message: Any) -> dict[str, Any]:
@@ -89,7 +89,7 @@ class SimulatorClient:
     def open(self, task_id: str, setting: str = "parallel") -> dict[str, Any]:
         """A session on your team's budget for this task and epoch (reopening
         continues it: the calls already used stay used)."""
-        if setting not in Setting.__members__.values():
+        if word_of(Setting, setting) is None:
             raise ValueError(f"setting must be one of {sorted(Setting)}")
         return _dict(self._stub.OpenSession(
             pb.OpenSessionRequest(task_id=task_id, setting=enum_value(common_pb2.Setting, setting)),

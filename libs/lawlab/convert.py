@@ -12,7 +12,7 @@ import pandas as pd
 from lawlab.common.v1 import common_pb2
 from lawlab.errors import InvalidArgument
 from lawlab.tasks import GROUP_COL, Caps, SolverTask, TaskMeta, Variable
-from lawlab.vocab import Setting, Unset
+from lawlab.vocab import Setting, Unset, word_of
 
 
 def frame_to_table(df: pd.DataFrame, columns: Sequence[str] | None = None) -> common_pb2.Table:
@@ -117,7 +117,7 @@ def setting_name(setting: int) -> str:
 
 
 def setting_from_name(name: str) -> common_pb2.Setting:
-    if name.lower() not in Setting.__members__.values():
+    if word_of(Setting, name.lower()) is None:
         raise InvalidArgument("setting", f"unknown setting {name!r}; use real or parallel")
     return enum_value(common_pb2.Setting, name.lower(), "setting")
 
@@ -147,6 +147,13 @@ def from_enum(vocabulary: type[V], enum: type[int], number: int, field: str = ""
     value): :func:`enum_name`'s word, typed."""
     word = enum_name(enum, number, field)
     return vocabulary(word) if word else ""
+
+
+def word(enum: type[int], name: str) -> str:
+    """A proto enum's value *name* (as JSON renderings of messages carry it:
+    "SETTING_PARALLEL") as lawlab's vocabulary word ("parallel")."""
+    wrapper: Any = enum
+    return enum_name(enum, int(wrapper.Value(name)))
 
 
 def enum_value(enum: type[E], word: str, field: str = "") -> E:

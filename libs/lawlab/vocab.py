@@ -14,7 +14,7 @@ import sys
 import types
 import typing
 from enum import StrEnum
-from typing import Any, Literal, Union
+from typing import Any, Literal, TypeVar, Union
 
 # the zero value of a proto enum: a field that is not set (no cause, no status yet)
 Unset = Literal[""]
@@ -158,6 +158,15 @@ def vocabulary_fields(cls: Any) -> dict[str, tuple[type[StrEnum], ...]]:
     return out
 
 
+W = TypeVar("W", bound=StrEnum)
+
+
+def word_of(vocabulary: type[W], value: object) -> W | None:
+    """``value`` as a member of ``vocabulary``; None if it is not one of its words."""
+    return vocabulary(value) if isinstance(value, str) and value in \
+        vocabulary.__members__.values() else None
+
+
 def coerce(obj: Any) -> None:
     """Make a dataclass's vocabulary fields members of their vocabulary (rows read
     from a store, or built from plain words, carry strings): call it from
@@ -168,8 +177,9 @@ def coerce(obj: Any) -> None:
         if value is None or value == "" or isinstance(value, vocabularies):
             continue
         for vocabulary in vocabularies:
-            if value in vocabulary.__members__.values():
-                object.__setattr__(obj, name, vocabulary(value))
+            member = word_of(vocabulary, value)
+            if member is not None:
+                object.__setattr__(obj, name, member)
                 break
         else:
             raise ValueError(f"{type(obj).__name__}.{name}: {value!r} is not a word of "

@@ -13,7 +13,7 @@ from collections.abc import Callable
 import grpc
 from prometheus_client import Counter
 
-from lawlab.vocab import Cause, TrialStatus, Unset
+from lawlab.vocab import Cause, TrialStatus, Unset, word_of
 from lawlab_agent.policy import AttemptFailed, ConfigurationError, Policy
 from lawlab_agent.store import Trajectory, TrialRecord
 from lawlab_agent.trial.opening import Clients
@@ -33,7 +33,7 @@ def classify(err: BaseException) -> Cause:
     if isinstance(err, ConfigurationError):
         return Cause.CONFIG
     if isinstance(err, AttemptFailed):
-        return Cause(err.cause) if err.cause in Cause.__members__.values() else Cause.CRASH
+        return word_of(Cause, err.cause) or Cause.CRASH
     if isinstance(err, grpc.aio.AioRpcError):
         return Cause.TRANSPORT if err.code() in TRANSPORT_CODES else Cause.CRASH
     return Cause.CRASH

@@ -25,6 +25,7 @@ from typing import Any, TypeVar
 
 from lawlab import chat
 from lawlab.settings import JudgeSettings
+from lawlab.tasks import Task
 
 T = TypeVar("T")
 LEVELS = (0.0, 0.25, 0.5, 0.75, 1.0)
@@ -84,6 +85,29 @@ class LLMConfig:
         if not settings.llm_base_url or not settings.llm_model:
             return None
         return cls(settings.llm_base_url, settings.llm_model, settings.llm_api_key)
+
+
+def validity_prompt(task: Task, source: str) -> tuple[str, list[str]]:
+    """The validity question for the judge model, and the rubric's item ids."""
+    meta = task.meta
+    items = task.rubric()
+    prompt = VALIDITY_PROMPT.format(
+        title=meta.title, context=meta.context,
+        target=f"{meta.target.name} ({meta.target.unit}): {meta.target.description}",
+        inputs="\n".join(f"- {v.name} ({v.unit}), range [{v.min:g}, {v.max:g}]: "
+                         f"{v.description}" for v in meta.inputs),
+        source=source,
+        items="\n".join(f"- {it['id']}: {it.get('description', '')}" for it in items))
+    return prompt, [it["id"] for it in items]
+
+
+def structure_prompt(task: Task, source: str) -> str:
+    """The structure question: the submission beside the hidden law and the
+    published law it varies."""
+    law = task.hidden_law()
+    base = next(r for r in task.references() if r.name == law.base_reference)
+    return STRUCTURE_PROMPT.format(inputs=", ".join(task.meta.input_names), hidden=law.expr,
+                                   base=base.expr, source=source)
 
 
 def _post(cfg: LLMConfig, prompt: str) -> str:

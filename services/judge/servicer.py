@@ -58,17 +58,8 @@ class JudgeServicer(judge_pb2_grpc.JudgeServiceServicer):
 
     async def _llm_validity(self, task: Task, source: str,
                             gate: antihack.GateVerdict) -> judge_pb2.ValidityVerdict:
-        meta = task.meta
-        items = task.rubric()
-        prompt = llm_judge.VALIDITY_PROMPT.format(
-            title=meta.title, context=meta.context,
-            target=f"{meta.target.name} ({meta.target.unit}): {meta.target.description}",
-            inputs="\n".join(f"- {v.name} ({v.unit}), range [{v.min:g}, {v.max:g}]: "
-                             f"{v.description}" for v in meta.inputs),
-            source=source,
-            items="\n".join(f"- {it['id']}: {it.get('description', '')}" for it in items))
-        parsed, raws = await self._ask(prompt, lambda text: llm_judge.parse_validity(
-            text, [it["id"] for it in items]))
+        prompt, item_ids = llm_judge.validity_prompt(task, source)
+        parsed, raws = await self._ask(prompt, lambda text: llm_judge.parse_validity(text, item_ids))
         if parsed is None:
             VERDICTS.labels("validity", "llm_malformed").inc()
             return judge_pb2.ValidityVerdict(
@@ -84,11 +75,7 @@ class JudgeServicer(judge_pb2_grpc.JudgeServiceServicer):
         return _validity_message(verdict, LLM)
 
     async def _llm_structure(self, task: Task, source: str) -> judge_pb2.StructureVerdict:
-        law = task.hidden_law()
-        base = next(r for r in task.references() if r.name == law.base_reference)
-        prompt = llm_judge.STRUCTURE_PROMPT.format(
-            inputs=", ".join(task.meta.input_names), hidden=law.expr, base=base.expr,
-            source=source)
+        prompt = llm_judge.structure_prompt(task, source)
         parsed, raws = await self._ask(prompt, llm_judge.parse_structure)
         if parsed is None:
             VERDICTS.labels("structure", "llm_malformed").inc()

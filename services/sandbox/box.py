@@ -173,6 +173,9 @@ def bwrap_argv(mode: str, data_file: Path | None, extra: list[str] | None = None
         # /dev is read-only (nothing a call leaves there reaches the next call of a
         # warm box); joblib would warn that it cannot make semaphores in /dev/shm
         "--setenv", "JOBLIB_MULTIPROCESSING", "0",
+        # a zygote is the box's pid 1: no other process (bubblewrap's own init, which
+        # has no lawlab filter) lives in the box beside it and its calls
+        *(["--as-pid-1"] if mode == "zygote" else []),
         sys.executable, "-I", "-B", "/box/runner.py", mode, *(extra or []),
     ]
     return argv
@@ -347,50 +350,61 @@ class Zygote:
             await self.start()
         assert self.sock is not None
         self.calls += 1
+        try:
+            result = await self._call(self.sock, request, timeout, output_cap)
+        except BaseException:
+            # the caller gave up (cancelled) or the call failed half-way: its child
+            # may still run, so the zygote goes rather than serve the next call behind it
+            await asyncio.shield(self.stop())
+            raise
+        if result.status not in (ExecStatus.OK, ExecStatus.ERROR):
+            # an anomaly (timeout, flood, a killed child, a zygote that could not wipe
+            # scratch and is exiting): the next call gets a new zygote
+            await self.stop()
+        return result
+
+    async def _call(self, sock: socket.socket, request: bytes, timeout: float,
+                    output_cap: int) -> BoxResult:
         start = time.perf_counter()
         loop = asyncio.get_running_loop()
         out_r, out_w = os.pipe()
         err_r, err_w = os.pipe()
-        flood = asyncio.Event()
-        readers = []
-        for fd in (out_r, err_r):
-            reader = asyncio.StreamReader(limit=2**20)
-            await loop.connect_read_pipe(functools.partial(asyncio.StreamReaderProtocol, reader),
-                                         os.fdopen(fd, "rb"))
-            readers.append(asyncio.ensure_future(_drain(reader, output_cap, flood)))
-        sock = self.sock
         # the request goes through its own pipe, read by the forked child only
         # (runner.run_zygote): the zygote never holds a call's code or data
         req_r, req_w = os.pipe()
-        writer, _ = await loop.connect_write_pipe(asyncio.Protocol, os.fdopen(req_w, "wb"))
-        writer.write(request)
-        writer.close()  # EOF once written; a child that dies unread breaks the pipe
-
-        def send() -> None:
-            sock.settimeout(10)
+        ends = (os.fdopen(out_r, "rb"), os.fdopen(err_r, "rb"), os.fdopen(req_w, "wb"))
+        try:
+            flood = asyncio.Event()
+            readers = []
+            for end in ends[:2]:
+                reader = asyncio.StreamReader(limit=2**20)
+                await loop.connect_read_pipe(
+                    functools.partial(asyncio.StreamReaderProtocol, reader), end)
+                readers.append(asyncio.ensure_future(_drain(reader, output_cap, flood)))
+            writer, _ = await loop.connect_write_pipe(asyncio.Protocol, ends[2])
+            writer.write(request)
+            writer.close()  # EOF once written; a child that dies unread breaks the pipe
+            sock.setblocking(False)
             socket.send_fds(sock, [CALL], [out_w, err_w, req_r])
+            sent = True
+        except BlockingIOError:  # a zygote that stopped reading its control socket
+            sent = False
+        finally:
+            for fd in (out_w, err_w, req_r):
+                os.close(fd)
 
-        def receive() -> bytes:
-            sock.settimeout(None)
+        async def receive() -> bytes:
             buf = b""
             while not buf.endswith(b"\n"):
-                chunk = sock.recv(64)
+                chunk = await loop.sock_recv(sock, 64)
                 if not chunk:
                     raise EOFError("the zygote died")
                 buf += chunk
             return buf
 
-        status: ExecStatus | None = None
+        status: ExecStatus | None = None if sent else ExecStatus.KILLED
         rc = -9
-        try:
-            await asyncio.to_thread(send)
-        except OSError:
-            status = ExecStatus.KILLED
-        finally:
-            os.close(out_w)
-            os.close(err_w)
-            os.close(req_r)
-        reply = asyncio.ensure_future(asyncio.to_thread(receive))
+        reply = asyncio.ensure_future(receive())
         # after a kill the pending receive fails with EOF: that is expected, not an error
         reply.add_done_callback(lambda f: f.cancelled() or f.exception())
         flood_task = asyncio.ensure_future(flood.wait())
@@ -408,7 +422,7 @@ class Zygote:
                     except (EOFError, OSError, ValueError):
                         status = ExecStatus.KILLED
             if status is not None:
-                await self.stop()  # anomaly: the zygote goes, the next call gets a new one
+                await self.stop()  # the child may still run: its zygote goes with it
             stdout, _ = await asyncio.wait_for(readers[0], timeout=30)
             stderr, _ = await asyncio.wait_for(readers[1], timeout=30)
         finally:

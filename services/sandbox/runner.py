@@ -39,7 +39,19 @@ BASE_DENY = (
     "mknodat", "personality", "fanotify_init", "lookup_dcookie", "syslog", "quotactl",
 )
 RUNTIME_DENY = ("execve", "execveat", "fork", "vfork", "connect", "bind", "listen",
-                "accept", "accept4", "socket", "socketpair", "tkill")
+                "accept", "accept4", "socket", "socketpair", "tkill",
+                # reaching another process (the zygote that forked this call): its
+                # descriptors, signals, memory policy; System V and POSIX IPC, which
+                # would outlive the call in the box's IPC namespace
+                "pidfd_open", "pidfd_getfd", "pidfd_send_signal", "process_madvise",
+                "process_mrelease", "kcmp", "move_pages", "migrate_pages", "shmget", "shmat",
+                "msgget", "semget", "mq_open")
+# system calls allowed only on the caller itself (argument index that names the
+# process, and the value meaning "me"; None: the caller's own pid)
+SELF_ONLY = (("prlimit64", 0, 0), ("setpriority", 1, 0), ("sched_setaffinity", 0, 0),
+             ("sched_setscheduler", 0, 0), ("sched_setparam", 0, 0), ("sched_setattr", 0, 0),
+             ("ioprio_set", 1, 0), ("rt_sigqueueinfo", 0, None), ("rt_tgsigqueueinfo", 0, None))
+PRIO_PROCESS = 0
 ENOSYS = 38
 
 
@@ -86,6 +98,9 @@ def _seccomp(deny: tuple, runtime: bool) -> None:
         me = os.getpid()
         rule("kill", ArgCmp(0, 1, me, 0))  # kill(pid != self)
         rule("tgkill", ArgCmp(0, 1, me, 0))  # tgkill(tgid != self)
+        for name, arg, value in SELF_ONLY:  # limits, priority, scheduling: one's own only
+            rule(name, ArgCmp(arg, 1, me if value is None else value, 0))
+        rule("setpriority", ArgCmp(0, 1, PRIO_PROCESS, 0))  # a process, not a group or user
     rc = lib.seccomp_load(ctx)
     lib.seccomp_release(ctx)
     if rc < 0:
@@ -424,6 +439,11 @@ def _wipe_scratch() -> None:
     root_dev = os.lstat("/tmp").st_dev
 
     def wipe(path: str) -> None:
+        if path != "/tmp":
+            try:  # a call may leave a directory that cannot be emptied as it is
+                os.chmod(path, 0o700)
+            except PermissionError:
+                pass  # not the box's own: the mount point of a bind (left alone below)
         for entry in os.scandir(path):
             info = entry.stat(follow_symlinks=False)
             if info.st_dev != root_dev:
@@ -496,6 +516,19 @@ def _run_child(req: dict, cached) -> int:
     return run_exec(req, cached)
 
 
+def _dumpable(flag: int) -> None:
+    """The zygote is not dumpable (flag 0): its calls run as the same uid, and none
+    may open its /proc/PID/mem or files, or borrow its descriptors. Each forked call
+    is made dumpable again (flag 1), as a cold box is, for its own /proc/self: no
+    other process that could reach it lives in the box while it runs (the zygote is
+    pid 1 and runs one call at a time)."""
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(4, flag, 0, 0, 0) != 0:  # PR_SET_DUMPABLE
+        raise OSError(ctypes.get_errno(), f"prctl(PR_SET_DUMPABLE, {flag}) failed")
+
+
 CALL = b"\x01"  # one call: with it come three fds, stdout, stderr and the request
 
 
@@ -512,6 +545,7 @@ def run_zygote(where: str) -> int:
     import socket
 
     sock = _control_socket(where)
+    _dumpable(0)
     data = _DataCache()
     _warm_up()
     while True:
@@ -537,6 +571,7 @@ def run_zygote(where: str) -> int:
             status = 1
             try:
                 sock.close()
+                _dumpable(1)
                 os.dup2(fds[0], 1)
                 os.dup2(fds[1], 2)
                 os.close(fds[0])

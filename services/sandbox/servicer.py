@@ -27,6 +27,7 @@ from lawlab.tasks import GROUP_COL
 from lawlab.vocab import RunStatus
 from lawlab_sandbox import box
 from lawlab_sandbox.runner import TOOL_IMPORTS
+from lawlab_sandbox.slots import SubmissionSlots
 
 if TYPE_CHECKING:
     from lawlab_sandbox.docker_backend import DockerBackend
@@ -96,24 +97,21 @@ class SandboxServicer(sandbox_pb2_grpc.SandboxServiceServicer):
         self.work_dir = Path(work_dir or tempfile.mkdtemp(prefix="lawlab-sandbox-"))
         self.work_dir.mkdir(parents=True, exist_ok=True)
         self.sessions: dict[str, Session] = {}
-        # the slot used last is handed out first: one request after another keeps
-        # one warm box busy, and concurrent requests spread over more
-        self._free_uids: asyncio.LifoQueue[int] = asyncio.LifoQueue()
-        for k in range(max_boxes):
-            self._free_uids.put_nowait(box.SLOT_UID_BASE + k)
         self._session_uids = list(range(box.SESSION_UID_BASE,
                                         box.SESSION_UID_BASE + box.SESSION_UIDS))
         self.running = asyncio.Semaphore(max_boxes)  # boxes executing at once
-        # zygote mode: each slot keeps a warm box for submission runs, started on
-        # first use (a cold box pays ~1.5 s of imports per run; a scorer's refit
-        # makes dozens of runs)
-        self._slot_zygotes: dict[int, box.Zygote] = {}
         # Root switches every box to its slot's or session's own uid. A service
         # that is not root (a container's non-root user, a restricted pod)
         # cannot: its boxes keep its uid, and sessions stay apart by their
         # namespaces (each box sees only its own data file) and the container's
         # pids limit (docs/sandbox.md).
         self.distinct_uids = os.geteuid() == 0
+        # submission runs: a slot per box at once, in zygote mode each with a warm box
+        # that serves one submission source (slots.py)
+        self.slots = SubmissionSlots(
+            [box.SLOT_UID_BASE + k for k in range(max_boxes)],
+            (lambda uid: self.backend.zygote(self._box_uid(uid), None))
+            if mode == "zygote" else None)
 
     def _box_uid(self, uid: int) -> int | None:
         return uid if self.distinct_uids else None
@@ -122,27 +120,20 @@ class SandboxServicer(sandbox_pb2_grpc.SandboxServiceServicer):
         for session in list(self.sessions.values()):
             if session.zygote is not None:
                 await session.zygote.stop()
-        for zygote in self._slot_zygotes.values():
-            await zygote.stop()
+        await self.slots.close()
 
     async def _submission_box(self, payload: dict, timeout: float) -> box.BoxResult:
-        """One submission run in a free slot, as that slot's uid (one box per uid at
-        a time): a call of the slot's warm zygote, or a cold box in cold mode. Each
-        call is a fresh fork that alone reads its request, and scratch is wiped
-        after it (runner.run_zygote), so runs share nothing but the imports."""
-        uid = await self._free_uids.get()
-        try:
-            if self.mode == "cold":
+        """One submission run in a slot, as that slot's uid (one box per uid at a
+        time): a call of the slot's warm box, which serves only this submission's
+        source (slots.py), or a cold box in cold mode. Each call is a fresh fork
+        that alone reads its request, and scratch is wiped after it."""
+        async with self.slots.slot(payload["source"]) as (uid, zygote):
+            if zygote is None:
                 return await self.backend.run_box("submission", json.dumps(payload).encode(),
                                                   None, timeout, box.RESULT_BYTES,
                                                   uid=self._box_uid(uid))
-            zygote = self._slot_zygotes.get(uid)
-            if zygote is None:
-                zygote = self._slot_zygotes[uid] = self.backend.zygote(self._box_uid(uid), None)
             request = json.dumps({**payload, "_mode": "submission"}).encode()
             return await zygote.execute(request, timeout, box.RESULT_BYTES)
-        finally:
-            self._free_uids.put_nowait(uid)
 
     def _session(self, session_id: str) -> Session:
         if not session_id:

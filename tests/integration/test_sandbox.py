@@ -285,6 +285,7 @@ def test_a_non_root_service_runs_boxes_under_its_own_uid():
         shutil.rmtree(work, ignore_errors=True)
 
 
+
 SCAN = r'''
 os = __import__("os", {})  # past the import gate, as an attacker would
 re = __import__("re", {})
@@ -301,35 +302,103 @@ with open("/proc/self/maps") as maps, open("/proc/self/mem", "rb", 0) as mem:
         except OSError:
             pass
 NS = float(os.stat("/proc/self/ns/pid").st_ino)
-LEFT = float(len(os.listdir("/tmp")))
+scratch = os.lstat("/tmp").st_dev  # what sits on scratch (not a bind of a clone under /tmp)
+LEFT = float(sum(os.lstat(e.path).st_dev == scratch for e in os.scandir("/tmp")))
 def predict(X, a):
     return [float(found), NS, LEFT][: len(X)] + [0.0] * (len(X) - 3)
 '''
 
 
-def _probe(box, source: str) -> tuple[float, float, float]:
+
+def _probe(box, source: str, job_id: str = "j", n: int = 3) -> list[float]:
     stub, _ = box
-    x = common_pb2.Table(columns=[common_pb2.NamedColumn(name="c", values=[1.0, 2.0, 3.0])])
+    x = common_pb2.Table(columns=[common_pb2.NamedColumn(name="c", values=[1.0] * n)])
     contract = pb.Contract(type=common_pb2.TASK_TYPE_SINGLE_GROUP, max_law_constants=2)
     r = stub.RunSubmission(pb.RunSubmissionRequest(
         submission=common_pb2.Submission(source=HEAD + "LOCAL_FITTABLE = {}\n" + source),
-        contract=contract, jobs=[pb.SubmissionJob(job_id="j", x=x)]), timeout=60)
+        contract=contract, jobs=[pb.SubmissionJob(job_id=job_id, x=x)]), timeout=60)
     assert r.status == pb.SUBMISSION_STATUS_OK and r.results[0].ok, (r.message, r.results)
-    found, ns, left = r.results[0].predictions
-    return found, ns, left
+    return list(r.results[0].predictions)
 
 
-def test_a_warm_submission_slot_keeps_nothing_of_the_run_before(box):
-    """Submission runs share warm boxes across tasks and teams: a later run, reading
-    all of its own memory and its scratch, finds nothing of an earlier one's source
-    or files. The control shows that the scan sees a string of its own request."""
-    _, ns_control, _ = _probe(box, 'MINE = "LEAKPROBE271828182845"\n' + SCAN)
-    found_own = _probe(box, 'MINE = "LEAKPROBE271828182845"\n' + SCAN)[0]
-    assert found_own >= 1  # the scan works
-    victim = ("SECRET = 'LEAKPROBE314159265358'\n"
-              "open('/tmp/left-behind', 'w').write(SECRET)\n"
-              "def predict(X, a):\n    return a * X[:, 0]\n")
-    assert _submit(box, HEAD + "LOCAL_FITTABLE = {}\n" + victim).status == pb.SUBMISSION_STATUS_OK
-    found, ns, left = _probe(box, SCAN)
-    assert ns == ns_control  # the same warm box served all of these runs
+# files, and a directory that cannot be emptied as it is left
+LEAVE = SCAN + """
+open('/tmp/left-behind', 'w').write('x')
+os.makedirs('/tmp/locked/inner')
+open('/tmp/locked/inner/f', 'w').write('x')
+os.chmod('/tmp/locked/inner', 0o500)
+os.chmod('/tmp/locked', 0)
+"""
+
+
+def test_runs_of_one_submission_share_a_warm_box_and_nothing_else(box):
+    """A scoring makes dozens of runs of one submission, in one warm box. A later
+    run, reading all of its own memory and its scratch, finds nothing of an earlier
+    run's request (a marker in its job id) or files. The control: the scan finds
+    the marker in the request of the run that carries it."""
+    found, ns, _ = _probe(box, LEAVE, job_id="LEAKPROBE314159265358")
+    assert found >= 1  # the scan sees its own request
+    found, ns_again, left = _probe(box, LEAVE)
+    assert ns_again == ns  # the same warm box
     assert found == 0 and left == 0
+
+
+def test_another_submission_never_gets_a_submissions_box(box):
+    _, ns_one, _ = _probe(box, SCAN)
+    _, ns_other, _ = _probe(box, SCAN + "OTHER = 1\n")
+    _, ns_one_again, _ = _probe(box, SCAN)
+    assert ns_other != ns_one and ns_one_again == ns_one
+
+
+REACH_PARENT = r'''
+os = __import__("os", {})  # past the import gate, as an attacker would
+ctypes = __import__("ctypes", {})
+resource = __import__("resource", {})
+libc = ctypes.CDLL(None, use_errno=True)
+parent = os.getppid()  # the zygote that forked this call, and serves the next one
+BEFORE = [float(resource.getrlimit(resource.RLIMIT_NOFILE)[0]),
+          float(os.getpriority(os.PRIO_PROCESS, 0))]
+
+def refused(attempt):
+    try:
+        return 1.0 if attempt() == -1 else 0.0
+    except OSError:
+        return 1.0
+
+ATTEMPTS = [
+    lambda: open(f"/proc/{parent}/mem", "rb+").close(),
+    lambda: open(f"/proc/{parent}/oom_score_adj", "w").write("1000"),
+    lambda: resource.prlimit(parent, resource.RLIMIT_NOFILE, (8, 8)),
+    lambda: os.setpriority(os.PRIO_PROCESS, parent, 19),
+    lambda: os.setpriority(os.PRIO_USER, 0, 19),
+    lambda: os.sched_setaffinity(parent, {0}),
+    lambda: os.close(os.pidfd_open(parent)),
+    lambda: libc.shmget(0, 4096, 0o1600),  # IPC_PRIVATE, IPC_CREAT | 0600
+    lambda: libc.mq_open(b"/lawlab-probe", 0o102, 0o600, None),  # O_CREAT | O_RDWR
+]
+REFUSED = [refused(a) for a in ATTEMPTS]
+# controls: the same calls on the caller itself work
+OWN = [1.0 - refused(a) for a in [
+    lambda: open("/proc/self/mem", "rb").close(),
+    lambda: resource.prlimit(0, resource.RLIMIT_CORE, (0, 0)),
+    lambda: os.setpriority(os.PRIO_PROCESS, 0, min(19, int(BEFORE[1]) + 1)),
+    lambda: os.sched_setaffinity(0, os.sched_getaffinity(0)),
+]]
+
+def predict(X, a):
+    return REFUSED + OWN + BEFORE + [float(parent)]
+'''
+
+
+def test_a_call_cannot_reach_the_zygote_that_serves_the_next(box):
+    """A warm box's calls run as one uid, beside the zygote that forks them: no call
+    may read or write its memory, change its limits, priority or scheduling, take
+    its descriptors, or leave System V or POSIX IPC behind. Each refusal sits beside
+    the same call on the caller itself, which works."""
+    first = _probe(box, REACH_PARENT, n=16)
+    refused, own, before, parent = first[:9], first[9:13], first[13:15], first[15]
+    assert refused == [1.0] * 9, refused
+    assert own == [1.0] * 4, own
+    assert parent == 1.0  # the zygote is the box's pid 1: no other process lives there
+    again = _probe(box, REACH_PARENT, n=16)
+    assert again[13:15] == before  # the next call inherits the zygote untouched

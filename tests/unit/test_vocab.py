@@ -97,3 +97,21 @@ def test_rows_hold_members_and_refuse_unknown_words():
         TrialRecord("t", "dnase_elisa", "virtual", "sr", "", 1)
     row = SessionRow("s", "t", "real", "b", "e", "expired", "team", "", 0.0, 0.0, 0, 0)
     assert row.state is vocab.SessionState.EXPIRED
+
+
+def test_word_of_takes_only_a_vocabulary_word():
+    assert vocab.word_of(Setting, "parallel") is Setting.PARALLEL
+    assert vocab.word_of(Setting, "PARALLEL") is None  # words are lower case
+    assert vocab.word_of(Setting, "") is None and vocab.word_of(Setting, 1) is None
+
+
+def test_a_proto_enum_name_from_json_becomes_its_word():
+    from lawlab.common.v1 import common_pb2
+    from lawlab.convert import word
+    from lawlab.simulator.v1 import simulator_pb2
+
+    assert word(common_pb2.Setting, "SETTING_PARALLEL") == "parallel"
+    assert word(simulator_pb2.SubmissionState, "SUBMISSION_STATE_QUEUED") == "queued"
+    assert word(common_pb2.Setting, "SETTING_UNSPECIFIED") == ""
+    with pytest.raises(ValueError):
+        word(common_pb2.Setting, "PARALLEL")

@@ -465,7 +465,7 @@ def rows_from_trials(trials: list[agent_pb2.Trial], tasks_dir: Path) -> list[Row
     from lawlab.convert import from_enum
     from lawlab.report import Row
     from lawlab.tasks import TaskLibrary
-    from lawlab.vocab import RunStatus, Setting, TrialStatus, Unset
+    from lawlab.vocab import RunStatus, Setting, TrialStatus, Unset, word_of
 
     library = TaskLibrary(tasks_dir)
     rows = []
@@ -475,7 +475,7 @@ def rows_from_trials(trials: list[agent_pb2.Trial], tasks_dir: Path) -> list[Row
         score_status: RunStatus | Unset = ""
         if "S_N " in notes:  # the scoring note: "S_N <run status>: ..."
             word = notes.split("S_N ", 1)[1].split(":", 1)[0].strip()
-            score_status = RunStatus(word) if word in RunStatus.__members__.values() else ""
+            score_status = word_of(RunStatus, word) or ""
 
         def score(name: str) -> float | None:
             return getattr(t.scores, name) if t.scores.HasField(name) else None

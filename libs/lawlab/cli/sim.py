@@ -12,6 +12,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from lawlab import config
+from lawlab.common.v1 import common_pb2
+from lawlab.convert import word
+from lawlab.simulator.v1 import simulator_pb2 as pb
 from lawlab.tables import table as _table
 
 if TYPE_CHECKING:
@@ -77,8 +80,8 @@ def _sim_verb(sim: SimulatorClient, args: argparse.Namespace) -> int:
         if args.json:
             print(json.dumps(sessions, indent=2))
         else:
-            rows = [[s["session_id"], s["task_id"], s["setting"].removeprefix("SETTING_").lower(),
-                     s["state"].removeprefix("SESSION_STATE_").lower(), s.get("epoch", ""),
+            rows = [[s["session_id"], s["task_id"], word(common_pb2.Setting, s["setting"]),
+                     word(pb.SessionState, s["state"]), s.get("epoch", ""),
                      f"{s['budget']['calls_used']}/{s['budget']['calls_max']}"]
                     for s in sessions]
             print(_table(rows, ["session", "task", "setting", "state", "epoch", "calls"])
@@ -130,11 +133,11 @@ def _sim_verb(sim: SimulatorClient, args: argparse.Namespace) -> int:
 
 
 def _submission_line(s: dict[str, Any]) -> str:
-    state = s["state"].removeprefix("SUBMISSION_STATE_").lower()
+    state = word(pb.SubmissionState, s["state"])
     scores = ", ".join(f"{k.upper()} {v:.3f}" for k, v in sorted(s.get("scores", {}).items()))
     shown = scores if s.get("released") else (
         "scores withheld until the epoch closes" if state != "queued" else "")
-    return (f"{s['submission_id']}  {s['task_id']} ({s['setting'].removeprefix('SETTING_').lower()}"
+    return (f"{s['submission_id']}  {s['task_id']} ({word(common_pb2.Setting, s['setting'])}"
             f", epoch {s['epoch']}): {state}" + (f"; {shown}" if shown else "")
             + (f" [{s['message']}]" if s.get("message") else ""))
 
@@ -171,7 +174,7 @@ def _waited(verb: str, status: dict[str, Any], wait: float) -> int:
     line saying how to look again) if it is still queued when the wait ends."""
     if not wait:
         return 0
-    state = status["state"].removeprefix("SUBMISSION_STATE_").lower()
+    state = word(pb.SubmissionState, status["state"])
     if state == "queued":
         print(f"lawlab sim {verb}: submission {status['submission_id']} is still queued after "
               f"{wait:g} s (is a scorer and judge running behind the simulator?); look again with "
