@@ -298,6 +298,20 @@ async def _run_box(mode: str, request: bytes, data_file: Path | None, timeout: f
     return BoxResult(status, stdout, stderr, rc, time.perf_counter() - start)
 
 
+def _close_socket(sock: socket.socket) -> None:
+    """Close a control socket that the event loop may still watch: a closed
+    number left registered would capture the next pipe that reuses it."""
+    try:
+        asyncio.get_running_loop().remove_reader(sock.fileno())
+    except (RuntimeError, ValueError):
+        pass  # no running loop, or already closed
+    sock.close()
+
+
+class _NotSent(Exception):
+    """The zygote did not take the call (it is exiting): no code of the call ran."""
+
+
 class Zygote:
     """A warm box for one session: the scientific stack imported once, one
     hardened child forked per call. Any anomaly (timeout, flood, a dead or
@@ -338,7 +352,7 @@ class Zygote:
                 pass
             await self.proc.wait()
         if self.sock is not None:
-            self.sock.close()
+            _close_socket(self.sock)
         if self.scratch is not None:
             self.scratch.release()
         self.proc, self.sock, self.scratch = None, None, None
@@ -351,7 +365,13 @@ class Zygote:
         assert self.sock is not None
         self.calls += 1
         try:
-            result = await self._call(self.sock, request, timeout, output_cap)
+            try:
+                result = await self._call(self.sock, request, timeout, output_cap)
+            except _NotSent:  # a zygote on its way out (no code ran): once more, in a new one
+                await self.stop()
+                await self.start()
+                assert self.sock is not None
+                result = await self._call(self.sock, request, timeout, output_cap)
         except BaseException:
             # the caller gave up (cancelled) or the call failed half-way: its child
             # may still run, so the zygote goes rather than serve the next call behind it
@@ -372,26 +392,27 @@ class Zygote:
         # the request goes through its own pipe, read by the forked child only
         # (runner.run_zygote): the zygote never holds a call's code or data
         req_r, req_w = os.pipe()
-        ends = (os.fdopen(out_r, "rb"), os.fdopen(err_r, "rb"), os.fdopen(req_w, "wb"))
         try:
-            flood = asyncio.Event()
-            readers = []
-            for end in ends[:2]:
-                reader = asyncio.StreamReader(limit=2**20)
-                await loop.connect_read_pipe(
-                    functools.partial(asyncio.StreamReaderProtocol, reader), end)
-                readers.append(asyncio.ensure_future(_drain(reader, output_cap, flood)))
-            writer, _ = await loop.connect_write_pipe(asyncio.Protocol, ends[2])
-            writer.write(request)
-            writer.close()  # EOF once written; a child that dies unread breaks the pipe
             sock.setblocking(False)
             socket.send_fds(sock, [CALL], [out_w, err_w, req_r])
-            sent = True
-        except BlockingIOError:  # a zygote that stopped reading its control socket
-            sent = False
+        except OSError as err:  # a zygote that stopped reading its socket, or exited
+            for fd in (out_r, err_r, req_w):
+                os.close(fd)
+            raise _NotSent() from err
         finally:
             for fd in (out_w, err_w, req_r):
                 os.close(fd)
+        # the child may start writing before these are connected: the pipes hold it
+        flood = asyncio.Event()
+        readers = []
+        for fd in (out_r, err_r):
+            reader = asyncio.StreamReader(limit=2**20)
+            await loop.connect_read_pipe(functools.partial(asyncio.StreamReaderProtocol, reader),
+                                         os.fdopen(fd, "rb"))
+            readers.append(asyncio.ensure_future(_drain(reader, output_cap, flood)))
+        writer, _ = await loop.connect_write_pipe(asyncio.Protocol, os.fdopen(req_w, "wb"))
+        writer.write(request)
+        writer.close()  # EOF once written; a child that dies unread breaks the pipe
 
         async def receive() -> bytes:
             buf = b""
@@ -402,27 +423,30 @@ class Zygote:
                 buf += chunk
             return buf
 
-        status: ExecStatus | None = None if sent else ExecStatus.KILLED
+        status: ExecStatus | None = None
         rc = -9
         reply = asyncio.ensure_future(receive())
         # after a kill the pending receive fails with EOF: that is expected, not an error
         reply.add_done_callback(lambda f: f.cancelled() or f.exception())
         flood_task = asyncio.ensure_future(flood.wait())
         try:
-            if status is None:
-                done, _ = await asyncio.wait({reply, flood_task}, timeout=timeout,
-                                             return_when=asyncio.FIRST_COMPLETED)
-                if flood_task in done:
-                    status = ExecStatus.OUTPUT_LIMIT
-                elif not done:
-                    status = ExecStatus.TIMEOUT
-                else:
-                    try:
-                        rc = int(reply.result().strip() or b"-9")
-                    except (EOFError, OSError, ValueError):
-                        status = ExecStatus.KILLED
+            done, _ = await asyncio.wait({reply, flood_task}, timeout=timeout,
+                                         return_when=asyncio.FIRST_COMPLETED)
+            if flood_task in done:
+                status = ExecStatus.OUTPUT_LIMIT
+            elif not done:
+                status = ExecStatus.TIMEOUT
+            else:
+                try:
+                    rc = int(reply.result().strip() or b"-9")
+                except (EOFError, OSError, ValueError):
+                    status = ExecStatus.KILLED
             if status is not None:
-                await self.stop()  # the child may still run: its zygote goes with it
+                # the child may still run: its zygote goes with it (the reply's reader
+                # first, so that no closed socket stays registered with the loop)
+                reply.cancel()
+                await asyncio.gather(reply, return_exceptions=True)
+                await self.stop()
             stdout, _ = await asyncio.wait_for(readers[0], timeout=30)
             stderr, _ = await asyncio.wait_for(readers[1], timeout=30)
         finally:

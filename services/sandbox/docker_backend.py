@@ -221,7 +221,7 @@ class DockerZygote(box.Zygote):
 
         container, self.container = self.container, None
         if self.sock is not None:
-            self.sock.close()
+            box._close_socket(self.sock)
             self.sock = None
         if container is not None:
             try:

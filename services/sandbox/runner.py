@@ -52,6 +52,7 @@ SELF_ONLY = (("prlimit64", 0, 0), ("setpriority", 1, 0), ("sched_setaffinity", 0
              ("sched_setscheduler", 0, 0), ("sched_setparam", 0, 0), ("sched_setattr", 0, 0),
              ("ioprio_set", 1, 0), ("rt_sigqueueinfo", 0, None), ("rt_tgsigqueueinfo", 0, None))
 PRIO_PROCESS = 0
+IOPRIO_WHO_PROCESS = 1
 ENOSYS = 38
 
 
@@ -101,6 +102,7 @@ def _seccomp(deny: tuple, runtime: bool) -> None:
         for name, arg, value in SELF_ONLY:  # limits, priority, scheduling: one's own only
             rule(name, ArgCmp(arg, 1, me if value is None else value, 0))
         rule("setpriority", ArgCmp(0, 1, PRIO_PROCESS, 0))  # a process, not a group or user
+        rule("ioprio_set", ArgCmp(0, 1, IOPRIO_WHO_PROCESS, 0))  # likewise
     rc = lib.seccomp_load(ctx)
     lib.seccomp_release(ctx)
     if rc < 0:
@@ -437,9 +439,14 @@ def _wipe_scratch() -> None:
     import stat
 
     root_dev = os.lstat("/tmp").st_dev
+    # /tmp itself where the box owns it (a Docker /tmp is root's, mode 1777, and a
+    # call cannot change it either): its mode first, its times and xattrs after
+    owned = os.stat("/tmp").st_uid == os.getuid()
+    if owned:
+        os.chmod("/tmp", 0o700)
 
     def wipe(path: str) -> None:
-        if path != "/tmp":
+        if path != "/tmp":  # /tmp: above
             try:  # a call may leave a directory that cannot be emptied as it is
                 os.chmod(path, 0o700)
             except PermissionError:
@@ -459,6 +466,16 @@ def _wipe_scratch() -> None:
                 os.unlink(entry.path)
 
     wipe("/tmp")
+    if owned:
+        os.utime("/tmp", (0, 0))
+    try:
+        names = os.listxattr("/tmp")
+    except OSError as err:
+        if err.errno != errno.ENOTSUP:
+            raise
+        names = []
+    for name in names:
+        os.removexattr("/tmp", name)
 
 
 def _wait_child(pid: int, sock) -> int | None:
@@ -572,12 +589,17 @@ def run_zygote(where: str) -> int:
             try:
                 sock.close()
                 _dumpable(1)
+                # its own session (and so its own scheduling autogroup) and its own
+                # stdin: nothing it changes there is the zygote's
+                os.setsid()
+                stdin = os.open(os.devnull, os.O_RDONLY)
+                os.dup2(stdin, 0)
+                os.close(stdin)
                 os.dup2(fds[0], 1)
                 os.dup2(fds[1], 2)
-                os.close(fds[0])
-                os.close(fds[1])
                 with os.fdopen(fds[2], "rb") as body:
                     req = json.loads(body.read())
+                os.closerange(3, 1 << 16)  # whatever else the zygote holds
                 status = _run_child(req, frame)
             finally:
                 os._exit(status)
@@ -588,10 +610,9 @@ def run_zygote(where: str) -> int:
             return 0
         try:
             _wipe_scratch()
-        except OSError:
-            code = 125 if code == 0 else code
-            sock.sendall(f"{code}\n".encode())
-            return 4  # a scratch we cannot clear: the host recycles this zygote
+        except Exception:  # noqa: BLE001  (whatever the call left: the zygote goes)
+            sock.sendall(b"125\n")  # an anomaly: the host recycles this zygote
+            return 4
         sock.sendall(f"{code}\n".encode())
 
 

@@ -37,6 +37,7 @@ class SubmissionSlots:
         self._boxes: dict[int, box.Zygote] = {}
         self._changed = asyncio.Condition()
         self._refreshing: set[asyncio.Task[None]] = set()
+        self._closed = False
 
     @staticmethod
     def key(source: str) -> str:
@@ -82,8 +83,9 @@ class SubmissionSlots:
         else in place of the least recently used box that serves a source."""
         def fresh(u: int) -> bool:
             return self._key.get(u, FRESH) == FRESH
-        if any(fresh(u) and u in self._boxes for u in self._free):
-            return
+        if self._closed or self._refreshing or any(fresh(u) and u in self._boxes
+                                                   for u in self._free):
+            return  # one is waiting, or on its way
         empty = [u for u in self._free if u not in self._boxes]
         used = [u for u in self._free if not fresh(u)]
         if not (empty or used):
@@ -103,6 +105,8 @@ class SubmissionSlots:
                 await old.stop()
             zygote = self._boxes[uid] = self._make(uid)
             await zygote.start()  # its imports run while the slot waits, unused
+            if self._closed:
+                await zygote.stop()
         except Exception as err:  # noqa: BLE001  (the next run of this slot starts one itself)
             log.warning("could not start a fresh sandbox box ahead of time: %s", err)
         finally:
@@ -111,9 +115,9 @@ class SubmissionSlots:
                 self._changed.notify_all()
 
     async def close(self) -> None:
+        self._closed = True
         for task in list(self._refreshing):
             task.cancel()
         await asyncio.gather(*self._refreshing, return_exceptions=True)
-        for zygote in self._boxes.values():
+        for zygote in list(self._boxes.values()):
             await zygote.stop()
-        self._boxes.clear()

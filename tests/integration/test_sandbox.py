@@ -208,7 +208,8 @@ def test_a_large_seeded_batch_is_split_across_boxes_without_changing_results(box
         submission=common_pb2.Submission(source=source), contract=contract, jobs=jobs(True)),
         timeout=120)
     assert boxes_run() - before >= 2  # one box per core (2 here)
-    # reversed: every job lands in another box, at another position in its box
+    # reversed: every job lands at another position in its chunk (and the chunks
+    # may change boxes: both are warm boxes of this one source)
     again = stub.RunSubmission(pb.RunSubmissionRequest(
         submission=common_pb2.Submission(source=source), contract=contract,
         jobs=list(reversed(jobs(True)))), timeout=120)
@@ -354,10 +355,15 @@ REACH_PARENT = r'''
 os = __import__("os", {})  # past the import gate, as an attacker would
 ctypes = __import__("ctypes", {})
 resource = __import__("resource", {})
+fcntl = __import__("fcntl", {})
 libc = ctypes.CDLL(None, use_errno=True)
 parent = os.getppid()  # the zygote that forked this call, and serves the next one
 BEFORE = [float(resource.getrlimit(resource.RLIMIT_NOFILE)[0]),
-          float(os.getpriority(os.PRIO_PROCESS, 0))]
+          float(os.getpriority(os.PRIO_PROCESS, 0)), float(fcntl.fcntl(0, fcntl.F_GETFL)),
+          float(os.stat("/tmp").st_mode)]
+fcntl.fcntl(0, fcntl.F_SETFL, os.O_NONBLOCK | os.O_APPEND)  # the description it shares?
+os.chmod("/tmp", 0)  # and a scratch the wipe cannot enter
+info = ctypes.create_string_buffer(128)
 
 def refused(attempt):
     try:
@@ -375,6 +381,13 @@ ATTEMPTS = [
     lambda: os.close(os.pidfd_open(parent)),
     lambda: libc.shmget(0, 4096, 0o1600),  # IPC_PRIVATE, IPC_CREAT | 0600
     lambda: libc.mq_open(b"/lawlab-probe", 0o102, 0o600, None),  # O_CREAT | O_RDWR
+    lambda: libc.msgget(0, 0o1600),
+    lambda: libc.semget(0, 1, 0o1600),
+    lambda: os.sched_setscheduler(parent, os.SCHED_IDLE, os.sched_param(0)),
+    lambda: libc.syscall(251, 2, 0, (2 << 13) | 7),  # ioprio_set(IOPRIO_WHO_PGRP, 0, ...)
+    lambda: libc.syscall(251, 3, 0, (2 << 13) | 7),  # ioprio_set(IOPRIO_WHO_USER, 0, ...)
+    lambda: libc.syscall(129, parent, 10, info),  # rt_sigqueueinfo(parent, SIGUSR1)
+    lambda: libc.syscall(312, parent, os.getpid(), 0, 0, 0),  # kcmp
 ]
 REFUSED = [refused(a) for a in ATTEMPTS]
 # controls: the same calls on the caller itself work
@@ -386,8 +399,9 @@ OWN = [1.0 - refused(a) for a in [
 ]]
 
 def predict(X, a):
-    return REFUSED + OWN + BEFORE + [float(parent)]
+    return REFUSED + OWN + BEFORE + [float(parent), NS]
 '''
+NS_LINE = 'NS = float(os.stat("/proc/self/ns/pid").st_ino)\n'
 
 
 def test_a_call_cannot_reach_the_zygote_that_serves_the_next(box):
@@ -395,10 +409,13 @@ def test_a_call_cannot_reach_the_zygote_that_serves_the_next(box):
     may read or write its memory, change its limits, priority or scheduling, take
     its descriptors, or leave System V or POSIX IPC behind. Each refusal sits beside
     the same call on the caller itself, which works."""
-    first = _probe(box, REACH_PARENT, n=16)
-    refused, own, before, parent = first[:9], first[9:13], first[13:15], first[15]
-    assert refused == [1.0] * 9, refused
+    n = REACH_PARENT.split("REFUSED =")[0].count("lambda:")  # the attempts
+    first = _probe(box, REACH_PARENT + NS_LINE, n=n + 4 + 4 + 2)
+    refused, own, before = first[:n], first[n:n + 4], first[n + 4:n + 8]
+    parent, ns = first[n + 8:]
+    assert refused == [1.0] * n, refused
     assert own == [1.0] * 4, own
     assert parent == 1.0  # the zygote is the box's pid 1: no other process lives there
-    again = _probe(box, REACH_PARENT, n=16)
-    assert again[13:15] == before  # the next call inherits the zygote untouched
+    again = _probe(box, REACH_PARENT + NS_LINE, n=n + 10)
+    assert again[-1] == ns  # the same zygote served the next call
+    assert again[n + 4:n + 8] == before  # and it inherited none of the first call's changes
