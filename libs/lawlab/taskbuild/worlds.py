@@ -443,6 +443,29 @@ class WorldBuilder:
         return ""
 
     # ---- the world ----------------------------------------------------------------------
+    def served_equivalence(self, spec: dict[str, Any], refs: Sequence[Reference]) -> str:
+        """The integrity screen once more on the world as it will be served, exactly as
+        `lawlab tasks validate` reads it (hidden_law_of the spec; each reference from
+        its fitted constants with local parameters at 1): a start the candidate's
+        screen did not try let a key's variant through there and fail validation."""
+        hidden = structure.hidden_law_of(spec, self.inputs)
+        data = [hidden.probes[g] for g in hidden.groups]
+        curves = hidden.evaluate(hidden.values())
+        for ref in refs:
+            fitted = self.ref_fits.get(ref.name)
+            start = {**ref.init, **{n: 1.0 for n in ref.local_names if n not in ref.init},
+                     **(fitted.constants if fitted is not None else {})}
+            # the pooled fit's constants and their mirror image: the published fit on
+            # the training split may sit across zero (a growth rate fitted negative)
+            mirrored = {**start, **{n: -v for n, v in start.items() if n in ref.global_names}}
+            for s in (start, mirrored):
+                form = structure.form_from_expression(Expression(ref.expr), s, self.inputs,
+                                                      list(ref.local_names))
+                if structure.grouped_misfit(form, data, curves, self.space)[0] \
+                        < structure.MATCH_TOL:
+                    return f"refit-equivalent to the published reference {ref.name} as served"
+        return ""
+
     def make_world(self, expr: str, constants: Mapping[str, float],
                    local: Mapping[str, Mapping[str, float]]
                    ) -> tuple[dict[str, Any], dict[str, np.ndarray], world_mod.World]:
@@ -895,7 +918,7 @@ def synthesize(builder: WorldBuilder, refs: Sequence[Reference],
                 if not cand.admissible:
                     continue
                 built = _world(builder, cand, base, base_fit, base_scores,
-                               [base_cand, *rivals_offered, *generic], entry, draw_no, record)
+                               [base_cand, *rivals_offered, *generic], entry, draw_no, record, refs)
                 if built is not None:
                     return built
     raise NoWorld(f"no drawn combination passed every screen in {len(record['draws'])} draws "
@@ -904,7 +927,7 @@ def synthesize(builder: WorldBuilder, refs: Sequence[Reference],
 
 def _world(builder: WorldBuilder, cand: Candidate, base: Reference, base_fit: Fitted,
            base_scores: dict[str, Any], pool: Sequence[Candidate], entry: dict[str, Any],
-           draw_no: int, record: dict[str, Any]) -> BuiltWorld | None:
+           draw_no: int, record: dict[str, Any], refs: Sequence[Reference]) -> BuiltWorld | None:
     """The world of an admissible candidate, with its noise lowered until it is
     identifiable against its rivals (None when even the lowest NOISE_STEPS scale is
     not enough)."""
@@ -920,6 +943,10 @@ def _world(builder: WorldBuilder, cand: Candidate, base: Reference, base_fit: Fi
             rest.local = {n: cand.local[n] for n in rest.local_names if n in cand.local}
             rivals.append(rest)
     spec, arrays, world = builder.make_world(cand.expr, cand.constants, cand.local)
+    why = builder.served_equivalence(spec, refs)
+    if why:
+        entry["screen"]["integrity"] = f"fail: {why}"
+        return None
     calibrated = dict(spec["s"])
     spec["calibrated_s"] = calibrated
     # the lowest noise first (a law not identifiable there is not identifiable at all),
