@@ -25,9 +25,9 @@ from pathlib import Path
 from typing import Any
 
 from lawlab.vocab import ExecStatus, coerce
+from lawlab_sandbox.runner import CALL  # one call, with its stdout, stderr and request pipes
 
 RUNNER = Path(__file__).with_name("runner.py")
-CALL = b"\x01"  # runner.CALL: one call, with its stdout, stderr and request pipes
 SESSION_UID_BASE = 61000  # warm session k runs as uid/gid SESSION_UID_BASE + k
 SESSION_UIDS = 1000
 SLOT_UID_BASE = 62000  # cold box slot k runs as uid/gid SLOT_UID_BASE + k
