@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from lawlab.db import Database, Executor, SqliteDatabase, open_database
-from lawlab.vocab import SessionState, Setting, SubmissionState, coerce
+from lawlab.vocab import Release, Role, SessionState, Setting, SubmissionState, coerce
 
 SCHEMA_VERSION = "2"
 SCHEMA = """
@@ -145,10 +145,10 @@ CREATE TABLE IF NOT EXISTS submissions (
 CREATE INDEX IF NOT EXISTS submissions_state ON submissions (state);
 """
 
-ROLES = ("team", "operator")
+ROLES = (Role.TEAM, Role.OPERATOR)  # a stored token's roles
 TOKEN_PREFIX = "lawlab"
 DEFAULT_EPOCH = "default"
-RELEASES = ("immediate", "on_close")
+RELEASES = tuple(Release)
 
 _SESSION_SELECT = (
     "SELECT s.session_id, s.task_id, s.setting, s.budget_key, s.epoch, s.state, s.owner, "
@@ -180,8 +180,11 @@ class EpochRow:
     epoch_id: str
     opened: float
     closed: float | None
-    release: str  # when Parallel (S_S) scores are released: immediate | on_close
-    release_real: str = "immediate"  # the same for Real (S_N, S_V)
+    release: Release  # when Parallel (S_S) scores are released
+    release_real: Release = Release.IMMEDIATE  # the same for Real (S_N, S_V)
+
+    def __post_init__(self) -> None:
+        coerce(self)
 
     def releases(self, setting: str) -> bool:
         """Whether this epoch shows scores of ``setting`` now."""
@@ -224,13 +227,16 @@ _EPOCH_SELECT = "SELECT epoch_id, opened, closed, release, release_real FROM epo
 class TokenRow:
     token_id: str
     team: str
-    role: str
+    role: Role
     max_open_sessions: int
     queries_per_second: float
     created: float
     revoked: float | None
     owner: str = ""               # who the team is: a person or contact (operator's record)
     expires: float | None = None  # epoch seconds; None: never
+
+    def __post_init__(self) -> None:
+        coerce(self)
 
     def expired(self, now: float | None = None) -> bool:
         return self.expires is not None and (now or time.time()) >= self.expires
@@ -491,14 +497,14 @@ class Ledger:
             r = ex(f"{_EPOCH_SELECT} WHERE epoch_id = ?", (epoch_id,)).fetchone()
         return EpochRow(*r) if r else None
 
-    def open_epoch(self, epoch_id: str, release: str = "on_close",
-                   release_real: str = "immediate") -> EpochRow:
+    def open_epoch(self, epoch_id: str, release: str = Release.ON_CLOSE,
+                   release_real: str = Release.IMMEDIATE, actor: str = "operator") -> EpochRow:
         """Start a new round: the current epoch closes, every budget starts afresh."""
         if not epoch_id or not epoch_id.replace("-", "").replace("_", "").replace(".", "").isalnum():
             raise ValueError("epoch: use letters, digits, '-', '_' and '.' only")
         for name, value in (("release", release), ("release_real", release_real)):
             if value not in RELEASES:
-                raise ValueError(f"{name}: one of {RELEASES}")
+                raise ValueError(f"{name}: one of {', '.join(RELEASES)}")
         now = time.time()
         with self.db.tx() as ex:
             self.db.lock_key(ex, "lawlab-epochs")
@@ -508,14 +514,14 @@ class Ledger:
             if current is not None:
                 ex("UPDATE epochs SET closed = ? WHERE epoch_id = ?", (now, current))
                 self._close_sessions(ex, current)
-                self._audit(ex, "operator", "epoch_close", None, detail=current)
+                self._audit(ex, actor, "epoch_close", None, detail=current)
             ex("INSERT INTO epochs (epoch_id, opened, release, release_real) VALUES (?, ?, ?, ?)",
                (epoch_id, now, release, release_real))
-            self._audit(ex, "operator", "epoch_open", None,
+            self._audit(ex, actor, "epoch_open", None,
                         detail=f"{epoch_id} release={release} release_real={release_real}")
-        return EpochRow(epoch_id, now, None, release, release_real)
+        return EpochRow(epoch_id, now, None, Release(release), Release(release_real))
 
-    def close_epoch(self, epoch_id: str) -> EpochRow:
+    def close_epoch(self, epoch_id: str, actor: str = "operator") -> EpochRow:
         now = time.time()
         with self.db.tx() as ex:
             self.db.lock_key(ex, "lawlab-epochs")
@@ -526,7 +532,7 @@ class Ledger:
                 return EpochRow(*r)
             ex("UPDATE epochs SET closed = ? WHERE epoch_id = ?", (now, epoch_id))
             self._close_sessions(ex, epoch_id)
-            self._audit(ex, "operator", "epoch_close", None, detail=epoch_id)
+            self._audit(ex, actor, "epoch_close", None, detail=epoch_id)
         return EpochRow(r[0], r[1], now, r[3], r[4])
 
     @staticmethod
@@ -855,7 +861,8 @@ class Ledger:
     # ---- tokens ------------------------------------------------------------------
     def create_token(self, team: str, role: str = "team", max_open_sessions: int = 8,
                      queries_per_second: float = 20.0, owner: str = "",
-                     expires: float | None = None) -> tuple[str, TokenRow]:
+                     expires: float | None = None, actor: str = "operator"
+                     ) -> tuple[str, TokenRow]:
         """Returns (token, row). The token is shown once; only its hash is kept.
         ``owner`` records who the team is (a contact; two teams with one owner are
         shown together by ``lawlab token list``); ``expires`` (epoch seconds) ends
@@ -865,9 +872,9 @@ class Ledger:
         if team == "internal":
             raise ValueError("team: 'internal' is reserved for lawlab's own services")
         if role not in ROLES:
-            raise ValueError(f"role: must be one of {ROLES}")
+            raise ValueError(f"role: must be one of {', '.join(ROLES)}")
         if max_open_sessions < 1 or queries_per_second <= 0:
-            raise ValueError("quotas must be positive")
+            raise ValueError("quotas: max_open_sessions and queries_per_second must be positive")
         token_id = secrets.token_hex(6)
         secret = secrets.token_urlsafe(32)
         now = time.time()
@@ -876,10 +883,10 @@ class Ledger:
                "queries_per_second, created, owner, expires) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                (token_id, team, role, hash_secret(secret), max_open_sessions,
                 queries_per_second, now, owner[:200], expires))
-            self._audit(ex, "operator", "token_create", None,
+            self._audit(ex, actor, "token_create", None,
                         detail=f"{token_id} {team} {role} owner={owner[:80]!r}")
-        row = TokenRow(token_id, team, role, max_open_sessions, queries_per_second, now, None,
-                       owner[:200], expires)
+        row = TokenRow(token_id, team, Role(role), max_open_sessions, queries_per_second, now,
+                       None, owner[:200], expires)
         return f"{TOKEN_PREFIX}_{token_id}_{secret}", row
 
     def verify_token(self, token: str) -> TokenRow | None:
@@ -915,7 +922,7 @@ class Ledger:
             by.setdefault(str(client).rsplit(":", 1)[0], set()).add(str(team))
         return {c: sorted(t) for c, t in by.items() if len(t) > 1}
 
-    def revoke_token(self, token_id: str) -> list[SessionRow] | None:
+    def revoke_token(self, token_id: str, actor: str = "operator") -> list[SessionRow] | None:
         """Revoke a token and close the sessions opened with it. Returns the
         sessions closed, or None when there was no active token of that id."""
         with self.db.tx() as ex:
@@ -923,13 +930,13 @@ class Ledger:
                      (time.time(), token_id))
             if cur.rowcount <= 0:
                 return None
-            self._audit(ex, "operator", "token_revoke", None, detail=token_id)
+            self._audit(ex, actor, "token_revoke", None, detail=token_id)
             rows = [SessionRow(*r) for r in ex(
                 f"{_SESSION_SELECT} WHERE s.token_id = ? AND s.state = 'open'",
                 (token_id,)).fetchall()]
             for row in rows:
                 ex("UPDATE sessions SET state = 'closed' WHERE session_id = ?", (row.session_id,))
-                self._audit(ex, "operator", "close_session", row, detail=f"token {token_id} revoked")
+                self._audit(ex, actor, "close_session", row, detail=f"token {token_id} revoked")
         return rows
 
 

@@ -131,9 +131,24 @@ class Confidence(StrEnum):
     LOW = "low"  # a malformed LLM verdict, or a submission that could not be translated
 
 
+class Role(StrEnum):
+    """Who a simulator caller is."""
+
+    TEAM = "team"  # a team token: its own sessions, under quotas
+    OPERATOR = "operator"  # an operator token: every session, the operator API
+    INTERNAL = "internal"  # lawlab's own services (the internal token; never a stored token)
+
+
+class Release(StrEnum):
+    """When an epoch shows the scores of a setting."""
+
+    IMMEDIATE = "immediate"
+    ON_CLOSE = "on_close"
+
+
 VOCABULARIES: tuple[type[StrEnum], ...] = (
     Setting, TrialStatus, CampaignState, SessionState, SubmissionState, ExecStatus, Cause,
-    RubricKind, JudgeBackend, RunStatus, Confidence)
+    RubricKind, JudgeBackend, RunStatus, Confidence, Role, Release)
 
 
 @functools.cache

@@ -31,13 +31,14 @@ from dataclasses import dataclass
 import grpc
 from prometheus_client import Counter
 
-from lawlab.errors import ResourceExhausted, Unauthenticated
+from lawlab.errors import PermissionDenied, ResourceExhausted, Unauthenticated
 from lawlab.ledger import Ledger, TokenRow
 from lawlab.rpc.server import HandlerInterceptor, bearer_token, refusal, wrap_handler
 
 CACHE_SECONDS = 5.0
 INTERNAL = "internal"
 SERVICE_NAME = "lawlab.simulator.v1.SimulatorService"
+OPERATOR_SERVICE_NAME = "lawlab.simulator.v1.OperatorService"
 AUTH_REFUSALS = Counter("lawlab_simulator_auth_refusals_total",
                         "Calls refused for missing, malformed or revoked credentials.")
 QUOTA_REFUSALS = Counter("lawlab_simulator_quota_refusals_total",
@@ -171,11 +172,12 @@ def caller() -> Identity:
 
 
 class IdentityInterceptor(HandlerInterceptor):
-    """Settles the caller of every SimulatorService RPC once, before its request
-    is parsed: a call without valid credentials is refused without reading its
-    message (token lookups that miss the cache run off the event loop), and a
-    team's call spends one token of its query-rate quota. Handlers read the
-    caller with :func:`caller`."""
+    """Settles the caller of every SimulatorService and OperatorService RPC once,
+    before its request is parsed: a call without valid credentials is refused
+    without reading its message (token lookups that miss the cache run off the
+    event loop), a team's call to the operator API is refused, and a team's call
+    spends one token of its query-rate quota. Handlers read the caller with
+    :func:`caller`."""
 
     def __init__(self, auth: Authenticator) -> None:
         self.auth = auth
@@ -183,7 +185,8 @@ class IdentityInterceptor(HandlerInterceptor):
 
     async def around(self, details: grpc.HandlerCallDetails,
                      handler: grpc.RpcMethodHandler) -> grpc.RpcMethodHandler:
-        if not details.method.startswith(f"/{SERVICE_NAME}/"):
+        operator_api = details.method.startswith(f"/{OPERATOR_SERVICE_NAME}/")
+        if not operator_api and not details.method.startswith(f"/{SERVICE_NAME}/"):
             return handler
         metadata = details.invocation_metadata
         try:
@@ -193,6 +196,12 @@ class IdentityInterceptor(HandlerInterceptor):
         except Unauthenticated as err:
             AUTH_REFUSALS.inc()
             return refusal(handler, grpc.StatusCode.UNAUTHENTICATED, err.message)
+        if operator_api and not who.sees_all_sessions:
+            AUTH_REFUSALS.inc()
+            return refusal(handler, grpc.StatusCode.PERMISSION_DENIED,
+                           PermissionDenied(f"team {who.team!r}: the operator API needs an "
+                                            "operator token (lawlab token create --role "
+                                            "operator)").message)
 
         @contextlib.asynccontextmanager
         async def as_caller(context: grpc.aio.ServicerContext) -> AsyncIterator[None]:

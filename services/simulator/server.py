@@ -12,9 +12,10 @@ from lawlab import worldkey
 from lawlab.ledger import open_ledger
 from lawlab.rpc.server import Built, ServiceSpec
 from lawlab.settings import Settings
-from lawlab.simulator.v1 import simulator_pb2, simulator_pb2_grpc
+from lawlab.simulator.v1 import operator_pb2, operator_pb2_grpc, simulator_pb2, simulator_pb2_grpc
 from lawlab.tasks import TaskLibrary
 from lawlab_simulator.auth import Authenticator, IdentityInterceptor
+from lawlab_simulator.operators import OperatorServicer
 from lawlab_simulator.servicer import SimulatorServicer
 from lawlab_simulator.submissions import SubmissionScorer
 
@@ -90,8 +91,11 @@ async def build(args: argparse.Namespace, settings: Settings) -> Built:
         await scoring.close()
         ledger.close()
 
+    identity = IdentityInterceptor(auth)
     spec = ServiceSpec(simulator_pb2_grpc.add_SimulatorServiceServicer_to_server, servicer,
                        simulator_pb2.DESCRIPTOR.services_by_name["SimulatorService"],
-                       interceptors=[IdentityInterceptor(auth)],
-                       max_receive_bytes=max_receive or None)
-    return [spec], [start], [close]
+                       interceptors=[identity], max_receive_bytes=max_receive or None)
+    operators = ServiceSpec(operator_pb2_grpc.add_OperatorServiceServicer_to_server,
+                            OperatorServicer(ledger),
+                            operator_pb2.DESCRIPTOR.services_by_name["OperatorService"])
+    return [spec, operators], [start], [close]

@@ -2,9 +2,11 @@
 through the real running services.
 
 Identities: no credentials, a garbage token, a team token, an operator token
-(both made with `lawlab token create` against the running simulator's ledger)
+(both made with `lawlab token create` through the running simulator's operator
+API)
 and lawlab's internal token. The simulator serves teams and operators (which
-sessions each may touch is test_simulator_access.py's matrix); the sandbox,
+sessions each may touch is test_simulator_access.py's matrix) and only operators
+reach its operator API (a team gets PERMISSION_DENIED); the sandbox,
 scorer, judge and agent are internal: only the internal token gets past the
 door, so no team or operator credential reaches a submission run, the judge
 (which holds the hidden laws) or the campaign controller. Health stays open
@@ -28,10 +30,12 @@ from lawlab.agent.v1 import agent_pb2
 from lawlab.judge.v1 import judge_pb2
 from lawlab.sandbox.v1 import sandbox_pb2
 from lawlab.scorer.v1 import scorer_pb2
-from lawlab.simulator.v1 import simulator_pb2
+from lawlab.simulator.v1 import operator_pb2, simulator_pb2
 
 DESCRIPTORS = {
     "simulator": simulator_pb2.DESCRIPTOR.services_by_name["SimulatorService"],
+    # the simulator's operator API, on the simulator's port
+    "operator": operator_pb2.DESCRIPTOR.services_by_name["OperatorService"],
     "sandbox": sandbox_pb2.DESCRIPTOR.services_by_name["SandboxService"],
     "scorer": scorer_pb2.DESCRIPTOR.services_by_name["ScorerService"],
     "judge": judge_pb2.DESCRIPTOR.services_by_name["JudgeService"],
@@ -39,6 +43,8 @@ DESCRIPTORS = {
 }
 IDENTITIES = ("none", "garbage", "team", "operator", "internal")
 PUBLIC = {"simulator"}
+SERVED_BY = {"operator": "simulator"}
+SERVICES = [s for s in DESCRIPTORS if s not in SERVED_BY]
 LAWLAB = str(Path(sys.executable).parent / "lawlab")
 
 
@@ -87,9 +93,13 @@ def _call(address: str, service, method, token: str | None) -> grpc.StatusCode:
                          ids=[f"{s}.{m}.{w}" for s, m, w in _matrix()])
 def test_authorization_matrix(cluster, tokens, service, method, who):
     descriptor = DESCRIPTORS[service]
-    code = _call(cluster.address(service), descriptor, descriptor.methods_by_name[method],
-                 tokens[who])
+    code = _call(cluster.address(SERVED_BY.get(service, service)), descriptor,
+                 descriptor.methods_by_name[method], tokens[who])
     allowed = who == "internal" or (service in PUBLIC and who in ("team", "operator"))
+    if service == "operator" and who == "team":  # a known caller, not an operator
+        assert code == grpc.StatusCode.PERMISSION_DENIED, (method, code.name)
+        return
+    allowed = allowed or (service == "operator" and who == "operator")
     if allowed:
         assert code != grpc.StatusCode.UNAUTHENTICATED, (service, method, who)
         assert code not in (grpc.StatusCode.UNKNOWN, grpc.StatusCode.INTERNAL), \
@@ -98,7 +108,7 @@ def test_authorization_matrix(cluster, tokens, service, method, who):
         assert code == grpc.StatusCode.UNAUTHENTICATED, (service, method, who, code.name)
 
 
-@pytest.mark.parametrize("service", list(DESCRIPTORS))
+@pytest.mark.parametrize("service", SERVICES)
 def test_health_stays_open_for_probes(cluster, service):
     with grpc.insecure_channel(cluster.address(service)) as channel:
         reply = health_pb2_grpc.HealthStub(channel).Check(

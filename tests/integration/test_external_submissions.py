@@ -69,18 +69,18 @@ def world(tasks_dir, tmp_path_factory):
     data = tmp_path_factory.mktemp("external")
     subprocess.run([str(ROOT / "scripts" / "make-certs.sh"), str(data / "certs")], check=True,
                    capture_output=True)
-    tokens = {}
+    cluster = Cluster(tasks_dir, data, log_dir=data / "logs")
+    cluster.start(names=("sandbox", "scorer", "judge"))
+    cluster.start_one("simulator", extra_env={
+        "LAWLAB_TLS_CERT": str(data / "certs" / "server.pem"),
+        "LAWLAB_TLS_KEY": str(data / "certs" / "server.key")})
+    tokens = {}  # through the running simulator's operator API
     for team in ("alpha", "beta", "node", "gamma"):
         made = _cli(data, "token", "create", "--team", team)
         assert made.returncode == 0, made.stderr
         tokens[team] = made.stdout.strip()
     opened = _cli(data, "epoch", "open", "round1")  # Real at once, Parallel on close
     assert opened.returncode == 0 and "Parallel scores released on close" in opened.stdout
-    cluster = Cluster(tasks_dir, data, log_dir=data / "logs")
-    cluster.start(names=("sandbox", "scorer", "judge"))
-    cluster.start_one("simulator", extra_env={
-        "LAWLAB_TLS_CERT": str(data / "certs" / "server.pem"),
-        "LAWLAB_TLS_KEY": str(data / "certs" / "server.key")})
     yield {"cluster": cluster, "address": f"localhost:{cluster.services['simulator'].port}",
            "ca": str(data / "certs" / "server.pem"), "tokens": tokens, "data": data}
     codes = cluster.stop()

@@ -151,6 +151,9 @@ def public(tasks_dir, tmp_path_factory):
     """The simulator's public port with team tokens (a short submission limit, so
     that a law that never returns costs seconds here, not 100 s)."""
     data = tmp_path_factory.mktemp("attacks")
+    cluster = Cluster(tasks_dir, data, log_dir=data / "logs")
+    cluster.start(extra_env={"LAWLAB_SANDBOX_SUBMISSION_SECONDS": str(SUBMISSION_SECONDS)},
+                  names=("sandbox", "scorer", "judge", "simulator"))
     tokens = {}
     for team, owner, qps in (("alpha", "dana@example.org", "20"),
                              ("alpha2", "Dana@example.org", "20"),
@@ -161,9 +164,6 @@ def public(tasks_dir, tmp_path_factory):
         tokens[team] = made.stdout.strip()
     assert _cli(data, "epoch", "open", "round1", "--release", "immediate",
                 "--release-real", "immediate").returncode == 0
-    cluster = Cluster(tasks_dir, data, log_dir=data / "logs")
-    cluster.start(extra_env={"LAWLAB_SANDBOX_SUBMISSION_SECONDS": str(SUBMISSION_SECONDS)},
-                  names=("sandbox", "scorer", "judge", "simulator"))
     yield {"cluster": cluster, "tokens": tokens, "data": data,
            "address": cluster.address("simulator")}
     codes = cluster.stop()

@@ -32,23 +32,32 @@ def _token_cli(data_dir: Path, *args: str) -> subprocess.CompletedProcess:
 
 @pytest.fixture(scope="module")
 def world(tasks_dir, tmp_path_factory):
-    """A TLS simulator with tokens made by the operator CLI before start-up."""
+    """A TLS simulator with tokens made by the operator CLI: the first before
+    start-up (the CLI starts a simulator over the data directory for the command),
+    the others through the running simulator's operator API over TLS."""
     data = tmp_path_factory.mktemp("sim-access")
     subprocess.run([str(ROOT / "scripts" / "make-certs.sh"), str(data / "certs")], check=True,
                    capture_output=True)
     tokens = {}
-    for team, extra in (("alpha", []), ("beta", []), ("ops", ["--role", "operator"]),
-                        ("small", ["--max-sessions", "2"]), ("slow", ["--qps", "2"]),
-                        ("gone", []), ("node", []), ("docs", [])):
+
+    def make(team: str, *extra: str) -> None:
         made = _token_cli(data, "create", "--team", team, *extra)
         assert made.returncode == 0, made.stderr
         tokens[team] = made.stdout.strip()
-    gone_id = tokens["gone"].split("_")[1]
-    assert _token_cli(data, "revoke", gone_id).returncode == 0
+
+    make("alpha")
+    assert "starting one on loopback for this command" in _token_cli(data, "list").stderr
     cluster = Cluster(tasks_dir, data, log_dir=data / "logs")
     cluster.start(names=("simulator",), extra_env={
         "LAWLAB_TLS_CERT": str(data / "certs" / "server.pem"),
         "LAWLAB_TLS_KEY": str(data / "certs" / "server.key")})
+    for team, extra in (("beta", []), ("ops", ["--role", "operator"]),
+                        ("small", ["--max-sessions", "2"]), ("slow", ["--qps", "2"]),
+                        ("gone", []), ("node", []), ("docs", [])):
+        make(team, *extra)
+    gone_id = tokens["gone"].split("_")[1]
+    revoked = _token_cli(data, "revoke", gone_id)
+    assert revoked.returncode == 0 and "starting one" not in revoked.stderr, revoked.stderr
     address = f"localhost:{cluster.services['simulator'].port}"
     yield {"cluster": cluster, "address": address, "ca": str(data / "certs" / "server.pem"),
            "tokens": tokens, "data": data}

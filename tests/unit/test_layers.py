@@ -156,3 +156,32 @@ def test_built_in_agents_share_a_kit_not_each_others_private_methods():
             if isinstance(node, ast.ImportFrom) and node.module and ".scripts" in node.module:
                 reached.append(f"{path.name} imports {node.module}")
     assert reached == []
+
+
+def _imported_modules(path: Path) -> set[str]:
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            names |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            names.add(node.module)
+    return names
+
+
+def test_operators_reach_the_simulators_store_only_through_the_simulator():
+    """Issue #32: the simulator is the one program that opens its store; the CLI
+    (tokens, epochs, the leaderboard, the external audit), the other services and
+    the status page use its operator API. The one exception is the benchmark's
+    in-process column, which times the store itself beside the served path."""
+    store = "lawlab.ledger"
+    programs = [*(ROOT / "libs" / "lawlab").rglob("*.py"), *(ROOT / "services").rglob("*.py"),
+                *(ROOT / "bench").rglob("*.py"), *(ROOT / "scripts").rglob("*.py")]
+    openers = sorted(str(p.relative_to(ROOT)) for p in programs
+                     if store in _imported_modules(p))
+    inside = [p for p in openers if p.startswith("services/simulator/")]
+    assert len(inside) >= 4  # the rooms and the server (never vacuous)
+    assert [p for p in openers if p not in inside] == ["bench/simulator_bench.py"], openers
+    # and the operator verbs are calls of the operator API
+    for cli in ("operators.py", "leaderboard.py", "campaign.py"):
+        text = (ROOT / "libs" / "lawlab" / "cli" / cli).read_text(encoding="utf-8")
+        assert "operator_channel" in text and "open_ledger" not in text, cli

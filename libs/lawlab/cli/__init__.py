@@ -26,9 +26,22 @@ if "GRPC_VERBOSITY" not in os.environ:
     os.environ["GRPC_VERBOSITY"] = "NONE"
     os.environ["LAWLAB_CLI_QUIETED_GRPC"] = "1"  # services started from here log as usual
 
-from lawlab.cli import campaign, fit, leaderboard, sandbox, score, services, sim, tasks, trial, view
+from lawlab.cli import (
+    campaign,
+    fit,
+    leaderboard,
+    operators,
+    sandbox,
+    score,
+    services,
+    sim,
+    tasks,
+    trial,
+    view,
+)
 
-GROUPS = (services, tasks, trial, fit, sandbox, sim, leaderboard, score, campaign, view)
+GROUPS = (services, tasks, trial, fit, sandbox, sim, operators, leaderboard, score, campaign,
+          view)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -388,31 +388,37 @@ def audit_events(events: list[dict[str, Any]], hidden: list[str]
 def audit_submissions(args: argparse.Namespace) -> int:
     """The trajectories external teams uploaded with their submissions in an epoch,
     audited like lawlab's own (docs/simulator-api.md)."""
-    from lawlab.cli.sim import _ledger_url
-    from lawlab.ledger import open_ledger
+    import grpc
 
-    ledger = open_ledger(_ledger_url(args))
+    from lawlab.cli.operators import operator_channel, refused
+    from lawlab.simulator.v1 import operator_pb2, operator_pb2_grpc
+
+    rows, leaks, flagged, read, subs = [], 0, 0, 0, 0
     try:
-        subs = ledger.submissions(args.epoch)
-    finally:
-        ledger.close()
-    rows, leaks, flagged, read = [], 0, 0, 0
-    for s in subs:
-        if not s.trajectory:
+        with operator_channel(args) as channel:
+            uploads = list(operator_pb2_grpc.OperatorServiceStub(channel).ListTrajectories(
+                operator_pb2.ListTrajectoriesRequest(epoch=args.epoch), timeout=600))
+    except grpc.RpcError as err:
+        return refused("campaign audit", err)
+    for s in uploads:
+        subs += 1
+        if s.error:
+            rows.append([s.submission_id, s.team, "-", "unreadable", s.error[:60]])
+            continue
+        if not s.jsonl:
             continue
         try:
-            events = [json.loads(line) for line in Path(s.trajectory).read_text().splitlines()
-                      if line.strip()]
-        except (OSError, json.JSONDecodeError) as err:
-            rows.append([s.submission_id, s.owner, "-", "unreadable", str(err)[:60]])
+            events = [json.loads(line) for line in s.jsonl.splitlines() if line.strip()]
+        except json.JSONDecodeError as err:
+            rows.append([s.submission_id, s.team, "-", "unreadable", str(err)[:60]])
             continue
         read += 1
         found = audit_events(events, _hidden_strings(Path(args.tasks_dir), s.task_id))
         flagged += bool(found)
         for turn, label, evidence in found:
             leaks += label.startswith("HIDDEN")
-            rows.append([s.submission_id, s.owner, str(turn), label, evidence.replace("\n", " ")])
-    print(f"audited {read} uploaded trajectories of {len(subs)} submissions in epoch {args.epoch}")
+            rows.append([s.submission_id, s.team, str(turn), label, evidence.replace("\n", " ")])
+    print(f"audited {read} uploaded trajectories of {subs} submissions in epoch {args.epoch}")
     if rows:
         print(table(rows, ["submission", "team", "turn", "finding", "evidence"]))
     print(f"{flagged} trajectory(ies) with findings; hidden-law strings in tool outputs: {leaks}")
@@ -674,12 +680,12 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
         if verb in ("status", "trials"):
             with_offline(p)
         if verb == "audit":
-            p.add_argument("--tasks-dir", default=str(config.tasks_dir()),
-                           help="the task library with answer keys (operators only)")
+            from lawlab.cli.operators import operator_args
+
             p.add_argument("--epoch", help="audit the trajectories external teams uploaded with "
-                                           "their submissions in this epoch instead")
-            p.add_argument("--ledger", help="the simulator's ledger (env LAWLAB_LEDGER_URL)")
-            p.add_argument("--data-dir", default=str(config.data_dir()))
+                                           "their submissions in this epoch instead (through "
+                                           "the simulator's operator API)")
+            operator_args(p)  # --tasks-dir: the task library with answer keys (operators only)
     p = campaign.add_parser("list", help="every campaign of the agent service")
     p.add_argument("--agent-addr", default=os.environ.get("LAWLAB_AGENT_ADDR"))
     with_offline(p)

@@ -17,54 +17,66 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from lawlab import config
-
 if TYPE_CHECKING:
-    from lawlab.ledger import Ledger
+    import grpc
+
     from lawlab.report import Row
     from lawlab.tasks import TaskLibrary
 
 
-def external_rows(ledger: Ledger, epoch_id: str, library: TaskLibrary) -> list[Row]:
+def external_rows(channel: grpc.Channel, epoch_id: str, library: TaskLibrary) -> list[Row]:
+    """The epoch's submissions as the simulator shows an operator them: every
+    team's, with the scores the epoch has released (None where it withholds them)."""
+    from lawlab.common.v1 import common_pb2
+    from lawlab.convert import enum_name
     from lawlab.report import Row
-    from lawlab.vocab import TrialStatus
+    from lawlab.simulator.v1 import operator_pb2, operator_pb2_grpc, simulator_pb2_grpc
+    from lawlab.simulator.v1 import simulator_pb2 as pb
+    from lawlab.vocab import Setting, SubmissionState, TrialStatus
 
-    epoch = ledger.epoch(epoch_id)
-    if epoch is None:
+    epochs = operator_pb2_grpc.OperatorServiceStub(channel).ListEpochs(
+        operator_pb2.ListEpochsRequest(), timeout=60).epochs
+    if epoch_id not in {e.epoch_id for e in epochs}:
         raise KeyError(epoch_id)
+    listed = simulator_pb2_grpc.SimulatorServiceStub(channel).ListSubmissions(
+        pb.ListSubmissionsRequest(epoch=epoch_id), timeout=60).submissions
     rows = []
-    for s in ledger.submissions(epoch_id):
+    for s in listed:
         meta = library.get(s.task_id).meta if s.task_id in library else None
-        released = epoch.releases(s.setting) and s.state != "queued"
+        state = SubmissionState(enum_name(pb.SubmissionState, s.state))
+        scores = s.scores
         rows.append(Row(
-            agent=f"team:{s.owner}", setting=s.setting, context="full", task_id=s.task_id,
-            seed=0, status=TrialStatus.COMPLETED if s.state == "scored" else s.state,
+            agent=f"team:{s.team}", setting=Setting(enum_name(common_pb2.Setting, s.setting)),
+            context="full", task_id=s.task_id, seed=0,
+            status=TrialStatus.COMPLETED if state == SubmissionState.SCORED else state,
             score_status="",
-            s_n=s.s_n if released else None, s_v=s.s_v if released else None,
-            s_s=s.s_s if released else None,
+            s_n=scores.s_n if scores.HasField("s_n") else None,
+            s_v=scores.s_v if scores.HasField("s_v") else None,
+            s_s=scores.s_s if scores.HasField("s_s") else None,
             discipline=meta.discipline if meta else "", multi_group=bool(meta and meta.multi_group),
             suite=meta.suite if meta else "real", trial_id=s.submission_id,
-            world_fingerprint=library.release or library.world_fingerprint or ""))
+            world_fingerprint=s.world_fingerprint or library.release
+            or library.world_fingerprint or ""))
     return rows
 
 
 def cmd_leaderboard(args: argparse.Namespace) -> int:
-    from lawlab.cli.sim import _ledger_url
-    from lawlab.ledger import open_ledger
+    import grpc
+
+    from lawlab.cli.operators import operator_channel, refused
     from lawlab.report import MixedSuites, leaderboard, leaderboard_csv, leaderboard_markdown, strict_json
     from lawlab.tasks import TaskLibrary
 
     library = TaskLibrary(Path(args.tasks_dir))
-    ledger = open_ledger(_ledger_url(args))
     try:
-        try:
-            rows = external_rows(ledger, args.epoch_id, library)
-        except KeyError:
-            print(f"lawlab leaderboard: no epoch {args.epoch_id!r} (see lawlab epoch list)",
-                  file=sys.stderr)
-            return 2
-    finally:
-        ledger.close()
+        with operator_channel(args) as channel:
+            rows = external_rows(channel, args.epoch_id, library)
+    except KeyError:
+        print(f"lawlab leaderboard: no epoch {args.epoch_id!r} (see lawlab epoch list)",
+              file=sys.stderr)
+        return 2
+    except grpc.RpcError as err:
+        return refused("leaderboard", err)
     if args.campaign:
         import grpc
 
@@ -121,11 +133,14 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
 
 
 def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    from lawlab.cli.operators import operator_args
+
     p = sub.add_parser("leaderboard", help="an epoch's external submissions beside lawlab "
                                            "campaigns (operators)",
-                       description="Reads the simulator's ledger (--ledger, LAWLAB_LEDGER_URL, or "
-                                   "DATA_DIR/simulator/ledger.sqlite) and, for --campaign, the "
-                                   "agent service.")
+                       description="Reads the epoch's submissions through the simulator's "
+                                   "operator API (the simulator at --simulator-addr, else the one "
+                                   "serving --data-dir, else one started for this command) and, "
+                                   "for --campaign, the agent service.")
     p.add_argument("epoch_id")
     p.add_argument("--campaign", action="append", default=[],
                    help="a lawlab campaign to rank beside the teams (repeatable)")
@@ -134,9 +149,7 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
                    help="rows: one per agent, setting and score, ranked; table2: one per "
                         "model, S_N / S_V / S_S by single / multi / all with ranks (markdown)")
     p.add_argument("--out", help="also write leaderboard.md, .csv and .json here")
-    p.add_argument("--ledger", help="sqlite:///PATH or postgresql://... (env LAWLAB_LEDGER_URL)")
-    p.add_argument("--data-dir", default=str(config.data_dir()))
-    p.add_argument("--tasks-dir", default=str(config.tasks_dir()))
+    operator_args(p)
     p.add_argument("--agent-addr", default=os.environ.get("LAWLAB_AGENT_ADDR"),
                    help="the agent service (default: a running one, else --data-dir offline)")
     p.add_argument("--offline", action="store_true",

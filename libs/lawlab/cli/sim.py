@@ -1,5 +1,5 @@
-"""``lawlab sim`` (external teams: the simulator's public API) and
-``lawlab token`` (operators: API tokens in the simulator's ledger)."""
+"""``lawlab sim`` (external teams: the simulator's public API); the operators'
+``lawlab token`` and ``lawlab epoch`` are in :mod:`lawlab.cli.operators`."""
 
 from __future__ import annotations
 
@@ -7,7 +7,6 @@ import argparse
 import json
 import os
 import sys
-import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -143,7 +142,6 @@ def _submission_line(s: dict[str, Any]) -> str:
 
 
 def _submit(sim: SimulatorClient, args: argparse.Namespace) -> int:
-    from pathlib import Path
 
     try:
         source = Path(args.submission).read_text()
@@ -242,176 +240,6 @@ def add_sim_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
     p.add_argument("--json", action="store_true")
 
 
-# ---- lawlab token ------------------------------------------------------------------
-
-def _ledger_url(args: argparse.Namespace) -> str:
-    return args.ledger or os.environ.get("LAWLAB_LEDGER_URL") or (
-        f"sqlite:///{Path(args.data_dir).resolve() / 'simulator' / 'ledger.sqlite'}")
-
-
-def cmd_token(args: argparse.Namespace) -> int:
-    from lawlab.ledger import open_ledger
-
-    ledger = open_ledger(_ledger_url(args))
-    try:
-        if args.verb == "create":
-            try:
-                expires = None
-                if args.expires_days is not None:
-                    if args.expires_days <= 0:
-                        raise ValueError("--expires-days: a positive number of days")
-                    expires = time.time() + args.expires_days * 86400
-                token, row = ledger.create_token(args.team, args.role, args.max_sessions, args.qps,
-                                                 owner=args.owner or "", expires=expires)
-            except ValueError as err:
-                print(f"lawlab token create: {err}", file=sys.stderr)
-                return 2
-            print(token)
-            until = (time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(row.expires))
-                     if row.expires else "never")
-            print(f"[token {row.token_id} for team {row.team!r} ({row.role}): at most "
-                  f"{row.max_open_sessions} open sessions, {row.queries_per_second:g} queries/s; "
-                  f"owner {row.owner or '(none given)'}; expires {until}. "
-                  "It is shown once; only its hash is stored.]", file=sys.stderr)
-            return 0
-        if args.verb == "list":
-            tokens = ledger.list_tokens()
-            rows = [[t.token_id, t.team, t.role, t.owner or "-", str(t.max_open_sessions),
-                     f"{t.queries_per_second:g}", time.strftime("%Y-%m-%d %H:%M", time.gmtime(t.created)),
-                     time.strftime("%Y-%m-%d", time.gmtime(t.expires)) if t.expires else "-",
-                     "revoked" if t.revoked else "expired" if t.expired() else "active"]
-                    for t in tokens]
-            print(_table(rows, ["id", "team", "role", "owner", "sessions", "qps", "created (UTC)",
-                                "expires", "state"]) if rows else "no tokens")
-            owners: dict[str, set[str]] = {}
-            for t in tokens:
-                if t.owner:
-                    owners.setdefault(t.owner.strip().lower(), set()).add(t.team)
-            shared = {o: sorted(v) for o, v in owners.items() if len(v) > 1}
-            for owner, teams in sorted(shared.items()):
-                print(f"shared owner {owner!r}: teams {', '.join(teams)}")
-            for client, teams in sorted(ledger.shared_clients().items()):
-                print(f"shared client address {client}: teams {', '.join(teams)}")
-            return 0
-        if args.verb == "revoke":
-            closed = ledger.revoke_token(args.token_id)
-            if closed is None:
-                print(f"lawlab token revoke: no active token {args.token_id!r} (see lawlab token list)",
-                      file=sys.stderr)
-                return 1
-            print(f"revoked {args.token_id} (every replica refuses it within 5 s); "
-                  f"{len(closed)} open session(s) closed")
-            return 0
-        if args.verb == "audit":
-            for a in ledger.audit(args.session, args.team, args.limit, args.epoch):
-                print(json.dumps({"ts": a.ts, "team": a.team, "action": a.action,
-                                  "session_id": a.session_id, "task_id": a.task_id,
-                                  "epoch": a.epoch, "n_points": a.n_points,
-                                  "calls_used": a.calls_used, "calls_max": a.calls_max,
-                                  "detail": a.detail, "client": a.client}))
-            return 0
-    finally:
-        ledger.close()
-    raise AssertionError(args.verb)
-
-
-def _ledger_args(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
-    """--ledger and --data-dir: token and epoch verbs act on the ledger directly."""
-    p.add_argument("--ledger", help="sqlite:///PATH or postgresql://... (env LAWLAB_LEDGER_URL)")
-    p.add_argument("--data-dir", default=str(config.data_dir()))
-    return p
-
-
-def add_token_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    token = sub.add_parser("token", help="API tokens of external teams (operators)",
-                           description="Acts on the simulator's ledger directly: --ledger, "
-                                       "LAWLAB_LEDGER_URL, or DATA_DIR/simulator/ledger.sqlite.")
-    verbs = token.add_subparsers(dest="verb", required=True)
-
-    p = _ledger_args(verbs.add_parser("create", help="create a token; printed once"))
-    p.add_argument("--team", required=True)
-    p.add_argument("--role", choices=["team", "operator"], default="team")
-    p.add_argument("--max-sessions", type=int, default=8, help="open sessions at once")
-    p.add_argument("--qps", type=float, default=20.0, help="queries per second")
-    p.add_argument("--owner", help="who the team is (a person or contact): teams sharing an "
-                                   "owner are shown together by `lawlab token list`")
-    p.add_argument("--expires-days", type=float, help="the token stops working after this "
-                                                       "many days (default: never)")
-    _ledger_args(verbs.add_parser("list", help="tokens (never their secrets)"))
-    _ledger_args(verbs.add_parser("revoke", help="revoke a token by id")).add_argument("token_id")
-    p = _ledger_args(verbs.add_parser("audit", help="the audit log as JSON lines"))
-    p.add_argument("--session")
-    p.add_argument("--team")
-    p.add_argument("--epoch")
-    p.add_argument("--limit", type=int, default=1000)
-
-
-# ---- lawlab epoch -----------------------------------------------------------------
-
-def cmd_epoch(args: argparse.Namespace) -> int:
-    from lawlab.ledger import open_ledger
-
-    ledger = open_ledger(_ledger_url(args))
-    try:
-        if args.verb == "list":
-            current = ledger.current_epoch()
-            rows = [[e.epoch_id, time.strftime("%Y-%m-%d %H:%M", time.gmtime(e.opened)),
-                     time.strftime("%Y-%m-%d %H:%M", time.gmtime(e.closed)) if e.closed else "-",
-                     f"real {e.release_real.replace('_', ' ')}, parallel "
-                     f"{e.release.replace('_', ' ')}", "open (current)" if e.epoch_id == current else
-                     ("closed" if e.closed else "open")] for e in ledger.epochs()]
-            print(_table(rows, ["epoch", "opened (UTC)", "closed (UTC)", "scores released",
-                                "state"]))
-            return 0
-        if args.verb == "open":
-            try:
-                row = ledger.open_epoch(args.epoch_id, args.release.replace("-", "_"),
-                                        args.release_real.replace("-", "_"))
-            except ValueError as err:
-                print(f"lawlab epoch open: {err}", file=sys.stderr)
-                return 2
-            print(f"epoch {row.epoch_id} is open: every team's Parallel budget starts afresh "
-                  f"(the previous epoch is closed); Parallel scores released "
-                  f"{row.release.replace('_', ' ')}, Real scores "
-                  f"{row.release_real.replace('_', ' ')}")
-            return 0
-        if args.verb == "close":
-            try:
-                row = ledger.close_epoch(args.epoch_id)
-            except KeyError:
-                print(f"lawlab epoch close: no epoch {args.epoch_id!r} (see lawlab epoch list)",
-                      file=sys.stderr)
-                return 2
-            print(f"epoch {row.epoch_id} is closed; no session opens until an epoch is open "
-                  "(lawlab epoch open NAME)")
-            return 0
-    finally:
-        ledger.close()
-    raise AssertionError(args.verb)
-
-
-def add_epoch_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    epoch = sub.add_parser("epoch", help="leaderboard rounds: each gives every team a fresh "
-                                         "Parallel budget per task (operators)",
-                           description="Acts on the simulator's ledger directly: --ledger, "
-                                       "LAWLAB_LEDGER_URL, or DATA_DIR/simulator/ledger.sqlite.")
-    verbs = epoch.add_subparsers(dest="verb", required=True)
-
-    _ledger_args(verbs.add_parser("list", help="epochs and which one is open"))
-    p = _ledger_args(verbs.add_parser("open", help="open a new epoch (closes the current one)"))
-    p.add_argument("epoch_id")
-    p.add_argument("--release", choices=["on-close", "immediate"], default="on-close",
-                   help="when Parallel submissions' S_S is released (default on-close: "
-                        "no feedback to steer a search for the hidden structure)")
-    p.add_argument("--release-real", choices=["on-close", "immediate"], default="immediate",
-                   help="when Real submissions' S_N and S_V are released (default immediate)")
-    _ledger_args(verbs.add_parser("close", help="close an epoch")).add_argument("epoch_id")
-
-
 def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     add_sim_parser(sub)
-    add_token_parser(sub)
-    add_epoch_parser(sub)
     sub.choices["sim"].set_defaults(func=cmd_sim)
-    sub.choices["token"].set_defaults(func=cmd_token)
-    sub.choices["epoch"].set_defaults(func=cmd_epoch)

@@ -469,6 +469,8 @@ async def run_server(options: ServerOptions, specs: list[ServiceSpec]) -> None:
     await health.set("", health_pb2.HealthCheckResponse.SERVING)
     ready = {"event": "serving", "service": options.name, "host": options.host,
              "port": port, "metrics_port": metrics_port, "tls": bool(options.tls_cert),
+             # a command on this machine trusts the served certificate (lawlab token)
+             "tls_cert": os.path.abspath(options.tls_cert) if options.tls_cert else "",
              "pid": os.getpid()}
     log.info("serving", extra=ready)
     if options.ready_file:

@@ -1,0 +1,303 @@
+"""``lawlab token`` and ``lawlab epoch`` (operators), and the operator API
+client that ``lawlab leaderboard`` and ``lawlab campaign audit --epoch`` use.
+
+Every one of them talks to the simulator's OperatorService; none opens the
+simulator's store. The simulator is the one at ``--simulator-addr`` (env
+LAWLAB_SIMULATOR_ADDR), else the one serving DATA_DIR (its ready file in
+DATA_DIR/logs), else a simulator started over DATA_DIR for this one command
+(about 3 s), which is how an operator makes the first tokens before anything
+runs. The credential is ``--token`` (env LAWLAB_OPERATOR_TOKEN: an operator
+token), else lawlab's internal token (LAWLAB_INTERNAL_TOKEN, or the one `lawlab
+up` wrote to DATA_DIR/internal-token).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import grpc
+
+from lawlab import config
+from lawlab.convert import enum_name
+from lawlab.simulator.v1 import operator_pb2 as op
+from lawlab.simulator.v1 import operator_pb2_grpc
+from lawlab.tables import table as _table
+
+TIMEOUT = 60.0
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text().strip()
+    except OSError:
+        return ""
+
+
+def _serving(data: Path) -> tuple[str, bool, str | None] | None:
+    """The simulator serving ``data`` from its ready file, when its process is
+    alive: its address and, when it serves TLS, the certificate it serves (a
+    command on the same machine trusts it; a CA-issued one: --ca)."""
+    try:
+        info = json.loads((data / "logs" / "simulator.ready.json").read_text())
+        os.kill(int(info["pid"]), 0)
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    tls = bool(info.get("tls"))
+    host = str(info.get("host") or "127.0.0.1")
+    if host in ("0.0.0.0", "::", "[::]", "127.0.0.1"):
+        host = "localhost" if tls else "127.0.0.1"  # a local certificate names localhost
+    return f"{host}:{int(info['port'])}", tls, str(info.get("tls_cert") or "") or None
+
+
+def _credential(args: argparse.Namespace, data: Path) -> str:
+    return (args.token or os.environ.get("LAWLAB_INTERNAL_TOKEN")
+            or _read(data / "internal-token"))
+
+
+@contextlib.contextmanager
+def operator_channel(args: argparse.Namespace) -> Iterator[grpc.Channel]:
+    """A channel to the simulator with an operator's credential (the module
+    docstring says which simulator): for OperatorService, and for SimulatorService
+    calls that show an operator every team's sessions and submissions."""
+    from lawlab.rpc.client import sync_channel
+
+    data = Path(args.data_dir).resolve()
+    address, ca = args.simulator_addr, args.ca
+    if not address:
+        found = _serving(data)
+        if found:
+            address, tls, served = found
+            ca = (ca or served) if tls else None
+    if address:
+        with sync_channel(address, token=_credential(args, data), ca_file=ca) as channel:
+            yield channel
+        return
+    yield from _ephemeral(args, data)
+
+
+def _ephemeral(args: argparse.Namespace, data: Path) -> Iterator[grpc.Channel]:
+    from lawlab.launcher import Cluster
+
+    token = os.environ.get("LAWLAB_INTERNAL_TOKEN") or _read(data / "internal-token")
+    logs = Path(tempfile.mkdtemp(prefix="lawlab-operator-"))
+    cluster = Cluster(Path(args.tasks_dir).resolve(), data, log_dir=logs)
+    if token:  # the data directory's own: its file is rewritten unchanged
+        cluster.internal_token = token
+    print(f"[no simulator serves {data}: starting one on loopback for this command; "
+          f"logs in {logs}]", file=sys.stderr)
+    env = {"LAWLAB_LOG_LEVEL": "WARNING"}
+    if args.ledger:
+        env["LAWLAB_LEDGER_URL"] = args.ledger
+    try:
+        cluster.start(names=("simulator",), extra_env=env)
+        with cluster.channel("simulator") as channel:
+            yield channel
+    finally:
+        if cluster.stop() == {"simulator": 0}:
+            shutil.rmtree(logs, ignore_errors=True)  # kept when something went wrong
+
+
+def refused(verb: str, err: grpc.RpcError) -> int:
+    """A refusal in the CLI's words: 2 for a bad request or a name that does not
+    exist, 1 otherwise."""
+    code = err.code()
+    print(f"lawlab {verb}: {err.details()}", file=sys.stderr)
+    if code == grpc.StatusCode.UNAUTHENTICATED:
+        print("  (an operator token with --token or LAWLAB_OPERATOR_TOKEN, or run it where "
+              "`lawlab up` keeps DATA_DIR/internal-token)", file=sys.stderr)
+    if code == grpc.StatusCode.UNAVAILABLE:
+        print("  (is the simulator at --simulator-addr running?)", file=sys.stderr)
+    return 2 if code in (grpc.StatusCode.INVALID_ARGUMENT, grpc.StatusCode.NOT_FOUND) else 1
+
+
+def _day(ts: Any, fmt: str = "%Y-%m-%d %H:%M") -> str:
+    return time.strftime(fmt, time.gmtime(ts.seconds)) if ts.seconds else "-"
+
+
+def _release(value: int) -> str:
+    return enum_name(op.Release, value).replace("_", " ")
+
+
+# ---- lawlab token ------------------------------------------------------------------
+
+def cmd_token(args: argparse.Namespace) -> int:
+    try:
+        with operator_channel(args) as channel:
+            return _token_verb(operator_pb2_grpc.OperatorServiceStub(channel), args)
+    except grpc.RpcError as err:
+        code = refused(f"token {args.verb}", err)
+        # a token that is not active: nothing to do (1), as before the operator API
+        return 1 if args.verb == "revoke" and err.code() == grpc.StatusCode.NOT_FOUND else code
+
+
+def _token_verb(api: operator_pb2_grpc.OperatorServiceStub, args: argparse.Namespace) -> int:
+    if args.verb == "create":
+        if args.expires_days is not None and args.expires_days <= 0:
+            print("lawlab token create: --expires-days: a positive number of days",
+                  file=sys.stderr)
+            return 2
+        made = api.CreateToken(op.CreateTokenRequest(
+            team=args.team, role=op.ROLE_OPERATOR if args.role == "operator" else op.ROLE_TEAM,
+            max_open_sessions=args.max_sessions, queries_per_second=args.qps,
+            owner=args.owner or "", expires_days=args.expires_days or 0), timeout=TIMEOUT)
+        t = made.info
+        until = _day(t.expires, "%Y-%m-%d %H:%M UTC") if t.HasField("expires") else "never"
+        print(made.token)
+        print(f"[token {t.token_id} for team {t.team!r} ({enum_name(op.Role, t.role)}): at most "
+              f"{t.max_open_sessions} open sessions, {t.queries_per_second:g} queries/s; "
+              f"owner {t.owner or '(none given)'}; expires {until}. "
+              "It is shown once; only its hash is stored.]", file=sys.stderr)
+        return 0
+    if args.verb == "list":
+        listed = api.ListTokens(op.ListTokensRequest(), timeout=TIMEOUT)
+        rows = [[t.token_id, t.team, enum_name(op.Role, t.role), t.owner or "-",
+                 str(t.max_open_sessions), f"{t.queries_per_second:g}", _day(t.created),
+                 _day(t.expires, "%Y-%m-%d"),
+                 "revoked" if t.HasField("revoked") else "expired" if t.expired else "active"]
+                for t in listed.tokens]
+        print(_table(rows, ["id", "team", "role", "owner", "sessions", "qps", "created (UTC)",
+                            "expires", "state"]) if rows else "no tokens")
+        owners: dict[str, set[str]] = {}
+        for t in listed.tokens:
+            if t.owner:
+                owners.setdefault(t.owner.strip().lower(), set()).add(t.team)
+        for owner, teams in sorted(owners.items()):
+            if len(teams) > 1:
+                print(f"shared owner {owner!r}: teams {', '.join(sorted(teams))}")
+        for client, shared in sorted(listed.shared_clients.items()):
+            print(f"shared client address {client}: teams {', '.join(shared.teams)}")
+        return 0
+    if args.verb == "revoke":
+        gone = api.RevokeToken(op.RevokeTokenRequest(token_id=args.token_id), timeout=TIMEOUT)
+        print(f"revoked {gone.info.token_id} (every replica refuses it within 5 s); "
+              f"{gone.sessions_closed} open session(s) closed")
+        return 0
+    if args.verb == "audit":
+        events = api.ListAudit(op.ListAuditRequest(
+            session_id=args.session or "", team=args.team or "", epoch=args.epoch or "",
+            limit=args.limit), timeout=TIMEOUT).events
+        for a in events:
+            print(json.dumps({"ts": a.ts, "team": a.team, "action": a.action,
+                              "session_id": a.session_id, "task_id": a.task_id,
+                              "epoch": a.epoch, "n_points": a.n_points,
+                              "calls_used": a.calls_used, "calls_max": a.calls_max,
+                              "detail": a.detail, "client": a.client}))
+        return 0
+    raise AssertionError(args.verb)
+
+
+def operator_args(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """Where the operator API is, and the credential (module docstring)."""
+    p.add_argument("--simulator-addr", default=os.environ.get("LAWLAB_SIMULATOR_ADDR"),
+                   help="a running simulator (default: the one serving --data-dir, else one "
+                        "started for this command)")
+    p.add_argument("--token", default=os.environ.get("LAWLAB_OPERATOR_TOKEN", ""),
+                   help="an operator token (env LAWLAB_OPERATOR_TOKEN; default: lawlab's "
+                        "internal token)")
+    p.add_argument("--ca", default=os.environ.get("LAWLAB_TLS_CA") or None,
+                   help="the CA of a TLS simulator (env LAWLAB_TLS_CA; default: the "
+                        "certificate the simulator serving --data-dir serves)")
+    p.add_argument("--data-dir", default=str(config.data_dir()))
+    p.add_argument("--tasks-dir", default=str(config.tasks_dir()),
+                   help="the library a simulator started for this command serves")
+    p.add_argument("--ledger", help="the store of a simulator started for this command: "
+                                    "sqlite:///PATH or postgresql://... (env LAWLAB_LEDGER_URL)")
+    return p
+
+
+_WHERE = ("Talks to the simulator's operator API: --simulator-addr, else the simulator "
+          "serving --data-dir, else one started over --data-dir for this command.")
+
+
+def add_token_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    token = sub.add_parser("token", help="API tokens of external teams (operators)",
+                           description=_WHERE)
+    verbs = token.add_subparsers(dest="verb", required=True)
+
+    p = operator_args(verbs.add_parser("create", help="create a token; printed once"))
+    p.add_argument("--team", required=True)
+    p.add_argument("--role", choices=["team", "operator"], default="team")
+    p.add_argument("--max-sessions", type=int, default=8, help="open sessions at once")
+    p.add_argument("--qps", type=float, default=20.0, help="queries per second")
+    p.add_argument("--owner", help="who the team is (a person or contact): teams sharing an "
+                                   "owner are shown together by `lawlab token list`")
+    p.add_argument("--expires-days", type=float, help="the token stops working after this "
+                                                       "many days (default: never)")
+    operator_args(verbs.add_parser("list", help="tokens (never their secrets)"))
+    operator_args(verbs.add_parser("revoke", help="revoke a token by id")).add_argument("token_id")
+    p = operator_args(verbs.add_parser("audit", help="the audit log as JSON lines"))
+    p.add_argument("--session")
+    p.add_argument("--team")
+    p.add_argument("--epoch")
+    p.add_argument("--limit", type=int, default=1000)
+
+
+# ---- lawlab epoch -----------------------------------------------------------------
+
+def cmd_epoch(args: argparse.Namespace) -> int:
+    try:
+        with operator_channel(args) as channel:
+            return _epoch_verb(operator_pb2_grpc.OperatorServiceStub(channel), args)
+    except grpc.RpcError as err:
+        return refused(f"epoch {args.verb}", err)
+
+
+def _epoch_verb(api: operator_pb2_grpc.OperatorServiceStub, args: argparse.Namespace) -> int:
+    if args.verb == "list":
+        rows = [[e.epoch_id, _day(e.opened), _day(e.closed),
+                 f"real {_release(e.release_real)}, parallel {_release(e.release)}",
+                 "open (current)" if e.current else "closed" if e.HasField("closed") else "open"]
+                for e in api.ListEpochs(op.ListEpochsRequest(), timeout=TIMEOUT).epochs]
+        print(_table(rows, ["epoch", "opened (UTC)", "closed (UTC)", "scores released",
+                            "state"]))
+        return 0
+    if args.verb == "open":
+        words = {"on-close": op.RELEASE_ON_CLOSE, "immediate": op.RELEASE_IMMEDIATE}
+        e = api.OpenEpoch(op.OpenEpochRequest(epoch_id=args.epoch_id,
+                                              release=words[args.release],
+                                              release_real=words[args.release_real]),
+                          timeout=TIMEOUT)
+        print(f"epoch {e.epoch_id} is open: every team's Parallel budget starts afresh "
+              f"(the previous epoch is closed); Parallel scores released "
+              f"{_release(e.release)}, Real scores {_release(e.release_real)}")
+        return 0
+    if args.verb == "close":
+        e = api.CloseEpoch(op.CloseEpochRequest(epoch_id=args.epoch_id), timeout=TIMEOUT)
+        print(f"epoch {e.epoch_id} is closed; no session opens until an epoch is open "
+              "(lawlab epoch open NAME)")
+        return 0
+    raise AssertionError(args.verb)
+
+
+def add_epoch_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    epoch = sub.add_parser("epoch", help="leaderboard rounds: each gives every team a fresh "
+                                         "Parallel budget per task (operators)",
+                           description=_WHERE)
+    verbs = epoch.add_subparsers(dest="verb", required=True)
+
+    operator_args(verbs.add_parser("list", help="epochs and which one is open"))
+    p = operator_args(verbs.add_parser("open", help="open a new epoch (closes the current one)"))
+    p.add_argument("epoch_id")
+    p.add_argument("--release", choices=["on-close", "immediate"], default="on-close",
+                   help="when Parallel submissions' S_S is released (default on-close: "
+                        "no feedback to steer a search for the hidden structure)")
+    p.add_argument("--release-real", choices=["on-close", "immediate"], default="immediate",
+                   help="when Real submissions' S_N and S_V are released (default immediate)")
+    operator_args(verbs.add_parser("close", help="close an epoch")).add_argument("epoch_id")
+
+
+def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    add_token_parser(sub)
+    add_epoch_parser(sub)
+    sub.choices["token"].set_defaults(func=cmd_token)
+    sub.choices["epoch"].set_defaults(func=cmd_epoch)

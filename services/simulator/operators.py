@@ -1,0 +1,185 @@
+"""OperatorService: tokens, epochs and the audit log, for operators only.
+
+The caller is settled by :class:`~lawlab_simulator.auth.IdentityInterceptor`,
+which refuses every role but ``operator`` and ``internal`` on this service
+before a request is read. The store's own checks (a team name's letters, a
+positive quota, an epoch never reopened) come back as INVALID_ARGUMENT naming
+the request field; store calls run off the event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import grpc
+from google.protobuf.timestamp_pb2 import Timestamp
+
+from lawlab.convert import enum_value, from_enum
+from lawlab.errors import InvalidArgument, NotFound, shown
+from lawlab.ledger import AuditRow, EpochRow, Ledger, TokenRow
+from lawlab.simulator.v1 import operator_pb2, operator_pb2_grpc
+from lawlab.vocab import Release, Role
+from lawlab_simulator.auth import caller
+
+DEFAULT_SESSIONS = 8
+DEFAULT_QPS = 20.0
+DEFAULT_AUDIT_LIMIT = 1000
+MAX_AUDIT_LIMIT = 100_000
+# the store's messages start with the field they are about ("team: use letters ...")
+_FIELDS = {"team": "team", "role": "role", "quotas": "max_open_sessions",
+           "epoch": "epoch_id", "release": "release", "release_real": "release_real"}
+
+
+def _timestamp(seconds: float | None) -> Timestamp | None:
+    if seconds is None:
+        return None
+    ts = Timestamp()
+    ts.FromNanoseconds(int(seconds * 1e9))
+    return ts
+
+
+def _refused(err: ValueError) -> InvalidArgument:
+    text = str(err)
+    head, _, rest = text.partition(":")
+    if head in _FIELDS and rest:
+        return InvalidArgument(_FIELDS[head], rest.strip())
+    first = text.split(" ", 1)[0]
+    return InvalidArgument(_FIELDS.get(first, "request"), text)
+
+
+def token_proto(row: TokenRow) -> operator_pb2.Token:
+    return operator_pb2.Token(
+        token_id=row.token_id, team=row.team, role=enum_value(operator_pb2.Role, row.role),
+        owner=row.owner, max_open_sessions=row.max_open_sessions,
+        queries_per_second=row.queries_per_second, created=_timestamp(row.created),
+        expires=_timestamp(row.expires), revoked=_timestamp(row.revoked),
+        expired=row.expired())
+
+
+def epoch_proto(row: EpochRow, current: str | None) -> operator_pb2.Epoch:
+    return operator_pb2.Epoch(
+        epoch_id=row.epoch_id, opened=_timestamp(row.opened), closed=_timestamp(row.closed),
+        release=enum_value(operator_pb2.Release, row.release),
+        release_real=enum_value(operator_pb2.Release, row.release_real),
+        current=row.epoch_id == current)
+
+
+def audit_proto(a: AuditRow) -> operator_pb2.AuditEvent:
+    return operator_pb2.AuditEvent(
+        ts=a.ts, team=a.team, action=a.action, session_id=a.session_id, task_id=a.task_id,
+        epoch=a.epoch, n_points=a.n_points, calls_used=a.calls_used, calls_max=a.calls_max,
+        detail=a.detail, client=a.client)
+
+
+class OperatorServicer(operator_pb2_grpc.OperatorServiceServicer):
+    def __init__(self, ledger: Ledger) -> None:
+        self.ledger = ledger
+
+    async def CreateToken(self, request: operator_pb2.CreateTokenRequest,
+                          context: grpc.aio.ServicerContext) -> operator_pb2.CreateTokenResponse:
+        role = from_enum(Role, operator_pb2.Role, request.role, "role") or Role.TEAM
+        if not request.team:
+            raise InvalidArgument("team", "is required")
+        if request.max_open_sessions < 0:
+            raise InvalidArgument("max_open_sessions", "must be positive (unset: 8)")
+        if request.queries_per_second < 0:
+            raise InvalidArgument("queries_per_second", "must be positive (unset: 20)")
+        if request.expires_days < 0:
+            raise InvalidArgument("expires_days", "must be a positive number of days "
+                                                  "(unset: never)")
+        expires = time.time() + request.expires_days * 86400 if request.expires_days else None
+        try:
+            secret, row = await asyncio.to_thread(
+                self.ledger.create_token, request.team, role,
+                request.max_open_sessions or DEFAULT_SESSIONS,
+                request.queries_per_second or DEFAULT_QPS, request.owner, expires,
+                caller().team)
+        except ValueError as err:
+            raise _refused(err) from None
+        return operator_pb2.CreateTokenResponse(token=secret, info=token_proto(row))
+
+    async def ListTokens(self, request: operator_pb2.ListTokensRequest,
+                         context: grpc.aio.ServicerContext) -> operator_pb2.ListTokensResponse:
+        tokens = await asyncio.to_thread(self.ledger.list_tokens)
+        shared = await asyncio.to_thread(self.ledger.shared_clients)
+        return operator_pb2.ListTokensResponse(
+            tokens=[token_proto(t) for t in tokens],
+            shared_clients={c: operator_pb2.TeamList(teams=t) for c, t in shared.items()})
+
+    async def RevokeToken(self, request: operator_pb2.RevokeTokenRequest,
+                          context: grpc.aio.ServicerContext) -> operator_pb2.RevokeTokenResponse:
+        if not request.token_id:
+            raise InvalidArgument("token_id", "is required")
+        closed = await asyncio.to_thread(self.ledger.revoke_token, request.token_id,
+                                         caller().team)
+        if closed is None:
+            raise NotFound(f"no active token {shown(request.token_id)} (ListTokens, "
+                           "`lawlab token list`, lists them)")
+        row = next(t for t in await asyncio.to_thread(self.ledger.list_tokens)
+                   if t.token_id == request.token_id)
+        return operator_pb2.RevokeTokenResponse(info=token_proto(row),
+                                                sessions_closed=len(closed))
+
+    async def ListEpochs(self, request: operator_pb2.ListEpochsRequest,
+                         context: grpc.aio.ServicerContext) -> operator_pb2.ListEpochsResponse:
+        rows = await asyncio.to_thread(self.ledger.epochs)
+        current = await asyncio.to_thread(self.ledger.current_epoch)
+        return operator_pb2.ListEpochsResponse(epochs=[epoch_proto(r, current) for r in rows])
+
+    async def OpenEpoch(self, request: operator_pb2.OpenEpochRequest,
+                        context: grpc.aio.ServicerContext) -> operator_pb2.Epoch:
+        if not request.epoch_id:
+            raise InvalidArgument("epoch_id", "is required")
+        release = (from_enum(Release, operator_pb2.Release, request.release, "release")
+                   or Release.ON_CLOSE)
+        release_real = (from_enum(Release, operator_pb2.Release, request.release_real,
+                                  "release_real") or Release.IMMEDIATE)
+        try:
+            row = await asyncio.to_thread(self.ledger.open_epoch, request.epoch_id, release,
+                                          release_real, caller().team)
+        except ValueError as err:
+            raise _refused(err) from None
+        return epoch_proto(row, row.epoch_id)
+
+    async def CloseEpoch(self, request: operator_pb2.CloseEpochRequest,
+                         context: grpc.aio.ServicerContext) -> operator_pb2.Epoch:
+        if not request.epoch_id:
+            raise InvalidArgument("epoch_id", "is required")
+        try:
+            row = await asyncio.to_thread(self.ledger.close_epoch, request.epoch_id,
+                                          caller().team)
+        except KeyError:
+            raise NotFound(f"no epoch {shown(request.epoch_id)} (ListEpochs, "
+                           "`lawlab epoch list`, lists them)") from None
+        return epoch_proto(row, await asyncio.to_thread(self.ledger.current_epoch))
+
+    async def ListAudit(self, request: operator_pb2.ListAuditRequest,
+                        context: grpc.aio.ServicerContext) -> operator_pb2.ListAuditResponse:
+        if not 0 <= request.limit <= MAX_AUDIT_LIMIT:
+            raise InvalidArgument("limit", f"between 1 and {MAX_AUDIT_LIMIT} (unset: "
+                                           f"{DEFAULT_AUDIT_LIMIT})")
+        rows = await asyncio.to_thread(self.ledger.audit, request.session_id or None,
+                                       request.team or None, request.limit or DEFAULT_AUDIT_LIMIT,
+                                       request.epoch or None)
+        return operator_pb2.ListAuditResponse(events=[audit_proto(a) for a in rows])
+
+    async def ListTrajectories(self, request: operator_pb2.ListTrajectoriesRequest,
+                               context: grpc.aio.ServicerContext
+                               ) -> AsyncIterator[operator_pb2.Trajectory]:
+        if not request.epoch:
+            raise InvalidArgument("epoch", "is required")
+        if await asyncio.to_thread(self.ledger.epoch, request.epoch) is None:
+            raise NotFound(f"no epoch {shown(request.epoch)} (ListEpochs, `lawlab epoch list`, "
+                           "lists them)")
+        for row in await asyncio.to_thread(self.ledger.submissions, request.epoch):
+            out = operator_pb2.Trajectory(submission_id=row.submission_id, team=row.owner,
+                                          task_id=row.task_id)
+            if row.trajectory:
+                try:
+                    out.jsonl = await asyncio.to_thread(Path(row.trajectory).read_text)
+                except (OSError, UnicodeDecodeError) as err:
+                    out.error = f"{type(err).__name__}: {err}"[:300]
+            yield out
