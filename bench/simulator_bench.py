@@ -24,12 +24,12 @@ import numpy as np
 
 from lawlab.common.v1 import common_pb2
 from lawlab.launcher import Cluster
-from lawlab.ledger import SqliteLedger
 from lawlab.rpc.client import aio_channel
 from lawlab.simulator.v1 import simulator_pb2 as pb
 from lawlab.simulator.v1 import simulator_pb2_grpc
 from lawlab.tasks import TaskLibrary
 from lawlab.world import World
+from lawlab_simulator.ledger import SqliteLedger
 
 ROOT = Path(__file__).resolve().parents[1]
 TASK = "mauna_loa_co2"  # 2,000+ training rows: up to 180 points per call

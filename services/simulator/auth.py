@@ -32,8 +32,8 @@ import grpc
 from prometheus_client import Counter
 
 from lawlab.errors import PermissionDenied, ResourceExhausted, Unauthenticated
-from lawlab.ledger import Ledger, TokenRow
 from lawlab.rpc.server import HandlerInterceptor, bearer_token, refusal, wrap_handler
+from lawlab_simulator.ledger import Ledger, TokenRow
 
 CACHE_SECONDS = 5.0
 INTERNAL = "internal"

@@ -19,10 +19,10 @@ from google.protobuf.timestamp_pb2 import Timestamp
 
 from lawlab.convert import enum_value, from_enum
 from lawlab.errors import InvalidArgument, NotFound, shown
-from lawlab.ledger import AuditRow, EpochRow, Ledger, TokenRow
 from lawlab.simulator.v1 import operator_pb2, operator_pb2_grpc
 from lawlab.vocab import Release, Role
 from lawlab_simulator.auth import caller
+from lawlab_simulator.ledger import AuditRow, EpochRow, Ledger, TokenRow
 
 DEFAULT_SESSIONS = 8
 DEFAULT_QPS = 20.0

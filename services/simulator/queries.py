@@ -24,7 +24,13 @@ from prometheus_client import Counter, Histogram
 
 from lawlab.common.v1 import common_pb2
 from lawlab.errors import FailedPrecondition, InvalidArgument, NotFound, ResourceExhausted, shown
-from lawlab.ledger import (
+from lawlab.simulator.v1 import simulator_pb2
+from lawlab.tasks import Caps, Task, TaskLibrary
+from lawlab.vocab import Setting
+from lawlab.world import World
+from lawlab.worldkey import WorldKey
+from lawlab_simulator.auth import Identity
+from lawlab_simulator.ledger import (
     BudgetExhausted,
     Charge,
     ChargeBatcher,
@@ -34,12 +40,6 @@ from lawlab.ledger import (
     SessionNotOpen,
     SessionRow,
 )
-from lawlab.simulator.v1 import simulator_pb2
-from lawlab.tasks import Caps, Task, TaskLibrary
-from lawlab.vocab import Setting
-from lawlab.world import World
-from lawlab.worldkey import WorldKey
-from lawlab_simulator.auth import Identity
 from lawlab_simulator.sessions import SESSION_CACHE, SessionFacts, Sessions
 
 log = logging.getLogger("lawlab.simulator")

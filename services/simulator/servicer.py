@@ -21,13 +21,13 @@ from lawlab import convert
 from lawlab.common.v1 import common_pb2
 from lawlab.convert import enum_value, from_enum
 from lawlab.errors import FailedPrecondition, InvalidArgument, NotFound, shown
-from lawlab.ledger import Ledger, SessionRow
 from lawlab.simulator.v1 import simulator_pb2, simulator_pb2_grpc
 from lawlab.tasks import GROUP_COL, Task, TaskLibrary
 from lawlab.vocab import Setting
 from lawlab.worldkey import WorldKey
 from lawlab_simulator import submissions
 from lawlab_simulator.auth import IdentityInterceptor, caller
+from lawlab_simulator.ledger import Ledger, SessionRow
 from lawlab_simulator.queries import Queries, budget_proto
 from lawlab_simulator.sessions import Sessions
 

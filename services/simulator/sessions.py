@@ -18,10 +18,10 @@ import uuid
 from prometheus_client import Counter
 
 from lawlab.errors import FailedPrecondition, InvalidArgument, NotFound, ResourceExhausted, shown
-from lawlab.ledger import BudgetMismatch, Ledger, NoOpenEpoch, QuotaExceeded, SessionRow
 from lawlab.tasks import Task
 from lawlab.vocab import Setting
 from lawlab_simulator.auth import QUOTA_REFUSALS, Identity
+from lawlab_simulator.ledger import BudgetMismatch, Ledger, NoOpenEpoch, QuotaExceeded, SessionRow
 
 log = logging.getLogger("lawlab.simulator")
 

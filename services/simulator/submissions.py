@@ -30,12 +30,12 @@ from lawlab.contract import read_module, static_check
 from lawlab.convert import enum_name, enum_value
 from lawlab.errors import InvalidArgument, LawlabError, NotFound, shown
 from lawlab.judge.v1 import judge_pb2, judge_pb2_grpc
-from lawlab.ledger import EpochRow, Ledger, SubmissionRow
 from lawlab.rpc.client import SCORING_CALL, aio_channel
 from lawlab.scorer.v1 import scorer_pb2, scorer_pb2_grpc
 from lawlab.simulator.v1 import simulator_pb2
 from lawlab.tasks import Task, TaskLibrary
 from lawlab_simulator.auth import Identity
+from lawlab_simulator.ledger import EpochRow, Ledger, SubmissionRow
 from lawlab_simulator.sessions import Sessions
 
 log = logging.getLogger("lawlab.simulator.submissions")

@@ -26,10 +26,10 @@ import pytest
 
 from lawlab.common.v1 import common_pb2
 from lawlab.launcher import Cluster
-from lawlab.ledger import open_ledger
 from lawlab.rpc.client import sync_channel
 from lawlab.simulator.v1 import simulator_pb2 as pb
 from lawlab.simulator.v1 import simulator_pb2_grpc
+from lawlab_simulator.ledger import open_ledger
 from tests.support.faults import ledger_balances
 
 TASK_I, TASK_II = "mercury_vapour_pressure", "dnase_elisa"

@@ -19,7 +19,7 @@ import pytest
 
 from lawlab.client import SimulatorClient
 from lawlab.launcher import Cluster
-from lawlab.ledger import open_ledger
+from lawlab_simulator.ledger import open_ledger
 
 ROOT = Path(__file__).resolve().parents[2]
 LAWLAB = str(Path(sys.executable).parent / "lawlab")

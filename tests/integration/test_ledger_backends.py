@@ -9,7 +9,7 @@ import uuid
 
 import pytest
 
-from lawlab.ledger import (
+from lawlab_simulator.ledger import (
     BudgetExhausted,
     BudgetMismatch,
     NoOpenEpoch,
