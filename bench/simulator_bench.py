@@ -29,7 +29,7 @@ from lawlab.simulator.v1 import simulator_pb2 as pb
 from lawlab.simulator.v1 import simulator_pb2_grpc
 from lawlab.tasks import TaskLibrary
 from lawlab.world import World
-from lawlab_simulator.ledger import SqliteLedger
+from lawlab_simulator.store import sqlite_store
 
 ROOT = Path(__file__).resolve().parents[1]
 TASK = "mauna_loa_co2"  # 2,000+ training rows: up to 180 points per call
@@ -57,13 +57,13 @@ async def latency(stub, n: int, calls: int) -> list[float]:
 def in_process(n: int, calls: int, tmp: Path) -> list[float]:
     task = TaskLibrary(ROOT / "var" / "tasks").get(TASK)
     world = World(task.world_spec(), task.world_arrays())
-    ledger = SqliteLedger(tmp / "inproc.sqlite")
+    ledger = sqlite_store(tmp / "inproc.sqlite")
     rng = np.random.default_rng(n)
     out = []
     for c in range(calls):
         if c % 10 == 0:
             sid = f"s{n}-{c}"
-            ledger.open_session(sid, TASK, "parallel", 10, trial_id=sid)
+            ledger.sessions.open(sid, TASK, "parallel", 10, trial_id=sid)
         x = {"t": rng.uniform(1958.5, 1992.5, n)}
         t = time.perf_counter()
 
@@ -72,7 +72,7 @@ def in_process(n: int, calls: int, tmp: Path) -> list[float]:
             y = world.sample(clipped, None, np.random.default_rng([c, i]))
             return y.tobytes() + flags.tobytes()
 
-        ledger.charge(sid, f"r{c}", "h", n, observe)
+        ledger.budgets.charge(sid, f"r{c}", "h", n, observe)
         out.append(time.perf_counter() - t)
     ledger.close()
     return out

@@ -33,7 +33,7 @@ from prometheus_client import Counter
 
 from lawlab.errors import PermissionDenied, ResourceExhausted, Unauthenticated
 from lawlab.rpc.server import HandlerInterceptor, bearer_token, refusal, wrap_handler
-from lawlab_simulator.ledger import Ledger, TokenRow
+from lawlab_simulator.store import Store, TokenRow
 
 CACHE_SECONDS = 5.0
 INTERNAL = "internal"
@@ -84,10 +84,10 @@ class RateLimiter:
 
 
 class Authenticator:
-    def __init__(self, ledger: Ledger, internal_token: str | None, mode: str = "tokens") -> None:
+    def __init__(self, store: Store, internal_token: str | None, mode: str = "tokens") -> None:
         if mode not in ("tokens", "none"):
             raise ValueError("LAWLAB_SIMULATOR_AUTH must be 'tokens' or 'none'")
-        self.ledger = ledger
+        self.store = store
         self.mode = mode
         self._internal = (hashlib.sha256(internal_token.encode()).digest()
                           if internal_token else None)
@@ -101,7 +101,7 @@ class Authenticator:
             hit = self._cache.get(key)
         if hit is not None and now - hit[0] < CACHE_SECONDS:
             return hit[1]
-        row = self.ledger.verify_token(token)
+        row = self.store.tokens.verify(token)
         with self._lock:
             if len(self._cache) > 10_000:
                 self._cache.clear()
@@ -133,7 +133,7 @@ class Authenticator:
 
     def identify_cached(self, metadata: tuple[tuple[str, str | bytes], ...] | None
                         ) -> Identity | None:
-        """The caller without touching the ledger, or None when that needs a
+        """The caller without touching the store, or None when that needs a
         ledger read (then call :meth:`identify` off the event loop)."""
         if self.mode == "none":
             return INTERNAL_IDENTITY
@@ -149,7 +149,7 @@ class Authenticator:
         return self._identity(hit[1])
 
     def identify(self, metadata: tuple[tuple[str, str | bytes], ...] | None) -> Identity:
-        """Blocking (may read the ledger): call it off the event loop."""
+        """Blocking (may read the store): call it off the event loop."""
         if self.mode == "none":
             return INTERNAL_IDENTITY
         token = self._bearer(metadata)

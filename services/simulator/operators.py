@@ -22,7 +22,7 @@ from lawlab.errors import InvalidArgument, NotFound, shown
 from lawlab.simulator.v1 import operator_pb2, operator_pb2_grpc
 from lawlab.vocab import Release, Role
 from lawlab_simulator.auth import caller
-from lawlab_simulator.ledger import AuditRow, EpochRow, Ledger, TokenRow
+from lawlab_simulator.store import AuditRow, EpochRow, Store, TokenRow
 
 DEFAULT_SESSIONS = 8
 DEFAULT_QPS = 20.0
@@ -75,8 +75,8 @@ def audit_proto(a: AuditRow) -> operator_pb2.AuditEvent:
 
 
 class OperatorServicer(operator_pb2_grpc.OperatorServiceServicer):
-    def __init__(self, ledger: Ledger) -> None:
-        self.ledger = ledger
+    def __init__(self, store: Store) -> None:
+        self.store = store
 
     async def CreateToken(self, request: operator_pb2.CreateTokenRequest,
                           context: grpc.aio.ServicerContext) -> operator_pb2.CreateTokenResponse:
@@ -93,7 +93,7 @@ class OperatorServicer(operator_pb2_grpc.OperatorServiceServicer):
         expires = time.time() + request.expires_days * 86400 if request.expires_days else None
         try:
             secret, row = await asyncio.to_thread(
-                self.ledger.create_token, request.team, role,
+                self.store.tokens.create, request.team, role,
                 request.max_open_sessions or DEFAULT_SESSIONS,
                 request.queries_per_second or DEFAULT_QPS, request.owner, expires,
                 caller().team)
@@ -103,8 +103,8 @@ class OperatorServicer(operator_pb2_grpc.OperatorServiceServicer):
 
     async def ListTokens(self, request: operator_pb2.ListTokensRequest,
                          context: grpc.aio.ServicerContext) -> operator_pb2.ListTokensResponse:
-        tokens = await asyncio.to_thread(self.ledger.list_tokens)
-        shared = await asyncio.to_thread(self.ledger.shared_clients)
+        tokens = await asyncio.to_thread(self.store.tokens.all)
+        shared = await asyncio.to_thread(self.store.audit.shared_clients)
         return operator_pb2.ListTokensResponse(
             tokens=[token_proto(t) for t in tokens],
             shared_clients={c: operator_pb2.TeamList(teams=t) for c, t in shared.items()})
@@ -113,20 +113,20 @@ class OperatorServicer(operator_pb2_grpc.OperatorServiceServicer):
                           context: grpc.aio.ServicerContext) -> operator_pb2.RevokeTokenResponse:
         if not request.token_id:
             raise InvalidArgument("token_id", "is required")
-        closed = await asyncio.to_thread(self.ledger.revoke_token, request.token_id,
+        closed = await asyncio.to_thread(self.store.tokens.revoke, request.token_id,
                                          caller().team)
         if closed is None:
             raise NotFound(f"no active token {shown(request.token_id)} (ListTokens, "
                            "`lawlab token list`, lists them)")
-        row = next(t for t in await asyncio.to_thread(self.ledger.list_tokens)
+        row = next(t for t in await asyncio.to_thread(self.store.tokens.all)
                    if t.token_id == request.token_id)
         return operator_pb2.RevokeTokenResponse(info=token_proto(row),
                                                 sessions_closed=len(closed))
 
     async def ListEpochs(self, request: operator_pb2.ListEpochsRequest,
                          context: grpc.aio.ServicerContext) -> operator_pb2.ListEpochsResponse:
-        rows = await asyncio.to_thread(self.ledger.epochs)
-        current = await asyncio.to_thread(self.ledger.current_epoch)
+        rows = await asyncio.to_thread(self.store.epochs.all)
+        current = await asyncio.to_thread(self.store.epochs.current)
         return operator_pb2.ListEpochsResponse(epochs=[epoch_proto(r, current) for r in rows])
 
     async def OpenEpoch(self, request: operator_pb2.OpenEpochRequest,
@@ -138,7 +138,7 @@ class OperatorServicer(operator_pb2_grpc.OperatorServiceServicer):
         release_real = (from_enum(Release, operator_pb2.Release, request.release_real,
                                   "release_real") or Release.IMMEDIATE)
         try:
-            row = await asyncio.to_thread(self.ledger.open_epoch, request.epoch_id, release,
+            row = await asyncio.to_thread(self.store.epochs.open, request.epoch_id, release,
                                           release_real, caller().team)
         except ValueError as err:
             raise _refused(err) from None
@@ -149,19 +149,19 @@ class OperatorServicer(operator_pb2_grpc.OperatorServiceServicer):
         if not request.epoch_id:
             raise InvalidArgument("epoch_id", "is required")
         try:
-            row = await asyncio.to_thread(self.ledger.close_epoch, request.epoch_id,
+            row = await asyncio.to_thread(self.store.epochs.close, request.epoch_id,
                                           caller().team)
         except KeyError:
             raise NotFound(f"no epoch {shown(request.epoch_id)} (ListEpochs, "
                            "`lawlab epoch list`, lists them)") from None
-        return epoch_proto(row, await asyncio.to_thread(self.ledger.current_epoch))
+        return epoch_proto(row, await asyncio.to_thread(self.store.epochs.current))
 
     async def ListAudit(self, request: operator_pb2.ListAuditRequest,
                         context: grpc.aio.ServicerContext) -> operator_pb2.ListAuditResponse:
         if not 0 <= request.limit <= MAX_AUDIT_LIMIT:
             raise InvalidArgument("limit", f"between 1 and {MAX_AUDIT_LIMIT} (unset: "
                                            f"{DEFAULT_AUDIT_LIMIT})")
-        rows = await asyncio.to_thread(self.ledger.audit, request.session_id or None,
+        rows = await asyncio.to_thread(self.store.audit.entries, request.session_id or None,
                                        request.team or None, request.limit or DEFAULT_AUDIT_LIMIT,
                                        request.epoch or None)
         return operator_pb2.ListAuditResponse(events=[audit_proto(a) for a in rows])
@@ -171,10 +171,10 @@ class OperatorServicer(operator_pb2_grpc.OperatorServiceServicer):
                                ) -> AsyncIterator[operator_pb2.Trajectory]:
         if not request.epoch:
             raise InvalidArgument("epoch", "is required")
-        if await asyncio.to_thread(self.ledger.epoch, request.epoch) is None:
+        if await asyncio.to_thread(self.store.epochs.get, request.epoch) is None:
             raise NotFound(f"no epoch {shown(request.epoch)} (ListEpochs, `lawlab epoch list`, "
                            "lists them)")
-        for row in await asyncio.to_thread(self.ledger.submissions, request.epoch):
+        for row in await asyncio.to_thread(self.store.submissions.find, request.epoch):
             out = operator_pb2.Trajectory(submission_id=row.submission_id, team=row.owner,
                                           task_id=row.task_id)
             if row.trajectory:

@@ -30,17 +30,17 @@ from lawlab.vocab import Setting
 from lawlab.world import World
 from lawlab.worldkey import WorldKey
 from lawlab_simulator.auth import Identity
-from lawlab_simulator.ledger import (
+from lawlab_simulator.sessions import SESSION_CACHE, SessionFacts, Sessions
+from lawlab_simulator.store import (
     BudgetExhausted,
     Charge,
     ChargeBatcher,
     ChargeRequest,
-    Ledger,
     RequestIdReused,
     SessionNotOpen,
     SessionRow,
+    Store,
 )
-from lawlab_simulator.sessions import SESSION_CACHE, SessionFacts, Sessions
 
 log = logging.getLogger("lawlab.simulator")
 
@@ -165,13 +165,13 @@ def budget_proto(caps: Caps, calls_used: int, calls_max: int) -> simulator_pb2.B
 
 
 class Queries:
-    def __init__(self, library: TaskLibrary, ledger: Ledger, world_key: WorldKey,
+    def __init__(self, library: TaskLibrary, store: Store, world_key: WorldKey,
                  sessions: Sessions) -> None:
         self.library = library
-        self.ledger = ledger
+        self.store = store
         self.world_key = world_key
         self.sessions = sessions
-        self.batcher = ChargeBatcher(ledger)
+        self.batcher = ChargeBatcher(store.budgets)
         self._worlds: dict[str, World] = {}
         self._calls_hint: dict[str, int] = {}  # budget -> calls used at this process's last charge
 
@@ -238,7 +238,7 @@ class Queries:
         def prepare() -> tuple[int, bytes] | None:
             used = self._calls_hint.get(session.budget_key)
             if used is None:
-                used = self.ledger.calls_used(session.budget_key)
+                used = self.store.budgets.calls_used(session.budget_key)
             return (used, observe(used, session.budget_key)) if used < session.calls_max else None
 
         try:
@@ -247,8 +247,8 @@ class Queries:
                 session_id, q.request_id, q.digest, q.n_points, observe, who.team, prepared)))
         except BudgetExhausted as err:
             self._refused(who, "exhausted", "exhausted")
-            full = await asyncio.to_thread(self.ledger.get, session_id)
-            await asyncio.to_thread(self.ledger.record, who.team, "query_refused", full, str(err))
+            full = await asyncio.to_thread(self.store.sessions.get, session_id)
+            await asyncio.to_thread(self.store.audit.event, who.team, "query_refused", full, str(err))
             raise ResourceExhausted(str(err)) from None
         except KeyError:
             self.sessions.forget(session_id)
@@ -269,7 +269,7 @@ class Queries:
         """Every observation the session's budget bought, in call order: the call
         index of each row and the rows (the calls' observations, point_index and
         clipped, concatenated)."""
-        charges = await asyncio.to_thread(self.ledger.observations, session.budget_key)
+        charges = await asyncio.to_thread(self.store.budgets.observations, session.budget_key)
         if session.calls_used != len(charges):  # the ledger commits both together
             log.error("budget and charges disagree", extra={"session_id": session.session_id})
         out = simulator_pb2.QueryResponse()

@@ -14,9 +14,9 @@ from lawlab.settings import Settings
 from lawlab.simulator.v1 import operator_pb2, operator_pb2_grpc, simulator_pb2, simulator_pb2_grpc
 from lawlab.tasks import TaskLibrary
 from lawlab_simulator.auth import Authenticator, IdentityInterceptor
-from lawlab_simulator.ledger import open_ledger
 from lawlab_simulator.operators import OperatorServicer
 from lawlab_simulator.servicer import SimulatorServicer
+from lawlab_simulator.store import open_store
 from lawlab_simulator.submissions import SubmissionScorer
 
 log = logging.getLogger("lawlab.simulator")
@@ -51,16 +51,16 @@ async def build(args: argparse.Namespace, settings: Settings) -> Built:
     url = own.ledger_url or (
         f"sqlite:///{Path(args.data_dir).resolve() / 'simulator' / 'ledger.sqlite'}")
     idle = own.idle_seconds
-    ledger = open_ledger(url, idle_seconds=idle or None)
-    auth = Authenticator(ledger, settings.internal_token or None, own.auth)
+    store = open_store(url, idle_seconds=idle or None)
+    auth = Authenticator(store, settings.internal_token or None, own.auth)
     if own.auth == "none":
         log.warning("LAWLAB_SIMULATOR_AUTH=none: every caller is trusted as internal; "
                     "never expose this port beyond a single-user machine")
     elif not settings.internal_token:
         log.warning("LAWLAB_INTERNAL_TOKEN is not set: only team and operator tokens "
                     "(lawlab token create) are accepted")
-    scoring = SubmissionScorer(ledger, library)
-    servicer = SimulatorServicer(library, ledger, key,
+    scoring = SubmissionScorer(store, library)
+    servicer = SimulatorServicer(library, store, key,
                                  data_dir=Path(args.data_dir).resolve() / "simulator",
                                  scoring=scoring)
     max_receive = own.max_receive_bytes
@@ -89,13 +89,13 @@ async def build(args: argparse.Namespace, settings: Settings) -> Built:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
         await scoring.close()
-        ledger.close()
+        store.close()
 
     identity = IdentityInterceptor(auth)
     spec = ServiceSpec(simulator_pb2_grpc.add_SimulatorServiceServicer_to_server, servicer,
                        simulator_pb2.DESCRIPTOR.services_by_name["SimulatorService"],
                        interceptors=[identity], max_receive_bytes=max_receive or None)
     operators = ServiceSpec(operator_pb2_grpc.add_OperatorServiceServicer_to_server,
-                            OperatorServicer(ledger),
+                            OperatorServicer(store),
                             operator_pb2.DESCRIPTOR.services_by_name["OperatorService"])
     return [spec, operators], [start], [close]

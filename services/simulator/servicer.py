@@ -27,9 +27,9 @@ from lawlab.vocab import Setting
 from lawlab.worldkey import WorldKey
 from lawlab_simulator import submissions
 from lawlab_simulator.auth import IdentityInterceptor, caller
-from lawlab_simulator.ledger import Ledger, SessionRow
 from lawlab_simulator.queries import Queries, budget_proto
 from lawlab_simulator.sessions import Sessions
+from lawlab_simulator.store import SessionRow, Store
 
 __all__ = ["IdentityInterceptor", "SimulatorServicer"]
 
@@ -43,7 +43,7 @@ def _timestamp(seconds: float) -> Timestamp:
 
 
 class SimulatorServicer(simulator_pb2_grpc.SimulatorServiceServicer):
-    def __init__(self, library: TaskLibrary, ledger: Ledger, world_key: WorldKey,
+    def __init__(self, library: TaskLibrary, store: Store, world_key: WorldKey,
                  data_dir: Path | None = None,
                  scoring: submissions.SubmissionScorer | None = None) -> None:
         self.library = library
@@ -51,9 +51,9 @@ class SimulatorServicer(simulator_pb2_grpc.SimulatorServiceServicer):
         # library's release (the key's fingerprint and its worlds), the key's
         # fingerprint for a library built before releases
         self.release = library.release or world_key.fingerprint
-        self.sessions = Sessions(ledger, self.release)
-        self.queries = Queries(library, ledger, world_key, self.sessions)
-        self.submissions = submissions.Submissions(ledger, library, self.sessions, data_dir,
+        self.sessions = Sessions(store, self.release)
+        self.queries = Queries(library, store, world_key, self.sessions)
+        self.submissions = submissions.Submissions(store, library, self.sessions, data_dir,
                                                    scoring)
 
     def _task(self, task_id: str) -> Task:

@@ -21,7 +21,7 @@ from lawlab.errors import FailedPrecondition, InvalidArgument, NotFound, Resourc
 from lawlab.tasks import Task
 from lawlab.vocab import Setting
 from lawlab_simulator.auth import QUOTA_REFUSALS, Identity
-from lawlab_simulator.ledger import BudgetMismatch, Ledger, NoOpenEpoch, QuotaExceeded, SessionRow
+from lawlab_simulator.store import BudgetMismatch, NoOpenEpoch, QuotaExceeded, SessionRow, Store
 
 log = logging.getLogger("lawlab.simulator")
 
@@ -52,18 +52,18 @@ def _not_found(session_id: str) -> NotFound:
 
 
 class Sessions:
-    def __init__(self, ledger: Ledger, release: str) -> None:
-        self.ledger = ledger
+    def __init__(self, store: Store, release: str) -> None:
+        self.store = store
         self.release = release  # what every session carries (the library's release)
         self._facts: dict[str, SessionFacts] = {}
 
     @property
     def idle_seconds(self) -> int:
-        return int(self.ledger.idle_seconds or 0)
+        return int(self.store.sessions.idle_seconds or 0)
 
     def state(self, row: SessionRow) -> str:
         """open, closed or expired (an idle open session reads as expired)."""
-        return self.ledger.effective_state(row)
+        return self.store.sessions.effective_state(row)
 
     async def open(self, who: Identity, task: Task, setting: Setting, trial_id: str,
                    peer: str) -> SessionRow:
@@ -84,12 +84,12 @@ class Sessions:
         max_open = who.max_open_sessions if who.role == "team" else None
         try:
             row = await asyncio.to_thread(
-                self.ledger.open_session, uuid.uuid4().hex, task.task_id, str(setting), calls_max,
+                self.store.sessions.open, uuid.uuid4().hex, task.task_id, str(setting), calls_max,
                 who.team, max_open, trial_id, who.token_id, self.release,
                 "" if who.role == "internal" else peer)
         except QuotaExceeded as err:
             QUOTA_REFUSALS.labels("open_sessions", who.team).inc()
-            await asyncio.to_thread(self.ledger.record, who.team, "open_refused", None, str(err))
+            await asyncio.to_thread(self.store.audit.event, who.team, "open_refused", None, str(err))
             raise ResourceExhausted(str(err)) from None
         except NoOpenEpoch as err:
             raise FailedPrecondition(str(err)) from None
@@ -107,12 +107,12 @@ class Sessions:
             raise InvalidArgument("session_id", "is required")
         if len(session_id) > MAX_SESSION_ID:
             raise InvalidArgument("session_id", f"longer than {MAX_SESSION_ID} characters")
-        row = await asyncio.to_thread(self.ledger.get, session_id)
+        row = await asyncio.to_thread(self.store.sessions.get, session_id)
         if row is None or not (who.sees_all_sessions or row.owner == who.team):
             raise _not_found(session_id)
         if row.state == "open" and time.time() - row.last_used > TOUCH_EVERY_SECONDS \
                 and self.state(row) == "open":
-            await asyncio.to_thread(self.ledger.touch, row.session_id)
+            await asyncio.to_thread(self.store.sessions.touch, row.session_id)
         return row
 
     async def facts(self, session_id: str, who: Identity) -> SessionFacts:
@@ -137,19 +137,19 @@ class Sessions:
 
     async def list(self, who: Identity, open_only: bool) -> list[SessionRow]:
         rows = await asyncio.to_thread(
-            self.ledger.list_sessions, None if who.sees_all_sessions else who.team,
+            self.store.sessions.find, None if who.sees_all_sessions else who.team,
             "open" if open_only else None)
         return [r for r in rows if self.state(r) == "open"] if open_only else rows
 
     async def close(self, session_id: str, who: Identity) -> SessionRow:
         row = await self.get(session_id, who)
-        closed = await asyncio.to_thread(self.ledger.close_session, row.session_id, who.team)
+        closed = await asyncio.to_thread(self.store.sessions.close, row.session_id, who.team)
         if closed is None:
             raise _not_found(session_id)
         return closed
 
     async def expire_idle(self) -> int:
-        rows = await asyncio.to_thread(self.ledger.expire_idle)
+        rows = await asyncio.to_thread(self.store.sessions.expire_idle)
         if rows:
             SESSIONS_EXPIRED.inc(len(rows))
             log.info("sessions expired", extra={"count": len(rows)})

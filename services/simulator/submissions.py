@@ -35,8 +35,8 @@ from lawlab.scorer.v1 import scorer_pb2, scorer_pb2_grpc
 from lawlab.simulator.v1 import simulator_pb2
 from lawlab.tasks import Task, TaskLibrary
 from lawlab_simulator.auth import Identity
-from lawlab_simulator.ledger import EpochRow, Ledger, SubmissionRow
 from lawlab_simulator.sessions import Sessions
+from lawlab_simulator.store import EpochRow, Store, SubmissionRow
 
 log = logging.getLogger("lawlab.simulator.submissions")
 
@@ -144,8 +144,8 @@ class SubmissionScorer:
     after MAX_ATTEMPTS the submission gets a verdict (failed, with the reason)
     instead of coming back to the head of the queue."""
 
-    def __init__(self, ledger: Ledger, library: TaskLibrary) -> None:
-        self.ledger = ledger
+    def __init__(self, store: Store, library: TaskLibrary) -> None:
+        self.store = store
         self.library = library
         self.wake = asyncio.Event()
         self._channels: list[grpc.aio.Channel] = []
@@ -190,7 +190,7 @@ class SubmissionScorer:
         for team, task in list(self._running.items()):
             if task.done():
                 del self._running[team]
-        rows = await asyncio.to_thread(self.ledger.submissions, None, None, "queued")
+        rows = await asyncio.to_thread(self.store.submissions.find, None, None, "queued")
         self._gauges(rows)
         if time.monotonic() < self._down_until:
             return 0
@@ -240,7 +240,7 @@ class SubmissionScorer:
             self.wake.set()
 
     async def _failed(self, row: SubmissionRow, why: str) -> None:
-        final = await asyncio.to_thread(self.ledger.record_attempt, row.submission_id,
+        final = await asyncio.to_thread(self.store.submissions.record_attempt, row.submission_id,
                                         why[:500], MAX_ATTEMPTS)
         if final:
             SUBMISSIONS.labels(row.epoch, row.setting, "failed").inc()
@@ -249,7 +249,7 @@ class SubmissionScorer:
 
     async def score_queued(self) -> int:
         """Score every queued submission now, in fair order (tests, operators)."""
-        rows = await asyncio.to_thread(self.ledger.submissions, None, None, "queued")
+        rows = await asyncio.to_thread(self.store.submissions.find, None, None, "queued")
         for row in fair_order(rows, self._served):
             self._served[row.owner] = time.monotonic()
             await self._attempt(row)
@@ -263,7 +263,7 @@ class SubmissionScorer:
             verdict = await judge.JudgeStructure(request, timeout=SCORING_CALL)
             state = "scored" if verdict.status == common_pb2.RUN_STATUS_OK else "failed"
             s_s = verdict.s_s if verdict.HasField("s_s") else 0.0
-            await asyncio.to_thread(self.ledger.record_scores, row.submission_id, state,
+            await asyncio.to_thread(self.store.submissions.record_scores, row.submission_id, state,
                                     f"S_S: {verdict.explanation}", s_s=s_s)
         else:
             # the scorer and the judge at once: a slow law holds the queue for one limit
@@ -285,7 +285,7 @@ class SubmissionScorer:
             if score.message:
                 message += f"; {redact(score.message)}"
             await asyncio.to_thread(
-                self.ledger.record_scores, row.submission_id, state, message,
+                self.store.submissions.record_scores, row.submission_id, state, message,
                 s_n=score.s_n,
                 s_v=valid.s_v if valid.HasField("s_v") else 0.0)
         SUBMISSIONS.labels(row.epoch, row.setting, state).inc()
@@ -321,9 +321,9 @@ class Submissions:
     """The submissions room: a team's final law validated, recorded once per
     (owner, task, setting, epoch) and queued for :class:`SubmissionScorer`."""
 
-    def __init__(self, ledger: Ledger, library: TaskLibrary, sessions: Sessions,
+    def __init__(self, store: Store, library: TaskLibrary, sessions: Sessions,
                  data_dir: Path | None, scoring: SubmissionScorer | None) -> None:
-        self.ledger = ledger
+        self.store = store
         self.library = library
         self.sessions = sessions
         self.data_dir = data_dir  # where uploaded trajectories are kept
@@ -342,43 +342,43 @@ class Submissions:
             await asyncio.to_thread(validate, task, source)
             check_trajectory(events)
             stored, replayed = await asyncio.to_thread(
-                self.ledger.submit, session.session_id,
+                self.store.submissions.submit, session.session_id,
                 "internal" if who.sees_all_sessions else who.team, request_id, source,
                 "", "" if who.role == "internal" else peer)
         except LawlabError as err:
             SUBMISSIONS.labels(session.epoch, session.setting, "refused").inc()
-            await asyncio.to_thread(self.ledger.audit_event, who.team, "submit_refused", session,
+            await asyncio.to_thread(self.store.audit.event, who.team, "submit_refused", session,
                                     err.message[:500])
             raise
         if not replayed and events and self.data_dir is not None:
             path = await asyncio.to_thread(write_trajectory, self.data_dir,
                                            stored.submission_id, events)
-            await asyncio.to_thread(self.ledger.set_trajectory, stored.submission_id, path)
+            await asyncio.to_thread(self.store.submissions.set_trajectory, stored.submission_id, path)
         SUBMISSIONS.labels(session.epoch, session.setting,
                            "replayed" if replayed else "accepted").inc()
         if self.scoring is not None:
             self.scoring.wake.set()
-        return stored, await asyncio.to_thread(self.ledger.epoch, stored.epoch), replayed
+        return stored, await asyncio.to_thread(self.store.epochs.get, stored.epoch), replayed
 
     async def get(self, who: Identity, submission_id: str
                   ) -> tuple[SubmissionRow, EpochRow | None]:
         if not submission_id:
             raise InvalidArgument("submission_id", "is required")
-        row = await asyncio.to_thread(self.ledger.submission, submission_id)
+        row = await asyncio.to_thread(self.store.submissions.get, submission_id)
         if row is None or not (who.sees_all_sessions or row.owner == who.team):
             raise NotFound(f"submission {shown(submission_id)} not found; ListSubmissions "
                            "shows yours")
-        return row, await asyncio.to_thread(self.ledger.epoch, row.epoch)
+        return row, await asyncio.to_thread(self.store.epochs.get, row.epoch)
 
     async def list(self, who: Identity, epoch_id: str
                    ) -> tuple[list[SubmissionRow], EpochRow | None]:
         """The caller's submissions in ``epoch_id`` (the current epoch when empty)."""
         if not epoch_id:
-            current: str | None = await asyncio.to_thread(self.ledger.current_epoch)
+            current: str | None = await asyncio.to_thread(self.store.epochs.current)
             epoch_id = current or ""
         owner = None if who.sees_all_sessions else who.team
-        rows = await asyncio.to_thread(self.ledger.submissions, epoch_id, owner)
-        return rows, await asyncio.to_thread(self.ledger.epoch, epoch_id)
+        rows = await asyncio.to_thread(self.store.submissions.find, epoch_id, owner)
+        return rows, await asyncio.to_thread(self.store.epochs.get, epoch_id)
 
 
 __all__ = ["SUBMISSIONS", "SubmissionScorer", "Submissions", "check_trajectory", "fair_order",

@@ -29,7 +29,7 @@ from lawlab.launcher import Cluster
 from lawlab.rpc.client import sync_channel
 from lawlab.simulator.v1 import simulator_pb2 as pb
 from lawlab.simulator.v1 import simulator_pb2_grpc
-from lawlab_simulator.ledger import open_ledger
+from lawlab_simulator.store import open_store
 from tests.support.faults import ledger_balances
 
 TASK_I, TASK_II = "mercury_vapour_pressure", "dnase_elisa"
@@ -44,12 +44,12 @@ class Teams:
         self.channels: list[grpc.Channel] = []
 
     def ledger(self):
-        return open_ledger(f"sqlite:///{self.cluster.data_dir / 'simulator' / 'ledger.sqlite'}")
+        return open_store(f"sqlite:///{self.cluster.data_dir / 'simulator' / 'ledger.sqlite'}")
 
     def new(self, max_sessions: int = 8, qps: float = 100_000.0):
         ledger = self.ledger()
         try:
-            token, row = ledger.create_token(f"red-{uuid.uuid4().hex[:8]}", "team", max_sessions,
+            token, row = ledger.tokens.create(f"red-{uuid.uuid4().hex[:8]}", "team", max_sessions,
                                              qps)
         finally:
             ledger.close()
@@ -411,7 +411,7 @@ def test_revoking_a_token_closes_its_sessions(short_lived):
         session = _open(stub)
         ledger = teams.ledger()
         try:
-            closed = ledger.revoke_token(row.token_id)
+            closed = ledger.tokens.revoke(row.token_id)
         finally:
             ledger.close()
         assert [s.session_id for s in closed] == [session.session_id]
@@ -434,7 +434,7 @@ def test_two_simulator_processes_share_one_budget(tasks_dir, tmp_path):
     try:
         _, row = teams.new()
         ledger = teams.ledger()
-        token, _ = ledger.create_token(row.team + "-2", "team", 8, 100_000.0)
+        token, _ = ledger.tokens.create(row.team + "-2", "team", 8, 100_000.0)
         ledger.close()
         stubs = []
         for _ in range(8):  # separate connections: both processes get some

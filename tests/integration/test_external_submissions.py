@@ -19,7 +19,7 @@ import pytest
 
 from lawlab.client import SimulatorClient
 from lawlab.launcher import Cluster
-from lawlab_simulator.ledger import open_ledger
+from lawlab_simulator.store import open_store
 
 ROOT = Path(__file__).resolve().parents[2]
 LAWLAB = str(Path(sys.executable).parent / "lawlab")
@@ -143,9 +143,9 @@ def test_parallel_scores_are_withheld_until_the_epoch_closes(world):
         done = sim.wait_scored(sub["submission_id"], timeout=300)
         assert done["state"] == "SUBMISSION_STATE_SCORED" and not done["released"]
         assert "scores" not in done or not done["scores"] and "closes" in done["message"]
-    ledger = open_ledger(f"sqlite:///{world['data'] / 'simulator' / 'ledger.sqlite'}")
+    ledger = open_store(f"sqlite:///{world['data'] / 'simulator' / 'ledger.sqlite'}")
     try:
-        stored = ledger.submission(sub["submission_id"])
+        stored = ledger.submissions.get(sub["submission_id"])
         assert stored.s_s is not None  # scored, only not shown
     finally:
         ledger.close()

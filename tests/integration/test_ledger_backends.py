@@ -9,14 +9,14 @@ import uuid
 
 import pytest
 
-from lawlab_simulator.ledger import (
+from lawlab_simulator.store import (
     BudgetExhausted,
     BudgetMismatch,
     NoOpenEpoch,
     QuotaExceeded,
     RequestIdReused,
     SessionNotOpen,
-    open_ledger,
+    open_store,
 )
 from tests.support.postgres import postgres_server
 
@@ -47,56 +47,56 @@ def obs(i, key):
 
 
 def test_charge_is_idempotent_by_request_id_and_capped(url):
-    ledger = open_ledger(url)
+    ledger = open_store(url)
     sid = _sid()
-    ledger.open_session(sid, _task(), "parallel", calls_max=2)
+    ledger.sessions.open(sid, _task(), "parallel", calls_max=2)
     made = []
 
     def make(i, key):
         made.append(i)
         return f"obs{i}".encode()
 
-    first = ledger.charge(sid, "r1", "h1", 5, make)
+    first = ledger.budgets.charge(sid, "r1", "h1", 5, make)
     assert (first.response, first.replayed, first.calls_used) == (b"obs0", False, 1)
-    again = ledger.charge(sid, "r1", "h1", 5, make)  # replay, no charge
+    again = ledger.budgets.charge(sid, "r1", "h1", 5, make)  # replay, no charge
     assert (again.response, again.replayed, again.calls_used) == (b"obs0", True, 1)
-    assert ledger.charge(sid, "r2", "h2", 5, make).calls_used == 2
+    assert ledger.budgets.charge(sid, "r2", "h2", 5, make).calls_used == 2
     with pytest.raises(BudgetExhausted):
-        ledger.charge(sid, "r3", "h3", 5, make)
+        ledger.budgets.charge(sid, "r3", "h3", 5, make)
     assert made == [0, 1]
     ledger.close()
 
 
 def test_a_reused_request_id_with_other_inputs_is_refused(url):
-    ledger = open_ledger(url)
+    ledger = open_store(url)
     sid = _sid()
-    ledger.open_session(sid, _task(), "parallel", calls_max=5)
-    ledger.charge(sid, "r1", "inputs-a", 3, obs)
+    ledger.sessions.open(sid, _task(), "parallel", calls_max=5)
+    ledger.budgets.charge(sid, "r1", "inputs-a", 3, obs)
     with pytest.raises(RequestIdReused, match="fresh id"):
-        ledger.charge(sid, "r1", "inputs-b", 3, obs)
-    assert ledger.get(sid).calls_used == 1
+        ledger.budgets.charge(sid, "r1", "inputs-b", 3, obs)
+    assert ledger.sessions.get(sid).calls_used == 1
     ledger.close()
 
 
 def test_the_budget_belongs_to_team_task_and_epoch_not_to_the_session(url):
-    ledger = open_ledger(url)
+    ledger = open_store(url)
     team, task = f"team{_sid()[:6]}", _task()
-    s1 = ledger.open_session(_sid(), task, "parallel", 3, team)
+    s1 = ledger.sessions.open(_sid(), task, "parallel", 3, team)
     for i in range(2):
-        ledger.charge(s1.session_id, f"a{i}", f"h{i}", 1, obs)
-    ledger.close_session(s1.session_id, team)
-    s2 = ledger.open_session(_sid(), task, "parallel", 3, team)
+        ledger.budgets.charge(s1.session_id, f"a{i}", f"h{i}", 1, obs)
+    ledger.sessions.close(s1.session_id, team)
+    s2 = ledger.sessions.open(_sid(), task, "parallel", 3, team)
     assert s2.budget_key == s1.budget_key and s2.calls_used == 2
     # the call index continues: the next observation is call 2 of the budget, not call 0
-    assert ledger.charge(s2.session_id, "b", "hb", 1, obs).response == b"obs2"
+    assert ledger.budgets.charge(s2.session_id, "b", "hb", 1, obs).response == b"obs2"
     with pytest.raises(BudgetExhausted):
-        ledger.charge(s2.session_id, "c", "hc", 1, obs)
+        ledger.budgets.charge(s2.session_id, "c", "hc", 1, obs)
     # a request id is unique per budget: replayed from the first session's charge
-    assert ledger.charge(s2.session_id, "a0", "h0", 1, obs).replayed
+    assert ledger.budgets.charge(s2.session_id, "a0", "h0", 1, obs).replayed
     # another task, another team: budgets of their own
-    assert ledger.open_session(_sid(), _task(), "parallel", 3, team).calls_used == 0
-    assert ledger.open_session(_sid(), task, "parallel", 3, team + "x").calls_used == 0
-    assert [(i, r) for i, r in ledger.observations(s1.budget_key)] == [
+    assert ledger.sessions.open(_sid(), _task(), "parallel", 3, team).calls_used == 0
+    assert ledger.sessions.open(_sid(), task, "parallel", 3, team + "x").calls_used == 0
+    assert [(i, r) for i, r in ledger.budgets.observations(s1.budget_key)] == [
         (0, b"obs0"), (1, b"obs1"), (2, b"obs2")]
     ledger.close()
 
@@ -105,71 +105,71 @@ def test_a_new_epoch_keeps_the_budget_of_the_same_worlds_and_is_audited(url):
     """Issue #29: a new epoch over the same worlds does not buy 300 more observations
     of them; new worlds (another release) get a new budget; a closed epoch's
     sessions close."""
-    ledger = open_ledger(url)
+    ledger = open_store(url)
     team, task = f"team{_sid()[:6]}", _task()
-    first = ledger.open_session(_sid(), task, "parallel", 1, team, world="release-a")
-    ledger.charge(first.session_id, "a", "h", 1, obs)
+    first = ledger.sessions.open(_sid(), task, "parallel", 1, team, world="release-a")
+    ledger.budgets.charge(first.session_id, "a", "h", 1, obs)
     epoch = f"round-{_sid()[:6]}"
-    ledger.open_epoch(epoch, "immediate")
+    ledger.epochs.open(epoch, "immediate")
     try:
-        assert ledger.current_epoch() == epoch
-        assert ledger.get(first.session_id).state == "closed"  # closed with its epoch
-        second = ledger.open_session(_sid(), task, "parallel", 1, team, world="release-a")
+        assert ledger.epochs.current() == epoch
+        assert ledger.sessions.get(first.session_id).state == "closed"  # closed with its epoch
+        second = ledger.sessions.open(_sid(), task, "parallel", 1, team, world="release-a")
         assert second.epoch == epoch and second.calls_used == 1
         assert second.budget_key == first.budget_key
-        rebuilt = ledger.open_session(_sid(), task, "parallel", 1, team, world="release-b")
+        rebuilt = ledger.sessions.open(_sid(), task, "parallel", 1, team, world="release-b")
         assert rebuilt.calls_used == 0 and rebuilt.budget_key != first.budget_key
         with pytest.raises(ValueError, match="never reopened"):
-            ledger.open_epoch(epoch)
-        ledger.close_epoch(epoch)
+            ledger.epochs.open(epoch)
+        ledger.epochs.close(epoch)
         with pytest.raises(NoOpenEpoch, match="lawlab epoch open"):
-            ledger.open_session(_sid(), task, "parallel", 1, team)
-        actions = [(a.action, a.detail) for a in ledger.audit(team="operator")]
+            ledger.sessions.open(_sid(), task, "parallel", 1, team)
+        actions = [(a.action, a.detail) for a in ledger.audit.entries(team="operator")]
         assert ("epoch_open", f"{epoch} release=immediate release_real=immediate") in actions
         assert ("epoch_close", epoch) in actions
     finally:
         # the PostgreSQL server is shared by the module: leave an open epoch for the
         # other tests whatever happened above
-        if ledger.current_epoch() is None:
-            ledger.open_epoch(f"next-{_sid()[:6]}")
+        if ledger.epochs.current() is None:
+            ledger.epochs.open(f"next-{_sid()[:6]}")
     ledger.close()
 
 
 def test_a_trial_budget_is_shared_by_its_attempts_and_tied_to_its_task(url):
-    ledger = open_ledger(url)
+    ledger = open_store(url)
     trial, task = f"trial-{_sid()}", _task()
-    a1 = ledger.open_session(_sid(), task, "parallel", 2, trial_id=trial)
-    ledger.charge(a1.session_id, f"{trial}:1:1", "h", 1, obs)
+    a1 = ledger.sessions.open(_sid(), task, "parallel", 2, trial_id=trial)
+    ledger.budgets.charge(a1.session_id, f"{trial}:1:1", "h", 1, obs)
     # the attempt crashed without closing its session; the retry opens another
-    a2 = ledger.open_session(_sid(), task, "parallel", 2, trial_id=trial)
+    a2 = ledger.sessions.open(_sid(), task, "parallel", 2, trial_id=trial)
     assert a2.budget_key == f"trial:{trial}" and a2.calls_used == 1
-    ledger.charge(a2.session_id, f"{trial}:2:1", "h", 1, obs)
+    ledger.budgets.charge(a2.session_id, f"{trial}:2:1", "h", 1, obs)
     with pytest.raises(BudgetExhausted):
-        ledger.charge(a1.session_id, f"{trial}:1:2", "h", 1, obs)
+        ledger.budgets.charge(a1.session_id, f"{trial}:1:2", "h", 1, obs)
     with pytest.raises(BudgetMismatch):
-        ledger.open_session(_sid(), _task(), "parallel", 2, trial_id=trial)
+        ledger.sessions.open(_sid(), _task(), "parallel", 2, trial_id=trial)
     ledger.close()
 
 
 def test_a_closed_session_is_refused_inside_the_charge(url):
     """The state check and the charge are one transaction: a query that raced
     a CloseSession either committed before it or charged nothing."""
-    ledger = open_ledger(url)
+    ledger = open_store(url)
     sid = _sid()
-    ledger.open_session(sid, _task(), "parallel", calls_max=5)
-    ledger.close_session(sid)
+    ledger.sessions.open(sid, _task(), "parallel", calls_max=5)
+    ledger.sessions.close(sid)
     with pytest.raises(SessionNotOpen, match="closed"):
-        ledger.charge(sid, "r", "h", 1, obs)
-    assert ledger.get(sid).calls_used == 0
+        ledger.budgets.charge(sid, "r", "h", 1, obs)
+    assert ledger.sessions.get(sid).calls_used == 0
     ledger.close()
 
 
 def test_no_charge_that_starts_after_a_close_succeeds(url):
-    replicas = [open_ledger(url) for _ in range(3)]
+    replicas = [open_store(url) for _ in range(3)]
     try:
         for _ in range(10):
             sid = _sid()
-            replicas[0].open_session(sid, _task(), "parallel", calls_max=30)
+            replicas[0].sessions.open(sid, _task(), "parallel", calls_max=30)
             barrier = threading.Barrier(3)
             closed_at: list[float] = []
             attempts: list[tuple[float, bool]] = []  # (started, charged)
@@ -177,7 +177,7 @@ def test_no_charge_that_starts_after_a_close_succeeds(url):
             def close():
                 barrier.wait()
                 time.sleep(0.002)
-                replicas[0].close_session(sid)
+                replicas[0].sessions.close(sid)
                 closed_at.append(time.monotonic())
 
             def query(k):
@@ -185,7 +185,7 @@ def test_no_charge_that_starts_after_a_close_succeeds(url):
                 for j in range(10):
                     started = time.monotonic()
                     try:
-                        replicas[k].charge(sid, f"r{k}-{j}", "h", 1, obs)
+                        replicas[k].budgets.charge(sid, f"r{k}-{j}", "h", 1, obs)
                         attempts.append((started, True))
                     except SessionNotOpen:
                         attempts.append((started, False))
@@ -197,38 +197,38 @@ def test_no_charge_that_starts_after_a_close_succeeds(url):
             for t in threads:
                 t.join()
             assert not [a for a in attempts if a[0] > closed_at[0] and a[1]]
-            assert replicas[1].get(sid).calls_used == sum(ok for _, ok in attempts)
+            assert replicas[1].sessions.get(sid).calls_used == sum(ok for _, ok in attempts)
     finally:
         for r in replicas:
             r.close()
 
 
 def test_idle_sessions_expire_and_free_their_quota_slot(url):
-    ledger = open_ledger(url, idle_seconds=0.3)
+    ledger = open_store(url, idle_seconds=0.3)
     team, task = f"team{_sid()[:6]}", _task()
-    s = ledger.open_session(_sid(), task, "parallel", 3, team, max_open=1)
-    ledger.charge(s.session_id, "a", "h", 1, obs)
+    s = ledger.sessions.open(_sid(), task, "parallel", 3, team, max_open=1)
+    ledger.budgets.charge(s.session_id, "a", "h", 1, obs)
     with pytest.raises(QuotaExceeded):
-        ledger.open_session(_sid(), task, "parallel", 3, team, max_open=1)
+        ledger.sessions.open(_sid(), task, "parallel", 3, team, max_open=1)
     time.sleep(0.5)
-    assert ledger.effective_state(ledger.get(s.session_id)) == "expired"
+    assert ledger.sessions.effective_state(ledger.sessions.get(s.session_id)) == "expired"
     with pytest.raises(SessionNotOpen, match="expired"):
-        ledger.charge(s.session_id, "b", "h", 1, obs)
-    again = ledger.open_session(_sid(), task, "parallel", 3, team, max_open=1)  # slot freed
+        ledger.budgets.charge(s.session_id, "b", "h", 1, obs)
+    again = ledger.sessions.open(_sid(), task, "parallel", 3, team, max_open=1)  # slot freed
     assert again.calls_used == 1  # the budget stayed spent
-    assert ledger.get(s.session_id).state == "expired"
-    assert any(a.action == "session_expired" for a in ledger.audit(session_id=s.session_id))
+    assert ledger.sessions.get(s.session_id).state == "expired"
+    assert any(a.action == "session_expired" for a in ledger.audit.entries(session_id=s.session_id))
     ledger.close()
 
 
 def test_race_for_the_last_call_has_exactly_one_winner(url):
     """Eight replicas (one connection each) race for the last call, 15 times over;
     half of them through a second session on the same budget."""
-    replicas = [open_ledger(url) for _ in range(8)]
+    replicas = [open_store(url) for _ in range(8)]
     try:
         for _ in range(15):
             team, task = f"team{_sid()[:6]}", _task()
-            sids = [replicas[0].open_session(_sid(), task, "parallel", 1, team).session_id
+            sids = [replicas[0].sessions.open(_sid(), task, "parallel", 1, team).session_id
                     for _ in range(2)]
             wins, losses = [], []
             barrier = threading.Barrier(len(replicas))
@@ -236,7 +236,7 @@ def test_race_for_the_last_call_has_exactly_one_winner(url):
             def go(k):
                 barrier.wait()
                 try:
-                    replicas[k].charge(sids[k % 2], f"r{k}", "h", 1, obs)
+                    replicas[k].budgets.charge(sids[k % 2], f"r{k}", "h", 1, obs)
                     wins.append(k)
                 except BudgetExhausted:
                     losses.append(k)
@@ -247,23 +247,23 @@ def test_race_for_the_last_call_has_exactly_one_winner(url):
             for t in threads:
                 t.join()
             assert len(wins) == 1 and len(losses) == 7
-            assert replicas[3].get(sids[1]).calls_used == 1
+            assert replicas[3].sessions.get(sids[1]).calls_used == 1
     finally:
         for r in replicas:
             r.close()
 
 
 def test_same_request_id_racing_is_charged_once(url):
-    replicas = [open_ledger(url) for _ in range(4)]
+    replicas = [open_store(url) for _ in range(4)]
     try:
         sid = _sid()
-        replicas[0].open_session(sid, _task(), "parallel", calls_max=10)
+        replicas[0].sessions.open(sid, _task(), "parallel", calls_max=10)
         results = []
         barrier = threading.Barrier(4)
 
         def go(k):
             barrier.wait()
-            results.append(replicas[k].charge(sid, "same", "h", 1, obs))
+            results.append(replicas[k].budgets.charge(sid, "same", "h", 1, obs))
 
         threads = [threading.Thread(target=go, args=(k,)) for k in range(4)]
         for t in threads:
@@ -272,7 +272,7 @@ def test_same_request_id_racing_is_charged_once(url):
             t.join()
         assert {r.response for r in results} == {b"obs0"}
         assert sum(1 for r in results if not r.replayed) == 1
-        assert replicas[1].get(sid).calls_used == 1
+        assert replicas[1].sessions.get(sid).calls_used == 1
     finally:
         for r in replicas:
             r.close()
@@ -280,7 +280,7 @@ def test_same_request_id_racing_is_charged_once(url):
 
 def test_open_session_quota_holds_across_racing_replicas(url):
     """Six replicas race to open sessions for one team whose quota is 3."""
-    replicas = [open_ledger(url) for _ in range(6)]
+    replicas = [open_store(url) for _ in range(6)]
     team = f"team{_sid()[:8]}"
     try:
         opened, refused = [], []
@@ -289,7 +289,7 @@ def test_open_session_quota_holds_across_racing_replicas(url):
         def go(k):
             barrier.wait()
             try:
-                opened.append(replicas[k].open_session(_sid(), "t", "parallel", 10, team, 3))
+                opened.append(replicas[k].sessions.open(_sid(), "t", "parallel", 10, team, 3))
             except QuotaExceeded:
                 refused.append(k)
 
@@ -301,70 +301,70 @@ def test_open_session_quota_holds_across_racing_replicas(url):
         assert len(opened) == 3 and len(refused) == 3
         assert all(r.owner == team for r in opened)
         assert len({r.budget_key for r in opened}) == 1  # one (team, task, epoch) budget
-        replicas[0].close_session(opened[0].session_id, team)
-        replicas[1].open_session(_sid(), "t", "parallel", 10, team, 3)  # a slot freed
-        assert len(replicas[2].list_sessions(team, "open")) == 3
+        replicas[0].sessions.close(opened[0].session_id, team)
+        replicas[1].sessions.open(_sid(), "t", "parallel", 10, team, 3)  # a slot freed
+        assert len(replicas[2].sessions.find(team, "open")) == 3
     finally:
         for r in replicas:
             r.close()
 
 
 def test_tokens_are_hashed_verified_and_revocable(url):
-    ledger = open_ledger(url)
+    ledger = open_store(url)
     try:
-        token, row = ledger.create_token(f"t{_sid()[:6]}", "team", 4, 5.0)
-        assert ledger.verify_token(token) == row
-        assert ledger.verify_token(token[:-1] + ("x" if token[-1] != "x" else "y")) is None
-        assert ledger.verify_token("lawlab_" + row.token_id) is None
-        assert ledger.verify_token("garbage") is None
-        assert token.split("_", 2)[2] not in repr(ledger.list_tokens())
-        s = ledger.open_session(_sid(), _task(), "parallel", 3, row.team, token_id=row.token_id)
-        closed = ledger.revoke_token(row.token_id)
+        token, row = ledger.tokens.create(f"t{_sid()[:6]}", "team", 4, 5.0)
+        assert ledger.tokens.verify(token) == row
+        assert ledger.tokens.verify(token[:-1] + ("x" if token[-1] != "x" else "y")) is None
+        assert ledger.tokens.verify("lawlab_" + row.token_id) is None
+        assert ledger.tokens.verify("garbage") is None
+        assert token.split("_", 2)[2] not in repr(ledger.tokens.all())
+        s = ledger.sessions.open(_sid(), _task(), "parallel", 3, row.team, token_id=row.token_id)
+        closed = ledger.tokens.revoke(row.token_id)
         assert [c.session_id for c in closed] == [s.session_id]
-        assert ledger.get(s.session_id).state == "closed"
-        assert ledger.revoke_token(row.token_id) is None
-        assert ledger.verify_token(token) is None
+        assert ledger.sessions.get(s.session_id).state == "closed"
+        assert ledger.tokens.revoke(row.token_id) is None
+        assert ledger.tokens.verify(token) is None
         with pytest.raises(ValueError, match="reserved"):
-            ledger.create_token("internal")
+            ledger.tokens.create("internal")
         with pytest.raises(ValueError, match="role"):
-            ledger.create_token("x", role="root")
+            ledger.tokens.create("x", role="root")
     finally:
         ledger.close()
 
 
 def test_audit_rows_commit_with_the_charge(url):
-    ledger = open_ledger(url)
+    ledger = open_store(url)
     sid = _sid()
-    ledger.open_session(sid, _task(), "parallel", calls_max=2, owner="acme")
-    ledger.charge(sid, "a", "h", 3, lambda i, k: b"x", actor="acme")
-    ledger.charge(sid, "a", "h", 3, lambda i, k: b"x", actor="acme")  # replay
+    ledger.sessions.open(sid, _task(), "parallel", calls_max=2, owner="acme")
+    ledger.budgets.charge(sid, "a", "h", 3, lambda i, k: b"x", actor="acme")
+    ledger.budgets.charge(sid, "a", "h", 3, lambda i, k: b"x", actor="acme")  # replay
 
     def boom(i, k):
         raise RuntimeError("world failed")
 
     with pytest.raises(RuntimeError):
-        ledger.charge(sid, "b", "h", 3, boom, actor="acme")  # rolled back: no charge, no row
-    ledger.charge(sid, "c", "h", 4, lambda i, k: b"y", actor="acme")
+        ledger.budgets.charge(sid, "b", "h", 3, boom, actor="acme")  # rolled back: no charge, no row
+    ledger.budgets.charge(sid, "c", "h", 4, lambda i, k: b"y", actor="acme")
     with pytest.raises(BudgetExhausted):
-        ledger.charge(sid, "d", "h", 4, lambda i, k: b"z", actor="acme")
-    rows = ledger.audit(session_id=sid)
+        ledger.budgets.charge(sid, "d", "h", 4, lambda i, k: b"z", actor="acme")
+    rows = ledger.audit.entries(session_id=sid)
     assert [r.action for r in rows] == ["open_session", "query", "query_replayed", "query"]
     assert [r.calls_used for r in rows if r.action == "query"] == [1, 2]
-    assert ledger.get(sid).calls_used == sum(r.action == "query" for r in rows)
+    assert ledger.sessions.get(sid).calls_used == sum(r.action == "query" for r in rows)
     assert {r.team for r in rows} == {"acme"} and rows[1].n_points == 3
-    assert {r.epoch for r in rows} == {ledger.current_epoch()}
+    assert {r.epoch for r in rows} == {ledger.epochs.current()}
     ledger.close()
 
 
 def test_budget_survives_a_restart(url):
-    ledger = open_ledger(url)
+    ledger = open_store(url)
     sid = _sid()
-    ledger.open_session(sid, _task(), "parallel", calls_max=3)
-    ledger.charge(sid, "a", "h", 1, lambda i, k: b"x")
+    ledger.sessions.open(sid, _task(), "parallel", calls_max=3)
+    ledger.budgets.charge(sid, "a", "h", 1, lambda i, k: b"x")
     ledger.close()
-    again = open_ledger(url)
-    assert again.get(sid).calls_used == 1
-    charge = again.charge(sid, "a", "h", 1, lambda i, k: b"y")
+    again = open_store(url)
+    assert again.sessions.get(sid).calls_used == 1
+    charge = again.budgets.charge(sid, "a", "h", 1, lambda i, k: b"y")
     assert (charge.response, charge.replayed) == (b"x", True)
     again.close()
 
@@ -391,14 +391,14 @@ def test_a_version_1_ledger_is_migrated_with_its_budgets(tmp_path):
     """)
     db.commit()
     db.close()
-    ledger = open_ledger(f"sqlite:///{path}")
-    row = ledger.get("s1")
+    ledger = open_store(f"sqlite:///{path}")
+    row = ledger.sessions.get("s1")
     assert (row.calls_used, row.calls_max, row.owner) == (2, 10, "acme")
-    assert ledger.charge("s1", "r1", "h", 3, obs).replayed
-    assert ledger.charge("s1", "r3", "h", 3, obs).calls_used == 3
+    assert ledger.budgets.charge("s1", "r1", "h", 3, obs).replayed
+    assert ledger.budgets.charge("s1", "r3", "h", 3, obs).calls_used == 3
     ledger.close()
 
 
 def test_unknown_url_scheme_is_refused():
     with pytest.raises(ValueError, match="unsupported ledger URL"):
-        open_ledger("mysql://x")
+        open_store("mysql://x")

@@ -18,7 +18,7 @@ import pytest
 
 from lawlab.client import SimulatorClient
 from lawlab.launcher import Cluster
-from lawlab_simulator.ledger import open_ledger
+from lawlab_simulator.store import open_store
 
 ROOT = Path(__file__).resolve().parents[2]
 TASK = "mercury_vapour_pressure"
@@ -77,7 +77,7 @@ def _code(fn) -> tuple[grpc.StatusCode, str]:
 def test_token_store_keeps_only_hashes(world):
     listing = _token_cli(world["data"], "list")
     assert listing.returncode == 0 and "alpha" in listing.stdout and "revoked" in listing.stdout
-    ledger = open_ledger(f"sqlite:///{world['data'] / 'simulator' / 'ledger.sqlite'}")
+    ledger = open_store(f"sqlite:///{world['data'] / 'simulator' / 'ledger.sqlite'}")
     ledger.close()
     raw = (world["data"] / "simulator" / "ledger.sqlite").read_bytes()
     for token in world["tokens"].values():

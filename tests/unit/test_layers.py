@@ -173,16 +173,21 @@ def test_operators_reach_the_simulators_store_only_through_the_simulator():
     (tokens, epochs, the leaderboard, the external audit), the other services and
     the status page use its operator API. The one exception is the benchmark's
     in-process column, which times the store itself beside the served path."""
-    store = "lawlab_simulator.ledger"
+    store = "lawlab_simulator.store"
     assert not (ROOT / "libs" / "lawlab" / "ledger.py").exists()  # the store lives at home
     programs = [*(ROOT / "libs" / "lawlab").rglob("*.py"), *(ROOT / "services").rglob("*.py"),
                 *(ROOT / "bench").rglob("*.py"), *(ROOT / "scripts").rglob("*.py")]
     openers = sorted(str(p.relative_to(ROOT)) for p in programs
-                     if store in _imported_modules(p))
+                     if any(m == store or m.startswith(store + ".") for m in _imported_modules(p)))
     inside = [p for p in openers if p.startswith("services/simulator/")]
     assert len(inside) >= 4  # the rooms and the server (never vacuous)
+    # one repository per aggregate, each small
+    repositories = sorted(p.stem for p in (ROOT / "services" / "simulator" / "store").glob("*.py"))
+    assert {"audit", "budgets", "epochs", "sessions", "submissions", "tokens"} <= set(repositories)
+    for path in (ROOT / "services" / "simulator" / "store").glob("*.py"):
+        assert len(path.read_text().splitlines()) <= 300, path.name
     assert [p for p in openers if p not in inside] == ["bench/simulator_bench.py"], openers
     # and the operator verbs are calls of the operator API
     for cli in ("operators.py", "leaderboard.py", "campaign.py"):
         text = (ROOT / "libs" / "lawlab" / "cli" / cli).read_text(encoding="utf-8")
-        assert "operator_channel" in text and "open_ledger" not in text, cli
+        assert "operator_channel" in text and "lawlab_simulator" not in text, cli

@@ -88,7 +88,7 @@ def test_no_str_field_where_a_vocabulary_exists():
 
 def test_rows_hold_members_and_refuse_unknown_words():
     from lawlab_agent.store import TrialRecord
-    from lawlab_simulator.ledger import SessionRow
+    from lawlab_simulator.store import SessionRow
 
     record = TrialRecord("t", "dnase_elisa", "parallel", "sr", "", 1, status="completed")
     assert record.setting is Setting.PARALLEL and record.status is TrialStatus.COMPLETED
