@@ -57,6 +57,9 @@ class Cluster:
         "LAWLAB_INTERNAL_TOKEN") or secrets.token_urlsafe(32))
     # environment of one service only (e.g. the simulator's TLS pair), kept across restarts
     service_env: dict[str, dict[str, str]] = field(default_factory=dict)
+    # write the internal token to <data dir>/internal-token for `lawlab` commands run
+    # from another terminal (not for a simulator started for one command)
+    token_file: bool = True
 
     def address(self, name: str) -> str:
         return self.services[name].address
@@ -88,10 +91,11 @@ class Cluster:
         self.log_dir.mkdir(parents=True, exist_ok=True)
         # for `lawlab` commands run from another terminal against these services
         self.data_dir.mkdir(parents=True, exist_ok=True)
-        token_file = self.data_dir / "internal-token"
-        fd = os.open(token_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w") as fh:
-            fh.write(self.internal_token + "\n")
+        if self.token_file:
+            fd = os.open(self.data_dir / "internal-token", os.O_WRONLY | os.O_CREAT | os.O_TRUNC,
+                         0o600)
+            with os.fdopen(fd, "w") as fh:
+                fh.write(self.internal_token + "\n")
         began = time.monotonic()
         for i, name in enumerate(names, 1):
             t0 = time.monotonic()
@@ -128,14 +132,20 @@ class Cluster:
              "--tasks-dir", str(self.tasks_dir), "--data-dir", str(self.data_dir)],
             env=env, stdout=log_fh, stderr=subprocess.STDOUT, start_new_session=True)
         deadline = time.monotonic() + timeout
-        while not ready.exists():
-            if proc.poll() is not None:
-                raise RuntimeError(f"{name} exited with {proc.returncode} during start-up; "
-                                   f"see {log_path}:\n{log_path.read_text()[-3000:]}")
-            if time.monotonic() > deadline:
+        try:
+            while not ready.exists():
+                if proc.poll() is not None:
+                    raise RuntimeError(f"{name} exited with {proc.returncode} during start-up; "
+                                       f"see {log_path}:\n{log_path.read_text()[-3000:]}")
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"{name} did not become ready in {timeout:g} s; "
+                                       f"see {log_path}")
+                time.sleep(0.05)
+        except BaseException:  # a failed or interrupted start (Ctrl-C) leaves no process
+            if proc.poll() is None:
                 proc.kill()
-                raise RuntimeError(f"{name} did not become ready in {timeout:g} s; see {log_path}")
-            time.sleep(0.05)
+                proc.wait()
+            raise
         info = json.loads(ready.read_text())
         running = Running(name, proc, int(info["port"]), int(info["metrics_port"]), log_path)
         self.services[name] = running

@@ -18,7 +18,7 @@ import grpc
 from google.protobuf.timestamp_pb2 import Timestamp
 
 from lawlab.convert import enum_value, from_enum
-from lawlab.errors import InvalidArgument, NotFound, shown
+from lawlab.errors import InvalidArgument, NotFound, PermissionDenied, shown
 from lawlab.simulator.v1 import operator_pb2, operator_pb2_grpc
 from lawlab.vocab import Release, Role
 from lawlab_simulator.auth import caller
@@ -26,6 +26,10 @@ from lawlab_simulator.store import AuditRow, EpochRow, Store, TokenRow
 
 DEFAULT_SESSIONS = 8
 DEFAULT_QPS = 20.0
+MAX_SESSIONS = 10_000
+MAX_QPS = 1e6
+MAX_DAYS = 36_500  # a hundred years: a timestamp stays well inside its range
+MAX_TRAJECTORY_BYTES = 16 << 20  # under the server's send limit, with room for the rest
 DEFAULT_AUDIT_LIMIT = 1000
 MAX_AUDIT_LIMIT = 100_000
 # the store's messages start with the field they are about ("team: use letters ...")
@@ -75,21 +79,29 @@ def audit_proto(a: AuditRow) -> operator_pb2.AuditEvent:
 
 
 class OperatorServicer(operator_pb2_grpc.OperatorServiceServicer):
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: Store, trajectories: Path | None = None) -> None:
         self.store = store
+        self.trajectories = trajectories  # where the submissions room keeps uploads
 
     async def CreateToken(self, request: operator_pb2.CreateTokenRequest,
                           context: grpc.aio.ServicerContext) -> operator_pb2.CreateTokenResponse:
         role = from_enum(Role, operator_pb2.Role, request.role, "role") or Role.TEAM
         if not request.team:
             raise InvalidArgument("team", "is required")
-        if request.max_open_sessions < 0:
-            raise InvalidArgument("max_open_sessions", "must be positive (unset: 8)")
-        if request.queries_per_second < 0:
-            raise InvalidArgument("queries_per_second", "must be positive (unset: 20)")
-        if request.expires_days < 0:
-            raise InvalidArgument("expires_days", "must be a positive number of days "
+        if not 0 <= request.max_open_sessions <= MAX_SESSIONS:
+            raise InvalidArgument("max_open_sessions", f"between 1 and {MAX_SESSIONS} "
+                                                       f"(unset: {DEFAULT_SESSIONS})")
+        if not 0 <= request.queries_per_second <= MAX_QPS:  # NaN fails too
+            raise InvalidArgument("queries_per_second", f"between 0 and {MAX_QPS:g}, "
+                                                        f"exclusive (unset: {DEFAULT_QPS:g})")
+        if not 0 <= request.expires_days <= MAX_DAYS:
+            raise InvalidArgument("expires_days", f"a number of days up to {MAX_DAYS} "
                                                   "(unset: never)")
+        if role == Role.OPERATOR and caller().role != Role.INTERNAL:
+            # an operator token cannot mint more of itself: a stolen one does not persist
+            raise PermissionDenied("operator tokens are made with lawlab's internal token "
+                                   "(the operator's own machine: lawlab token create --role "
+                                   "operator where `lawlab up` keeps its data directory)")
         expires = time.time() + request.expires_days * 86400 if request.expires_days else None
         try:
             secret, row = await asyncio.to_thread(
@@ -159,7 +171,7 @@ class OperatorServicer(operator_pb2_grpc.OperatorServiceServicer):
     async def ListAudit(self, request: operator_pb2.ListAuditRequest,
                         context: grpc.aio.ServicerContext) -> operator_pb2.ListAuditResponse:
         if not 0 <= request.limit <= MAX_AUDIT_LIMIT:
-            raise InvalidArgument("limit", f"between 1 and {MAX_AUDIT_LIMIT} (unset: "
+            raise InvalidArgument("limit", f"between 1 and {MAX_AUDIT_LIMIT} (0 or unset: "
                                            f"{DEFAULT_AUDIT_LIMIT})")
         rows = await asyncio.to_thread(self.store.audit.entries, request.session_id or None,
                                        request.team or None, request.limit or DEFAULT_AUDIT_LIMIT,
@@ -179,7 +191,19 @@ class OperatorServicer(operator_pb2_grpc.OperatorServiceServicer):
                                           task_id=row.task_id)
             if row.trajectory:
                 try:
-                    out.jsonl = await asyncio.to_thread(Path(row.trajectory).read_text)
-                except (OSError, UnicodeDecodeError) as err:
+                    out.jsonl = await asyncio.to_thread(self._trajectory, row.trajectory)
+                except (OSError, UnicodeDecodeError, ValueError) as err:
                     out.error = f"{type(err).__name__}: {err}"[:300]
             yield out
+
+    def _trajectory(self, stored: str) -> str:
+        """An uploaded trajectory, only from where the submissions room writes them
+        and only up to MAX_TRAJECTORY_BYTES."""
+        path = Path(stored).resolve()
+        if self.trajectories is None or not path.is_relative_to(self.trajectories.resolve()):
+            raise ValueError("kept outside this simulator's submissions folder (another "
+                             "replica's data directory?)")
+        if path.stat().st_size > MAX_TRAJECTORY_BYTES:
+            raise ValueError(f"larger than {MAX_TRAJECTORY_BYTES >> 20} MiB; read it on the "
+                             f"simulator's volume: {path}")
+        return path.read_text(encoding="utf-8")

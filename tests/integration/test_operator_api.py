@@ -53,6 +53,10 @@ def test_an_operator_token_runs_the_round_and_the_audit_names_it(sim):
                                timeout=30)
         assert team.info.team == "acme" and team.info.queries_per_second == 5
         assert team.info.HasField("expires") and not team.info.HasField("revoked")
+        # an operator token cannot mint another operator token (a stolen one would persist)
+        code, details = _refusal(lambda: ops.CreateToken(
+            op.CreateTokenRequest(team="ops2", role=op.ROLE_OPERATOR), timeout=30))
+        assert code == grpc.StatusCode.PERMISSION_DENIED and "internal token" in details
         epoch = ops.OpenEpoch(op.OpenEpochRequest(epoch_id="r1",
                                                   release=op.RELEASE_IMMEDIATE), timeout=30)
         assert epoch.current and epoch.release == op.RELEASE_IMMEDIATE \
@@ -100,6 +104,11 @@ def test_a_team_token_is_refused_before_its_request_is_read(sim):
     (op.CreateTokenRequest(team="t", queries_per_second=-1), "queries_per_second"),
     (op.CreateTokenRequest(team="t", max_open_sessions=-3), "max_open_sessions"),
     (op.CreateTokenRequest(team="t", expires_days=-1), "expires_days"),
+    (op.CreateTokenRequest(team="t", expires_days=1e9), "expires_days"),
+    (op.CreateTokenRequest(team="t", expires_days=float("nan")), "expires_days"),
+    (op.CreateTokenRequest(team="t", queries_per_second=float("nan")), "queries_per_second"),
+    (op.CreateTokenRequest(team="t", queries_per_second=float("inf")), "queries_per_second"),
+    (op.CreateTokenRequest(team="t", max_open_sessions=10**6), "max_open_sessions"),
     (op.CreateTokenRequest(team="t", role=7), "role"),
     (op.OpenEpochRequest(), "epoch_id"),
     (op.OpenEpochRequest(epoch_id="a b"), "epoch_id"),
@@ -148,3 +157,22 @@ def test_the_cli_uses_the_running_simulator_or_starts_one(sim, tmp_path):
     bad = subprocess.run([LAWLAB, "token", "create", "--team", "a b", "--data-dir",
                           str(sim.data_dir)], capture_output=True, text=True, timeout=120)
     assert bad.returncode == 2 and "team:" in bad.stderr and "letters" in bad.stderr
+
+
+def test_the_cli_never_sends_a_token_where_it_should_not(sim, tmp_path):
+    """An address from the environment gets no internal token and no plaintext token
+    beyond loopback; a zero quota is refused, not taken for the default. Each is
+    refused before any connection is made."""
+    def run(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+        import os
+
+        return subprocess.run([LAWLAB, *args, "--data-dir", str(tmp_path)], capture_output=True,
+                              text=True, timeout=60, env={**os.environ, **(env or {})})
+
+    no_token = run("token", "list", "--simulator-addr", sim.address("simulator"))
+    assert no_token.returncode == 2 and "needs an operator token" in no_token.stderr
+    plain = run("token", "list", "--simulator-addr", "203.0.113.9:50051", "--token", "x")
+    assert plain.returncode == 2 and "plaintext" in plain.stderr
+    zero = run("token", "create", "--team", "z", "--qps", "0")
+    assert zero.returncode == 2 and "must be positive" in zero.stderr
+    assert not (tmp_path / "internal-token").exists()

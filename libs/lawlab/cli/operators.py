@@ -44,62 +44,96 @@ def _read(path: Path) -> str:
 
 
 def _serving(data: Path) -> tuple[str, bool, str | None] | None:
-    """The simulator serving ``data`` from its ready file, when its process is
-    alive: its address and, when it serves TLS, the certificate it serves (a
-    command on the same machine trusts it; a CA-issued one: --ca)."""
+    """The simulator serving ``data`` from its ready file, when it answers its
+    health check: its address, whether it serves TLS and the certificate it serves
+    (a command on the same machine trusts it; a CA-issued one: --ca)."""
+    from lawlab.rpc.client import running_service
+
     try:
         info = json.loads((data / "logs" / "simulator.ready.json").read_text())
         os.kill(int(info["pid"]), 0)
+        port = int(info["port"])
     except (OSError, ValueError, KeyError, TypeError):
         return None
     tls = bool(info.get("tls"))
-    host = str(info.get("host") or "127.0.0.1")
-    if host in ("0.0.0.0", "::", "[::]", "127.0.0.1"):
-        host = "localhost" if tls else "127.0.0.1"  # a local certificate names localhost
-    return f"{host}:{int(info['port'])}", tls, str(info.get("tls_cert") or "") or None
+    # a local certificate names localhost; the ready file's host is where it binds
+    address = f"{'localhost' if tls else '127.0.0.1'}:{port}"
+    cert = str(info.get("tls_cert") or "") or None
+    if running_service("simulator", address=address, ca_file=cert if tls else None) is None:
+        return None  # a stale file (another process has the pid), or not serving yet
+    return address, tls, cert
 
 
-def _credential(args: argparse.Namespace, data: Path) -> str:
-    return (args.token or os.environ.get("LAWLAB_INTERNAL_TOKEN")
-            or _read(data / "internal-token"))
+def _loopback(address: str) -> bool:
+    host = address.rsplit(":", 1)[0].strip("[]")
+    return host in ("localhost", "::1") or host.startswith("127.")
 
 
 @contextlib.contextmanager
 def operator_channel(args: argparse.Namespace) -> Iterator[grpc.Channel]:
     """A channel to the simulator with an operator's credential (the module
-    docstring says which simulator): for OperatorService, and for SimulatorService
-    calls that show an operator every team's sessions and submissions."""
+    docstring says which simulator and which credential): for OperatorService, and
+    for SimulatorService calls that show an operator every team's sessions and
+    submissions."""
     from lawlab.rpc.client import sync_channel
 
     data = Path(args.data_dir).resolve()
-    address, ca = args.simulator_addr, args.ca
-    if not address:
-        found = _serving(data)
-        if found:
-            address, tls, served = found
-            ca = (ca or served) if tls else None
-    if address:
-        with sync_channel(address, token=_credential(args, data), ca_file=ca) as channel:
+    if args.simulator_addr:
+        # an address given: an operator token given too (lawlab's internal token is
+        # never sent to an address from the environment), and never in plaintext
+        # beyond loopback
+        if not args.token:
+            raise OperatorError("--simulator-addr needs an operator token: --token or "
+                                "LAWLAB_OPERATOR_TOKEN (lawlab token create --role operator)")
+        if not args.ca and not _loopback(args.simulator_addr):
+            raise OperatorError(f"--simulator-addr {args.simulator_addr} is not loopback: give "
+                                "its CA with --ca (LAWLAB_TLS_CA); a token never travels in "
+                                "plaintext")
+        with sync_channel(args.simulator_addr, token=args.token, ca_file=args.ca) as channel:
+            yield channel
+        return
+    found = _serving(data)
+    if found:
+        if args.ledger:
+            raise OperatorError(f"--ledger: a simulator already serves {data} with its own "
+                                "store; stop it, or leave --ledger out to use it")
+        address, tls, served = found
+        token = (args.token or os.environ.get("LAWLAB_INTERNAL_TOKEN")
+                 or _read(data / "internal-token"))
+        with sync_channel(address, token=token, ca_file=(args.ca or served) if tls else None
+                          ) as channel:
             yield channel
         return
     yield from _ephemeral(args, data)
 
 
+class OperatorError(Exception):
+    """What the operator must change, said in one line."""
+
+
 def _ephemeral(args: argparse.Namespace, data: Path) -> Iterator[grpc.Channel]:
+    """A simulator over ``data`` for this one command: loopback, plaintext, token
+    authentication with a fresh internal token of its own (never written down)."""
+    import secrets
+
     from lawlab.launcher import Cluster
 
-    token = os.environ.get("LAWLAB_INTERNAL_TOKEN") or _read(data / "internal-token")
     logs = Path(tempfile.mkdtemp(prefix="lawlab-operator-"))
-    cluster = Cluster(Path(args.tasks_dir).resolve(), data, log_dir=logs)
-    if token:  # the data directory's own: its file is rewritten unchanged
-        cluster.internal_token = token
+    cluster = Cluster(Path(args.tasks_dir).resolve(), data, log_dir=logs,
+                      internal_token=secrets.token_urlsafe(32), token_file=False)
     print(f"[no simulator serves {data}: starting one on loopback for this command; "
           f"logs in {logs}]", file=sys.stderr)
-    env = {"LAWLAB_LOG_LEVEL": "WARNING"}
+    env = {"LAWLAB_LOG_LEVEL": "WARNING", "LAWLAB_HOST": "127.0.0.1",
+           "LAWLAB_SIMULATOR_AUTH": "tokens", "LAWLAB_SIMULATOR_PROCESSES": "1",
+           "LAWLAB_TLS_CERT": "", "LAWLAB_TLS_KEY": "", "LAWLAB_TLS_CLIENT_CA": ""}
     if args.ledger:
         env["LAWLAB_LEDGER_URL"] = args.ledger
     try:
-        cluster.start(names=("simulator",), extra_env=env)
+        try:
+            cluster.start(names=("simulator",), extra_env=env)
+        except RuntimeError as err:
+            raise OperatorError(f"the simulator over {data} did not start: "
+                                f"{str(err).splitlines()[0]}") from None
         with cluster.channel("simulator") as channel:
             yield channel
     finally:
@@ -116,7 +150,8 @@ def refused(verb: str, err: grpc.RpcError) -> int:
         print("  (an operator token with --token or LAWLAB_OPERATOR_TOKEN, or run it where "
               "`lawlab up` keeps DATA_DIR/internal-token)", file=sys.stderr)
     if code == grpc.StatusCode.UNAVAILABLE:
-        print("  (is the simulator at --simulator-addr running?)", file=sys.stderr)
+        print("  (is the simulator running? --simulator-addr, or the one serving --data-dir)",
+              file=sys.stderr)
     return 2 if code in (grpc.StatusCode.INVALID_ARGUMENT, grpc.StatusCode.NOT_FOUND) else 1
 
 
@@ -131,9 +166,21 @@ def _release(value: int) -> str:
 # ---- lawlab token ------------------------------------------------------------------
 
 def cmd_token(args: argparse.Namespace) -> int:
+    if args.verb == "create":  # checked before any simulator is reached
+        if args.max_sessions < 1 or not args.qps > 0:  # proto3 reads 0 as "unset"
+            print("lawlab token create: --max-sessions and --qps must be positive",
+                  file=sys.stderr)
+            return 2
+        if args.expires_days is not None and not args.expires_days > 0:
+            print("lawlab token create: --expires-days: a positive number of days",
+                  file=sys.stderr)
+            return 2
     try:
         with operator_channel(args) as channel:
             return _token_verb(operator_pb2_grpc.OperatorServiceStub(channel), args)
+    except OperatorError as err:
+        print(f"lawlab token {args.verb}: {err}", file=sys.stderr)
+        return 2
     except grpc.RpcError as err:
         code = refused(f"token {args.verb}", err)
         # a token that is not active: nothing to do (1), as before the operator API
@@ -142,10 +189,6 @@ def cmd_token(args: argparse.Namespace) -> int:
 
 def _token_verb(api: operator_pb2_grpc.OperatorServiceStub, args: argparse.Namespace) -> int:
     if args.verb == "create":
-        if args.expires_days is not None and args.expires_days <= 0:
-            print("lawlab token create: --expires-days: a positive number of days",
-                  file=sys.stderr)
-            return 2
         made = api.CreateToken(op.CreateTokenRequest(
             team=args.team, role=op.ROLE_OPERATOR if args.role == "operator" else op.ROLE_TEAM,
             max_open_sessions=args.max_sessions, queries_per_second=args.qps,
@@ -248,6 +291,9 @@ def cmd_epoch(args: argparse.Namespace) -> int:
     try:
         with operator_channel(args) as channel:
             return _epoch_verb(operator_pb2_grpc.OperatorServiceStub(channel), args)
+    except OperatorError as err:
+        print(f"lawlab epoch {args.verb}: {err}", file=sys.stderr)
+        return 2
     except grpc.RpcError as err:
         return refused(f"epoch {args.verb}", err)
 

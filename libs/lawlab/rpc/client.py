@@ -179,16 +179,18 @@ def sync_channel(target: str, retry: bool = True, token: str | None = None,
     return grpc.intercept_channel(channel, _SyncAuth(header)) if header else channel
 
 
-def running_service(name: str, timeout: float = 1.0) -> str | None:
+def running_service(name: str, timeout: float = 1.0, address: str | None = None,
+                    ca_file: str | None = None) -> str | None:
     """The address of a running ``name`` service that answers its health check
-    (LAWLAB_<NAME>_ADDR, else the default loopback port `lawlab up` uses), or
-    None: commands use a running cluster instead of starting their own."""
+    (``address``, else LAWLAB_<NAME>_ADDR, else the default loopback port `lawlab
+    up` uses), or None: commands use a running cluster instead of starting their
+    own."""
     from grpc_health.v1 import health_pb2, health_pb2_grpc
 
     from lawlab import config
 
-    address = config.service_address(name)
-    with sync_channel(address, retry=False) as channel:
+    address = address or config.service_address(name)
+    with sync_channel(address, retry=False, ca_file=ca_file) as channel:
         try:
             reply = health_pb2_grpc.HealthStub(channel).Check(
                 health_pb2.HealthCheckRequest(service=""), timeout=timeout)

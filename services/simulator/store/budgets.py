@@ -28,6 +28,7 @@ class Charge:
     calls_used: int
     budget_key: str
 
+
 @dataclass(frozen=True)
 class ChargeRequest:
     session_id: str

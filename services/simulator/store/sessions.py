@@ -26,7 +26,7 @@ class SessionRow:
     setting: Setting
     budget_key: str
     epoch: str
-    state: SessionState  # as stored (see Store.effective_state for idle expiry)
+    state: SessionState  # as stored (see SessionRepository.effective_state for idle expiry)
     owner: str
     token_id: str
     created: float

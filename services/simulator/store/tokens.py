@@ -37,8 +37,10 @@ class TokenRow:
     def expired(self, now: float | None = None) -> bool:
         return self.expires is not None and (now or time.time()) >= self.expires
 
+
 def hash_secret(secret: str) -> str:
     return hashlib.sha256(secret.encode()).hexdigest()
+
 
 def split_token(token: str) -> tuple[str, str] | None:
     """``lawlab_<id>_<secret>`` -> (id, secret), or None when malformed."""
