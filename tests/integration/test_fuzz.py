@@ -26,7 +26,7 @@ from hypothesis import strategies as st
 
 from lawlab import config
 from lawlab.launcher import Cluster
-from tests.integration.test_authz import DESCRIPTORS
+from tests.integration.test_authz import DESCRIPTORS, SERVED_BY
 
 EXAMPLES = int(os.environ.get("LAWLAB_FUZZ_EXAMPLES", "6"))
 BAD = {grpc.StatusCode.UNKNOWN, grpc.StatusCode.INTERNAL}
@@ -151,7 +151,7 @@ def test_random_messages_get_well_formed_statuses(fuzz_cluster, service, method)
     desc = DESCRIPTORS[service]
     mdesc = desc.methods_by_name[method]
     token = fuzz_cluster.internal_token
-    with grpc.insecure_channel(fuzz_cluster.address(service)) as channel:
+    with grpc.insecure_channel(fuzz_cluster.address(SERVED_BY.get(service, service))) as channel:
         seen: list[str] = []
 
         @settings(max_examples=EXAMPLES, deadline=None, database=None,
@@ -234,7 +234,7 @@ def test_undecodable_bytes_are_invalid_argument(fuzz_cluster, service, method):
     mdesc = desc.methods_by_name[method]
     path = f"/{desc.full_name}/{mdesc.name}"
     metadata = [("authorization", f"Bearer {fuzz_cluster.internal_token}")]
-    with grpc.insecure_channel(fuzz_cluster.address(service)) as channel:
+    with grpc.insecure_channel(fuzz_cluster.address(SERVED_BY.get(service, service))) as channel:
         for raw in UNDECODABLE:
             if mdesc.client_streaming:
                 call = channel.stream_unary(path, request_serializer=lambda b: b,
