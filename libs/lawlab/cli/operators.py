@@ -21,7 +21,7 @@ import shutil
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -175,16 +175,25 @@ def cmd_token(args: argparse.Namespace) -> int:
             print("lawlab token create: --expires-days: a positive number of days",
                   file=sys.stderr)
             return 2
+    # a token that is not active: nothing to do (1), as before the operator API
+    return _call(args, "token", _token_verb,
+                 not_found=1 if args.verb == "revoke" else None)
+
+
+def _call(args: argparse.Namespace, group: str,
+          verb: Callable[[operator_pb2_grpc.OperatorServiceStub, argparse.Namespace], int],
+          not_found: int | None = None) -> int:
+    """One operator verb through the operator API, its refusals in the CLI's words."""
     try:
         with operator_channel(args) as channel:
-            return _token_verb(operator_pb2_grpc.OperatorServiceStub(channel), args)
+            return verb(operator_pb2_grpc.OperatorServiceStub(channel), args)
     except OperatorError as err:
-        print(f"lawlab token {args.verb}: {err}", file=sys.stderr)
+        print(f"lawlab {group} {args.verb}: {err}", file=sys.stderr)
         return 2
     except grpc.RpcError as err:
-        code = refused(f"token {args.verb}", err)
-        # a token that is not active: nothing to do (1), as before the operator API
-        return 1 if args.verb == "revoke" and err.code() == grpc.StatusCode.NOT_FOUND else code
+        code = refused(f"{group} {args.verb}", err)
+        return not_found if not_found is not None and \
+            err.code() == grpc.StatusCode.NOT_FOUND else code
 
 
 def _token_verb(api: operator_pb2_grpc.OperatorServiceStub, args: argparse.Namespace) -> int:
@@ -288,14 +297,7 @@ def add_token_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -
 # ---- lawlab epoch -----------------------------------------------------------------
 
 def cmd_epoch(args: argparse.Namespace) -> int:
-    try:
-        with operator_channel(args) as channel:
-            return _epoch_verb(operator_pb2_grpc.OperatorServiceStub(channel), args)
-    except OperatorError as err:
-        print(f"lawlab epoch {args.verb}: {err}", file=sys.stderr)
-        return 2
-    except grpc.RpcError as err:
-        return refused(f"epoch {args.verb}", err)
+    return _call(args, "epoch", _epoch_verb)
 
 
 def _epoch_verb(api: operator_pb2_grpc.OperatorServiceStub, args: argparse.Namespace) -> int:
