@@ -182,3 +182,30 @@ def test_canonical_form_of_a_genetic_program():
     # in the restricted language is returned unchanged
     assert canonical("0.3 * exp(1.7 * x)") == "0.3*exp(1.7*x)"
     assert canonical("x +* 2") == "x +* 2"
+
+
+def test_the_greedy_gains_equal_those_of_the_explicit_projection(ns: dict) -> None:
+    """_gains never forms the n x m matrix of the columns' parts outside the support;
+    its gains must equal those computed with it, including a zero column (never
+    chosen) and one nearly in the support's span (below the 1e-10 floor)."""
+    rng = np.random.default_rng(0)
+    F = rng.normal(size=(120, 300))
+    F[:, 10] = 2 * F[:, 3] + 1e-7 * rng.normal(size=120)
+    F[:, 20] = 0.0
+    norms = np.linalg.norm(F, axis=0)
+    ok = norms > 0
+    Fn = np.where(ok, F / np.where(ok, norms, 1.0), 0.0)
+    z = F[:, 3] + 0.5 * F[:, 7] + 0.01 * rng.normal(size=120)
+    for S in [(), (3,), (3, 4, 7)]:
+        Q = np.linalg.qr(Fn[:, list(S)])[0] if S else np.zeros((120, 0))
+        P = Fn - Q @ (Q.T @ Fn)
+        r = z - Q @ (Q.T @ z)
+        pn = np.sum(P * P, axis=0)
+        with np.errstate(all="ignore"):
+            want = np.where(ok & (pn > 1e-10), (P.T @ r) ** 2 / pn, -np.inf)
+        got_r, got = ns["_gains"](Fn, ok, z, S)
+        np.testing.assert_allclose(got_r, r, atol=1e-12)
+        assert np.array_equal(np.isfinite(got), np.isfinite(want))
+        assert not np.isfinite(got[20]) and (not S or not np.isfinite(got[10]))
+        np.testing.assert_allclose(got[np.isfinite(want)], want[np.isfinite(want)], rtol=1e-9, atol=1e-12)
+        assert int(np.argmax(got)) == int(np.argmax(want))

@@ -197,16 +197,23 @@ TRANSFORMS = {  # name: (forward, inverse, text of the inverse)
 # ---- supports -------------------------------------------------------------------
 
 def _gains(Fn, ok, z, S):
-    """The residual of z on columns S, and each column's reduction of its RSS."""
+    """The residual of z on columns S, and each column's reduction of its RSS.
+
+    With Q an orthonormal basis of S and P = Fn - Q Q'Fn the columns' parts outside
+    it, P'r = Fn'r - C'(Q'r) and |P_j|^2 = |Fn_j|^2 - |C_j|^2 with C = Q'Fn (k x m):
+    the n x m matrix P is never formed (a third of the work and no n x m copy; an
+    sr trial on a six-input problem spent 97 of its 116 s here)."""
+    fn2 = ok.astype(float)  # the columns are unit-norm where ok, zero elsewhere
     if S:
         Q, _ = np.linalg.qr(Fn[:, list(S)])
         r = z - Q @ (Q.T @ z)
-        P = Fn - Q @ (Q.T @ Fn)
+        C = Q.T @ Fn
+        pr = Fn.T @ r - C.T @ (Q.T @ r)
+        pn = fn2 - np.einsum("ij,ij->j", C, C)
     else:
-        r, P = z, Fn
-    pn = np.einsum("ij,ij->j", P, P)
+        r, pr, pn = z, Fn.T @ z, fn2
     with np.errstate(all="ignore"):
-        gain = np.where(ok & (pn > 1e-10), (P.T @ r) ** 2 / pn, -np.inf)
+        gain = np.where(ok & (pn > 1e-10), pr ** 2 / pn, -np.inf)
     return r, gain
 
 
