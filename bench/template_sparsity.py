@@ -10,6 +10,12 @@ once dense and once sparse, and prints time, the chosen family and its
 cross-validated error.
 
     .venv/bin/python bench/template_sparsity.py [--tasks dnase_elisa ...] [--out FILE]
+
+With ``--before REV`` it compares instead the fitting file at git revision REV
+with the working tree's, both with the grouped Jacobian (e.g. a change of the
+fits' evaluation budget): time, family and cross-validated error of each.
+
+    .venv/bin/python bench/template_sparsity.py --before 04809ed [--tasks ...]
 """
 
 from __future__ import annotations
@@ -19,6 +25,8 @@ import contextlib
 import io
 import json
 import runpy
+import subprocess
+import tempfile
 import time
 from pathlib import Path
 
@@ -32,11 +40,11 @@ ROOT = Path(__file__).resolve().parents[1]
 FIT = ROOT / "services" / "agent" / "builtin" / "scripts" / "template_fit.py"
 
 
-def run(task, sparse: bool) -> tuple[float, dict]:
+def run(task, sparse: bool, fit: Path = FIT) -> tuple[float, dict]:
     frame = task.train.copy()
     if GROUP_COL != "group_id" and GROUP_COL in frame:
         frame = frame.rename(columns={GROUP_COL: "group_id"})
-    ns = runpy.run_path(str(FIT), init_globals={
+    ns = runpy.run_path(str(fit), init_globals={
         "np": np, "pd": pd, "scipy": scipy, "train_df": frame,
         "input_cols": task.meta.input_names, "target_col": task.meta.target.name})
     ns["main"].__globals__["SPARSE"] = sparse
@@ -54,10 +62,16 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--tasks", nargs="*", default=[])
     ap.add_argument("--out", default=str(ROOT / "bench" / "template_sparsity.json"))
+    ap.add_argument("--before", help="compare the fitting file at this git revision with "
+                    "the working tree's (both grouped)")
+    ap.add_argument("--tasks-dir", default=str(ROOT / "var" / "tasks"))
     args = ap.parse_args()
-    library = TaskLibrary(ROOT / "var" / "tasks")
+    library = TaskLibrary(Path(args.tasks_dir))
     tasks = [t for t in library if t.meta.suite == "real" and t.meta.multi_group
              and (not args.tasks or t.task_id in args.tasks)]
+    if args.before:
+        compare(tasks, args.before, Path(args.out))
+        return
     rows = []
     print("| task | groups | dense s | sparse s | speed-up | dense family (cv) | sparse family (cv) |")
     print("|---|---|---|---|---|---|---|")
@@ -74,6 +88,30 @@ def main() -> None:
     print(f"\n{len(rows)} Type II tasks: dense {total_d:.0f} s, sparse {total_s:.0f} s; "
           f"same family chosen on {same}")
     Path(args.out).write_text(json.dumps(rows, indent=1) + "\n")
+
+
+def compare(tasks: list, rev: str, out: Path) -> None:
+    text = subprocess.run(["git", "show", f"{rev}:{FIT.relative_to(ROOT)}"], cwd=ROOT,
+                          check=True, capture_output=True, text=True).stdout
+    rows = []
+    print(f"| task | groups | {rev} s | now s | {rev} family (cv) | now family (cv) |")
+    print("|---|---|---|---|---|---|")
+    with tempfile.TemporaryDirectory() as tmp:
+        old = Path(tmp) / "template_fit.py"
+        old.write_text(text)
+        for task in tasks:
+            (tb, rb), (tn, rn) = run(task, True, old), run(task, True)
+            groups = task.train[GROUP_COL].nunique()
+            rows.append({"task": task.task_id, "groups": int(groups), "before_s": tb, "now_s": tn,
+                         "before": [rb["family"], rb["cv_rmse"], rb["constants"]],
+                         "now": [rn["family"], rn["cv_rmse"], rn["constants"]]})
+            print(f"| {task.task_id} | {groups} | {tb:.1f} | {tn:.1f} | "
+                  f"{rb['family']} ({rb['cv_rmse']:.4g}) | {rn['family']} ({rn['cv_rmse']:.4g}) |",
+                  flush=True)
+    same = sum(r["before"][0] == r["now"][0] for r in rows)
+    print(f"\n{len(rows)} Type II tasks: {rev} {sum(r['before_s'] for r in rows):.0f} s, "
+          f"now {sum(r['now_s'] for r in rows):.0f} s; same family chosen on {same}")
+    out.write_text(json.dumps(rows, indent=1) + "\n")
 
 
 if __name__ == "__main__":

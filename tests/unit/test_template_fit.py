@@ -57,3 +57,30 @@ def test_a_type_ii_fit_reaches_the_same_optimum_either_way():
     np.testing.assert_allclose(grouped["global"]["b"], dense["global"]["b"], rtol=1e-5)
     for g in ("g0", "g1", "g2", "g3"):
         np.testing.assert_allclose(grouped["local"]["a"][g], dense["local"]["a"][g], rtol=1e-5)
+
+
+def test_a_type_ii_fit_has_an_evaluation_budget_that_does_not_grow_with_its_groups():
+    """chick_growth in Parallel has ~47 chicks with ~4 rows each: a budget of 300
+    evaluations per parameter (locals included) let a flat fit crawl for 15,000
+    evaluations and the family search outlast the sandbox's 100 s limit. The budget
+    is per kind of parameter (each global, each local name), so it is the same for
+    4 groups and for 48."""
+    ns = runpy.run_path(str(FIT))
+    budgets: dict[int, set[int]] = {}
+    real = ns["fit_model"].__globals__["least_squares"]
+
+    def recording(fun, x0, **kw):
+        budgets.setdefault(n_groups, set()).add(kw["max_nfev"])
+        return real(fun, x0, **kw)
+
+    ns["fit_model"].__globals__["least_squares"] = recording
+    model = ns["Model"]("michaelis_menten", "x", [], 0.0, ["a"])
+    rng = np.random.default_rng(5)
+    for n_groups in (4, 48):
+        groups = np.repeat(np.array([f"g{k:02d}" for k in range(n_groups)]), 4)
+        x = np.tile(np.array([0.5, 2.0, 4.0, 8.0]), n_groups)
+        a = rng.uniform(1.5, 3.0, n_groups)[np.repeat(np.arange(n_groups), 4)]
+        y = a * x / (1.7 + x) + rng.normal(0, 0.02, len(x))
+        out = ns["fit_model"](model, {"x": x}, y, groups, False, {"a": 2.0, "b": 1.0})
+        assert abs(out["global"]["b"] - 1.7) < 0.3
+    assert budgets == {4: {600}, 48: {600}}  # 300 x (one global b + one local name a)
