@@ -8,11 +8,22 @@ from typing import Any, TypeVar, cast
 
 import numpy as np
 import pandas as pd
+from google.protobuf.timestamp_pb2 import Timestamp
 
 from lawlab.common.v1 import common_pb2
 from lawlab.errors import InvalidArgument
 from lawlab.tasks import GROUP_COL, Caps, SolverTask, TaskMeta, Variable
 from lawlab.vocab import Setting, Unset, word_of
+
+
+def timestamp(seconds: float | None) -> Timestamp | None:
+    """A Unix time in seconds as a protobuf Timestamp (nanoseconds kept); None stays
+    None (a field left unset: a token never revoked, an epoch still open)."""
+    if seconds is None:
+        return None
+    ts = Timestamp()
+    ts.FromNanoseconds(int(seconds * 1e9))
+    return ts
 
 
 def frame_to_table(df: pd.DataFrame, columns: Sequence[str] | None = None) -> common_pb2.Table:

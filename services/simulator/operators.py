@@ -15,9 +15,8 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import grpc
-from google.protobuf.timestamp_pb2 import Timestamp
 
-from lawlab.convert import enum_value, from_enum
+from lawlab.convert import enum_value, from_enum, timestamp
 from lawlab.errors import InvalidArgument, NotFound, PermissionDenied, shown
 from lawlab.simulator.v1 import operator_pb2, operator_pb2_grpc
 from lawlab.vocab import Release, Role
@@ -37,14 +36,6 @@ _FIELDS = {"team": "team", "role": "role", "quotas": "max_open_sessions",
            "epoch": "epoch_id", "release": "release", "release_real": "release_real"}
 
 
-def _timestamp(seconds: float | None) -> Timestamp | None:
-    if seconds is None:
-        return None
-    ts = Timestamp()
-    ts.FromNanoseconds(int(seconds * 1e9))
-    return ts
-
-
 def _refused(err: ValueError) -> InvalidArgument:
     text = str(err)
     head, _, rest = text.partition(":")
@@ -58,14 +49,14 @@ def token_proto(row: TokenRow) -> operator_pb2.Token:
     return operator_pb2.Token(
         token_id=row.token_id, team=row.team, role=enum_value(operator_pb2.Role, row.role),
         owner=row.owner, max_open_sessions=row.max_open_sessions,
-        queries_per_second=row.queries_per_second, created=_timestamp(row.created),
-        expires=_timestamp(row.expires), revoked=_timestamp(row.revoked),
+        queries_per_second=row.queries_per_second, created=timestamp(row.created),
+        expires=timestamp(row.expires), revoked=timestamp(row.revoked),
         expired=row.expired())
 
 
 def epoch_proto(row: EpochRow, current: str | None) -> operator_pb2.Epoch:
     return operator_pb2.Epoch(
-        epoch_id=row.epoch_id, opened=_timestamp(row.opened), closed=_timestamp(row.closed),
+        epoch_id=row.epoch_id, opened=timestamp(row.opened), closed=timestamp(row.closed),
         release=enum_value(operator_pb2.Release, row.release),
         release_real=enum_value(operator_pb2.Release, row.release_real),
         current=row.epoch_id == current)

@@ -15,7 +15,6 @@ from pathlib import Path
 
 import grpc
 from google.protobuf import unknown_fields
-from google.protobuf.timestamp_pb2 import Timestamp
 
 from lawlab import convert
 from lawlab.common.v1 import common_pb2
@@ -34,12 +33,6 @@ from lawlab_simulator.store import SessionRow, Store
 __all__ = ["IdentityInterceptor", "SimulatorServicer"]
 
 _OLD_SEED_FIELD = 3  # OpenSessionRequest.seed, removed from the contract
-
-
-def _timestamp(seconds: float) -> Timestamp:
-    ts = Timestamp()
-    ts.FromNanoseconds(int(seconds * 1e9))
-    return ts
 
 
 class SimulatorServicer(simulator_pb2_grpc.SimulatorServiceServicer):
@@ -71,7 +64,8 @@ class SimulatorServicer(simulator_pb2_grpc.SimulatorServiceServicer):
             setting=convert.setting_from_name(row.setting),
             budget=budget_proto(task.meta.caps, row.calls_used, row.calls_max),
             state=enum_value(simulator_pb2.SessionState, self.sessions.state(row)),
-            epoch=row.epoch, created=_timestamp(row.created), last_used=_timestamp(row.last_used),
+            epoch=row.epoch, created=convert.timestamp(row.created),
+            last_used=convert.timestamp(row.last_used),
             idle_timeout_seconds=self.sessions.idle_seconds, world_fingerprint=self.release)
 
     # ---- catalogue -----------------------------------------------------------
