@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+import uuid
 from pathlib import Path
 
 import grpc
@@ -195,6 +196,7 @@ def test_oversize_payloads_are_refused_by_the_configured_limit(fuzz_cluster):
 def test_huge_column_counts_are_refused_or_handled(fuzz_cluster):
     from lawlab.common.v1 import common_pb2
     from lawlab.sandbox.v1 import sandbox_pb2 as pb
+    from lawlab.simulator.v1 import operator_pb2, operator_pb2_grpc
     from lawlab.simulator.v1 import simulator_pb2 as spb
 
     token = fuzz_cluster.internal_token
@@ -208,6 +210,11 @@ def test_huge_column_counts_are_refused_or_handled(fuzz_cluster):
                        token)
     assert code not in BAD
     with grpc.insecure_channel(fuzz_cluster.address("simulator")) as channel:
+        # the fuzz of the operator API may have opened and closed epochs (Hypothesis's
+        # OpenEpoch("0") then CloseEpoch("0") leaves none open): a round of our own
+        operators = operator_pb2_grpc.OperatorServiceStub(channel)
+        operators.OpenEpoch(operator_pb2.OpenEpochRequest(epoch_id=f"wide-{uuid.uuid4().hex}"),
+                            metadata=[("authorization", f"Bearer {token}")], timeout=30)
         open_session = channel.unary_unary(f"/{sim.full_name}/OpenSession",
                                            request_serializer=lambda m: m.SerializeToString(),
                                            response_deserializer=spb.Session.FromString)

@@ -112,6 +112,8 @@ def test_a_team_token_is_refused_before_its_request_is_read(sim):
     (op.CreateTokenRequest(team="t", role=7), "role"),
     (op.OpenEpochRequest(), "epoch_id"),
     (op.OpenEpochRequest(epoch_id="a b"), "epoch_id"),
+    (op.OpenEpochRequest(epoch_id="x" * 65), "epoch_id"),
+    (op.OpenEpochRequest(epoch_id="名前"), "epoch_id"),
     (op.OpenEpochRequest(epoch_id="e1", release=9), "release"),
     (op.ListAuditRequest(limit=-1), "limit"),
     (op.RevokeTokenRequest(), "token_id"),

@@ -12,6 +12,7 @@ from lawlab_simulator.store import audit
 
 DEFAULT_EPOCH = "default"
 RELEASES = tuple(Release)
+MAX_EPOCH_ID = 64  # the fuzz opened a 5,000-character epoch before this bound
 _EPOCH_SELECT = "SELECT epoch_id, opened, closed, release, release_real FROM epochs"
 
 
@@ -64,8 +65,10 @@ class EpochRepository:
     def open(self, epoch_id: str, release: str = Release.ON_CLOSE,
                    release_real: str = Release.IMMEDIATE, actor: str = "operator") -> EpochRow:
         """Start a new round: the current epoch closes, every budget starts afresh."""
-        if not epoch_id or not epoch_id.replace("-", "").replace("_", "").replace(".", "").isalnum():
-            raise ValueError("epoch: use letters, digits, '-', '_' and '.' only")
+        bare = epoch_id.replace("-", "").replace("_", "").replace(".", "")
+        if not (0 < len(epoch_id) <= MAX_EPOCH_ID and bare.isascii() and bare.isalnum()):
+            raise ValueError(f"epoch: 1 to {MAX_EPOCH_ID} ASCII letters, digits, '-', '_' and "
+                             "'.' (it names the round in URLs, files and the CLI)")
         for name, value in (("release", release), ("release_real", release_real)):
             if value not in RELEASES:
                 raise ValueError(f"{name}: one of {', '.join(RELEASES)}")
