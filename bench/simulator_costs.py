@@ -31,6 +31,7 @@ from pathlib import Path
 
 import grpc
 import numpy as np
+from simulator_bench import cpu_seconds  # bench/ is the script's own folder
 
 from lawlab.simulator.v1 import simulator_pb2 as pb
 from lawlab.tasks import TaskLibrary
@@ -73,11 +74,6 @@ async def main():
     await server.wait_for_termination()
 asyncio.run(main())
 '''
-
-
-def cpu_seconds(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def free_port() -> int:
