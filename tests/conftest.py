@@ -11,6 +11,7 @@ import pytest
 from lawlab.launcher import Cluster
 from lawlab.tasks import TaskLibrary
 from tests.support.scripted_llm import ScriptedLLM
+from tests.support.stopping import stop_cleanly
 
 ROOT = Path(__file__).resolve().parents[1]
 # One internal token for the whole run: every Cluster's services and every client
@@ -84,8 +85,7 @@ def cluster(tasks_dir: Path, tmp_path_factory: pytest.TempPathFactory, scripted_
     c.start(extra_env={"LAWLAB_LLM_BASE_URL": scripted_llm.base_url,
                        "LAWLAB_LLM_API_KEY": "test-key"})
     yield c
-    codes = c.stop()
-    assert all(code == 0 for code in codes.values()), f"unclean shutdown: {codes}"
+    stop_cleanly(c)
 
 
 @pytest.fixture(scope="session")

@@ -173,6 +173,9 @@ class Cluster:
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
+                with open(running.log_path, "a", encoding="utf-8") as fh:  # says why it died
+                    fh.write(f"[launcher] {name} was still running {grace:g} s after SIGTERM; "
+                             "killed\n")
         return proc.returncode
 
     def stop(self, grace: float = 15.0) -> dict[str, int]:

@@ -20,6 +20,7 @@ import pytest
 from lawlab.client import SimulatorClient
 from lawlab.launcher import Cluster
 from lawlab_simulator.store import open_store
+from tests.support.stopping import stop_cleanly
 
 ROOT = Path(__file__).resolve().parents[2]
 LAWLAB = str(Path(sys.executable).parent / "lawlab")
@@ -83,8 +84,7 @@ def world(tasks_dir, tmp_path_factory):
     assert opened.returncode == 0 and "Parallel scores released on close" in opened.stdout
     yield {"cluster": cluster, "address": f"localhost:{cluster.services['simulator'].port}",
            "ca": str(data / "certs" / "server.pem"), "tokens": tokens, "data": data}
-    codes = cluster.stop()
-    assert all(c == 0 for c in codes.values()), codes
+    stop_cleanly(cluster)
 
 
 def _client(world, team: str) -> SimulatorClient:

@@ -113,6 +113,7 @@ import grpc  # noqa: E402
 
 from lawlab.client import SimulatorClient  # noqa: E402
 from lawlab.launcher import Cluster  # noqa: E402
+from tests.support.stopping import stop_cleanly  # noqa: E402
 
 LAWLAB = str(Path(sys.executable).parent / "lawlab")
 MM = '''import numpy as np
@@ -166,8 +167,7 @@ def public(tasks_dir, tmp_path_factory):
                 "--release-real", "immediate").returncode == 0
     yield {"cluster": cluster, "tokens": tokens, "data": data,
            "address": cluster.address("simulator")}
-    codes = cluster.stop()
-    assert all(c == 0 for c in codes.values()), codes
+    stop_cleanly(cluster)
 
 
 def _team(public, team: str) -> SimulatorClient:

@@ -38,6 +38,7 @@ from lawlab.launcher import Cluster
 from lawlab.rpc.client import sync_channel
 from lawlab.sandbox.v1 import sandbox_pb2, sandbox_pb2_grpc
 from lawlab.simulator.v1 import simulator_pb2, simulator_pb2_grpc
+from tests.support.stopping import stop_cleanly
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 # Type I tasks with a simulator (both settings); inputs and ranges come from the prompt
@@ -371,7 +372,6 @@ class LoadCluster:
 
     def __exit__(self, *exc: object) -> None:
         try:
-            codes = self.cluster.stop()
-            assert all(c == 0 for c in codes.values()), f"unclean shutdown under load: {codes}"
+            stop_cleanly(self.cluster)
         finally:
             self.llm.__exit__(*exc)
