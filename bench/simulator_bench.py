@@ -114,6 +114,13 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def tree_cpu_seconds(pid: int) -> float:
+    """CPU of a service and the sibling processes it started on its port
+    (LAWLAB_SIMULATOR_PROCESSES)."""
+    children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    return cpu_seconds(pid) + sum(cpu_seconds(int(c)) for c in children)
+
+
 async def open_loop(address: str, token: str, sessions: int, rate: float, seconds: float,
                     n: int) -> tuple[float, float, float, int]:
     """``sessions`` sessions sending 100-point queries as Poisson arrivals at a
@@ -185,15 +192,22 @@ async def run(args: argparse.Namespace) -> None:
         cluster.stop()
     # the public port served by two processes sharing the ledger (SO_REUSEPORT)
     multi: dict[int, tuple[float, float]] = {}
+    multi_cores: dict[int, float] = {}
+    multi_offered: dict[int, tuple[float, float, float, int]] = {}
     tmp2 = Path(tempfile.mkdtemp(prefix="lawlab-simbench-mp-"))
     cluster = Cluster(ROOT / "var" / "tasks", tmp2, log_dir=tmp2 / "logs")
     cluster.start(names=("simulator",), extra_env={"LAWLAB_LOG_LEVEL": "WARNING",
                                                     "LAWLAB_SIMULATOR_PROCESSES": "2"})
     try:
-        await throughput(cluster.address("simulator"), cluster.internal_token, 16, 2.0, 100)
+        address, token = cluster.address("simulator"), cluster.internal_token
+        pid = cluster.services["simulator"].process.pid
+        await throughput(address, token, 16, 2.0, 100)
         for k in (16, 64):
-            multi[k] = await throughput(cluster.address("simulator"), cluster.internal_token, k,
-                                        secs, 100)
+            c0, t0 = tree_cpu_seconds(pid), time.perf_counter()
+            multi[k] = await throughput(address, token, k, secs, 100)
+            multi_cores[k] = (tree_cpu_seconds(pid) - c0) / (time.perf_counter() - t0)
+        for rate in (200, 400):
+            multi_offered[rate] = await open_loop(address, token, 64, rate, secs, 100)
     finally:
         cluster.stop()
     print(f"### Simulator ({time.strftime('%Y-%m-%d')}, {platform.node()}, {os.cpu_count()} cores, "
@@ -214,10 +228,17 @@ async def run(args: argparse.Namespace) -> None:
         print(f"| {k} | {qps:.0f} | {p99 * 1000:.1f} ms | {cores[k]:.2f} | "
               f"{cores[k] / qps * 1000:.2f} ms |")
     print()
-    print("| two processes (LAWLAB_SIMULATOR_PROCESSES=2), closed loop | queries/s | p99 |")
-    print("|---|---|---|")
+    print("| two processes (LAWLAB_SIMULATOR_PROCESSES=2), closed loop | queries/s | p99 | "
+          "server CPU (cores, both) | server CPU per query |")
+    print("|---|---|---|---|---|")
     for k, (qps, p99) in multi.items():
-        print(f"| {k} | {qps:.0f} | {p99 * 1000:.1f} ms |")
+        print(f"| {k} | {qps:.0f} | {p99 * 1000:.1f} ms | {multi_cores[k]:.2f} | "
+              f"{multi_cores[k] / qps * 1000:.2f} ms |")
+    print()
+    print("| two processes, 64 sessions, offered load | achieved q/s | p50 | p99 | errors |")
+    print("|---|---|---|---|---|")
+    for rate, (qps, p50, p99, errs) in multi_offered.items():
+        print(f"| {rate} q/s | {qps:.0f} | {p50 * 1000:.2f} ms | {p99 * 1000:.1f} ms | {errs} |")
     print()
     print("| 64 sessions, offered load (100-point queries, Poisson) | achieved q/s | p50 | p99 | "
           "errors |")

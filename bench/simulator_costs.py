@@ -7,8 +7,8 @@ beside the whole that bench/simulator_bench.py measures through the real service
 1. gRPC alone: a bare grpc.aio server (another process) answering a stored
    100-point QueryResponse to 16 concurrent callers, with no interceptor, with
    lawlab's metrics and error interceptors, and with those plus one
-   ``asyncio.to_thread`` hand-off per call (the simulator makes two: sampling
-   and the ledger writer).
+   ``asyncio.to_thread`` hand-off per call (the simulator makes one: to the
+   ledger's writer thread, which samples and charges).
 2. The simulator's own work in-process (task ``mauna_loa_co2``): the request
    parsed, checked (``plan``), the world sampled and the response serialized,
    and inside the sampling the k-d tree's neighbour query alone.

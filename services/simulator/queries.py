@@ -3,9 +3,10 @@
 A query is checked whole before anything is spent (:func:`plan`). Its
 observations come from the world's noise stream keyed by the operator's world
 key, the task, the budget and the call index, so no client can choose or learn
-it; the world is sampled before the ledger's write lock is taken, for the call
-index the budget is probably at, and the charge keeps it unless another call
-won. A retried request id replays its first answer and is never charged twice.
+it; the ledger's writer thread samples the world before it takes the write lock
+(one hand-off per query), for the call index the budget is probably at, and the
+charge keeps it unless another call won. A retried request id replays its first
+answer and is never charged twice.
 """
 
 from __future__ import annotations
@@ -242,9 +243,9 @@ class Queries:
             return (used, observe(used, session.budget_key)) if used < session.calls_max else None
 
         try:
-            prepared = await asyncio.to_thread(prepare)
             charge = await asyncio.wrap_future(self.batcher.submit(ChargeRequest(
-                session_id, q.request_id, q.digest, q.n_points, observe, who.team, prepared)))
+                session_id, q.request_id, q.digest, q.n_points, observe, who.team,
+                prepare=prepare)))
         except BudgetExhausted as err:
             self._refused(who, "exhausted", "exhausted")
             full = await asyncio.to_thread(self.store.sessions.get, session_id)

@@ -12,6 +12,8 @@ import pytest
 from lawlab_simulator.store import (
     BudgetExhausted,
     BudgetMismatch,
+    ChargeBatcher,
+    ChargeRequest,
     NoOpenEpoch,
     QuotaExceeded,
     RequestIdReused,
@@ -65,6 +67,41 @@ def test_charge_is_idempotent_by_request_id_and_capped(url):
         ledger.budgets.charge(sid, "r3", "h3", 5, make)
     assert made == [0, 1]
     ledger.close()
+
+
+def test_the_writer_thread_prepares_outside_the_lock_and_recomputes_a_stale_preparation(url):
+    """The batcher runs each request's ``prepare`` on its own thread: a
+    preparation for the call index the budget is at is kept, a stale one (another
+    call won) is recomputed inside the transaction, and one that fails is handed
+    back to its caller without a charge."""
+    ledger = open_store(url)
+    batcher = ChargeBatcher(ledger.budgets)
+    try:
+        sid = _sid()
+        ledger.sessions.open(sid, _task(), "parallel", calls_max=3)
+        inside = []
+
+        def make(i, key):
+            inside.append(i)
+            return f"inside{i}".encode()
+
+        def request(rid, prepare):
+            return ChargeRequest(sid, rid, rid, 1, make, prepare=prepare)
+
+        kept = batcher.submit(request("r1", lambda: (0, b"prepared0"))).result(10)
+        assert (kept.response, kept.calls_used, inside) == (b"prepared0", 1, [])
+        stale = batcher.submit(request("r2", lambda: (0, b"stale"))).result(10)
+        assert (stale.response, stale.calls_used, inside) == (b"inside1", 2, [1])
+
+        def broken():
+            raise RuntimeError("the world could not be sampled")
+
+        with pytest.raises(RuntimeError, match="could not be sampled"):
+            batcher.submit(request("r3", broken)).result(10)
+        assert ledger.sessions.get(sid).calls_used == 2  # nothing charged for it
+    finally:
+        batcher.close()
+        ledger.close()
 
 
 def test_a_reused_request_id_with_other_inputs_is_refused(url):

@@ -9,6 +9,7 @@ budget), so two clients racing for the last call cannot both win."""
 
 from __future__ import annotations
 
+import dataclasses
 import queue
 import threading
 import time
@@ -38,6 +39,9 @@ class ChargeRequest:
     make_response: Callable[[int, str], bytes]
     actor: str = "internal"
     prepared: tuple[int, bytes] | None = None
+    # computes ``prepared`` on the writer thread, before it takes the write lock
+    # (ChargeBatcher): a query hands off to one thread, not two
+    prepare: Callable[[], tuple[int, bytes] | None] | None = None
 
 
 class BudgetExhausted(Exception):
@@ -193,6 +197,9 @@ class ChargeBatcher:
                     self._queue.put(None)  # finish this batch, then stop
                     break
                 batch.append(item)
+            batch = self._prepared(batch)
+            if not batch:
+                continue
             try:
                 results = self.budgets.charge_many([req for req, _ in batch])
             except BaseException as err:  # noqa: BLE001  (the commit failed: nothing charged)
@@ -204,3 +211,19 @@ class ChargeBatcher:
                     future.set_exception(result)
                 else:
                     future.set_result(result)
+
+    @staticmethod
+    def _prepared(batch: list[tuple[ChargeRequest, Future[Charge]]]
+                  ) -> list[tuple[ChargeRequest, Future[Charge]]]:
+        """Each request's ``prepare`` run outside the write lock; a request whose
+        preparation fails gets its error and is not charged."""
+        out = []
+        for req, future in batch:
+            if req.prepare is not None:
+                try:
+                    req = dataclasses.replace(req, prepared=req.prepare(), prepare=None)
+                except Exception as err:  # noqa: BLE001  (handed back to its caller)
+                    future.set_exception(err)
+                    continue
+            out.append((req, future))
+        return out
