@@ -97,12 +97,11 @@ test: install
 	$(BIN)/pytest -q
 
 # Static types (mypy, settings in pyproject.toml): the core, then the five
-# services. Their packages are named lawlab_<name> but live in services/<name>:
-# build/mypy maps the names for mypy.
+# services (package lawlab_<name> in services/<name>/lawlab_<name>).
+SERVICE_PATHS := libs:services/simulator:services/sandbox:services/agent:services/judge:services/scorer
 define TYPECHECK
-@mkdir -p build/mypy && for s in simulator sandbox agent judge scorer; do ln -sfn ../../services/$$s build/mypy/lawlab_$$s; done
 $(BIN)/mypy libs/lawlab
-MYPYPATH=build/mypy:libs $(BIN)/mypy -p lawlab_simulator -p lawlab_sandbox -p lawlab_agent -p lawlab_judge -p lawlab_scorer
+MYPYPATH=$(SERVICE_PATHS) $(BIN)/mypy -p lawlab_simulator -p lawlab_sandbox -p lawlab_agent -p lawlab_judge -p lawlab_scorer
 endef
 
 typecheck: install

@@ -130,8 +130,9 @@ def unsandboxed_batch(req: pb.RunSubmissionRequest) -> float:
                                        "max_local_params": 2, "fit_timeout_seconds": 10},
                           "jobs": jobs}).encode()
     t = time.perf_counter()
-    done = subprocess.run([sys.executable, "-I", "-B", str(ROOT / "services/sandbox/runner.py"),
-                           "submission"], input=payload, capture_output=True)
+    runner = ROOT / "services/sandbox/lawlab_sandbox/runner.py"
+    done = subprocess.run([sys.executable, "-I", "-B", str(runner), "submission"], input=payload,
+                          capture_output=True)
     assert done.returncode == 0, done.stderr[-500:]
     return time.perf_counter() - t
 

@@ -1,4 +1,4 @@
-"""The experimenter agent (services/agent/builtin/experimenter.py): its hypothesis
+"""The experimenter agent (services/agent/lawlab_agent/builtin/experimenter.py): its hypothesis
 space, and whole trials driven in process (tests/support/offline_trial.py) with
 exact outcomes where they are deterministic: a Type I and a Type II task in
 Real, a Parallel world built with a fixed key, and an LSR problem it hands to

@@ -36,7 +36,7 @@ def test_the_sandbox_runner_checks_the_cores_contract_names():
     own list of the contract's names; it must be the core's."""
     from lawlab.contract import REQUIRED_NAMES
 
-    tree = ast.parse((ROOT / "services" / "sandbox" / "runner.py").read_text(encoding="utf-8"))
+    tree = ast.parse((ROOT / "services/sandbox/lawlab_sandbox/runner.py").read_text(encoding="utf-8"))
     (value,) = [ast.literal_eval(n.value) for n in tree.body if isinstance(n, ast.Assign)
                 and any(isinstance(t, ast.Name) and t.id == "REQUIRED" for t in n.targets)]
     assert tuple(value) == tuple(REQUIRED_NAMES)
@@ -56,7 +56,7 @@ def test_one_reader_of_law_modules():
                 or "name == 'predict'" in text:
             readers.append(str(path.relative_to(ROOT)))
     # the sandbox runner executes modules in the box (it must not import lawlab)
-    assert readers == [] or readers == ["services/sandbox/runner.py"], readers
+    assert readers == [] or readers == ["services/sandbox/lawlab_sandbox/runner.py"], readers
 
 
 def test_every_package_is_in_the_wheel():
@@ -77,12 +77,31 @@ def test_every_package_is_in_the_wheel():
     assert found - listed == set()
 
 
+def test_import_names_follow_folders():
+    """Issue #32: every package lives in a folder of its own name (lawlab in
+    libs/lawlab, lawlab_<name> in services/<name>/lawlab_<name>), so a module's
+    import name is its path below a source root and path-based tools (mypy, an
+    editor, grep) see the services as the packages they import."""
+    import tomllib
+
+    doc = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    dirs = doc["tool"]["setuptools"]["package-dir"]
+    assert {f"lawlab_{s.name}" for s in (ROOT / "services").iterdir() if s.is_dir()} \
+        == set(dirs) - {"lawlab"}
+    for top, folder in dirs.items():
+        assert Path(folder).name == top, (top, folder)
+        assert (ROOT / folder / "__init__.py").exists(), folder
+    for service in (ROOT / "services").iterdir():  # nothing beside the package
+        assert sorted(p.name for p in service.iterdir() if p.name != "__pycache__") \
+            == [f"lawlab_{service.name}"], service
+
+
 def test_the_agent_service_has_no_long_function_and_no_generated_messages_inside():
     """Issue #20: no function in services/agent over 60 lines; the policies, prompts,
     views, campaign grids and built-in agents work on the core's lawlab.tasks.SolverTask, so only
     the service's edges (servicer, admission, wire, server, worker, the trial
     room's RPC calls, the status page's external feed) import a *_pb2 module."""
-    agent = ROOT / "services" / "agent"
+    agent = ROOT / "services" / "agent" / "lawlab_agent"
     edges = {"servicer.py", "admission.py", "wire.py", "server.py", "worker.py",
              "status_page.py", "trial/opening.py", "trial/tools.py", "trial/scoring.py",
              "campaigns/scheduler.py"}
@@ -107,7 +126,7 @@ def test_the_simulator_service_is_rooms_behind_a_thin_servicer():
     about 250 lines, no except clause of its own: the rooms map the ledger's errors),
     handlers read the caller the interceptor settled, and no function in the service
     is over 60 lines."""
-    sim = ROOT / "services" / "simulator"
+    sim = ROOT / "services" / "simulator" / "lawlab_simulator"
     servicer = (sim / "servicer.py").read_text()
     assert len(servicer.splitlines()) <= 250
     tree = ast.parse(servicer)
@@ -139,10 +158,10 @@ def test_one_solver_facing_task_model():
 
 
 def test_built_in_agents_share_a_kit_not_each_others_private_methods():
-    """Issue #32: the sandbox-side scripts live in services/agent/builtin/scripts/
+    """Issue #32: the sandbox-side scripts live in services/agent/lawlab_agent/builtin/scripts/
     (read as text, never imported by the service), and an agent reaches another's
     code only through builtin/kit.py: no `OtherAgent._private(...)`."""
-    builtin = ROOT / "services" / "agent" / "builtin"
+    builtin = ROOT / "services" / "agent" / "lawlab_agent" / "builtin"
     assert {p.name for p in (builtin / "scripts").glob("*_fit.py")} == {
         "sr_fit.py", "template_fit.py", "experimenter_fit.py"}
     assert not list(builtin.glob("*_fit.py"))
@@ -182,9 +201,10 @@ def test_operators_reach_the_simulators_store_only_through_the_simulator():
     inside = [p for p in openers if p.startswith("services/simulator/")]
     assert len(inside) >= 4  # the rooms and the server (never vacuous)
     # one repository per aggregate, each small
-    repositories = sorted(p.stem for p in (ROOT / "services" / "simulator" / "store").glob("*.py"))
+    store_dir = ROOT / "services" / "simulator" / "lawlab_simulator" / "store"
+    repositories = sorted(p.stem for p in store_dir.glob("*.py"))
     assert {"audit", "budgets", "epochs", "sessions", "submissions", "tokens"} <= set(repositories)
-    for path in (ROOT / "services" / "simulator" / "store").glob("*.py"):
+    for path in store_dir.glob("*.py"):
         assert len(path.read_text().splitlines()) <= 300, path.name
     assert [p for p in openers if p not in inside] == ["bench/simulator_bench.py",
                                                        "bench/simulator_costs.py"], openers

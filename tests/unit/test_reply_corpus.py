@@ -1,5 +1,5 @@
 """Replies as real models write them (issue #21): a corpus written by us, with the
-parse each must get (services/agent/blocks.py states the rules), plus property
+parse each must get (services/agent/lawlab_agent/blocks.py states the rules), plus property
 tests. Experiment bodies go through the tolerant payload reader."""
 
 from __future__ import annotations

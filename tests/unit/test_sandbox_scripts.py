@@ -1,5 +1,5 @@
 """The built-in agents' sandbox-side scripts import only what the sandbox lets them
-(its import gate: services/sandbox/runner.py): an import outside it fails only inside
+(its import gate: services/sandbox/lawlab_sandbox/runner.py): an import outside it fails only inside
 the box, where a caught exception can hide it (a genetic-programming search that
 silently stopped running is how this test came about)."""
 
@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-SCRIPTS = sorted((ROOT / "services" / "agent" / "builtin" / "scripts").glob("*_fit.py"))
+SCRIPTS = sorted((ROOT / "services" / "agent" / "lawlab_agent" / "builtin" / "scripts").glob("*_fit.py"))
 
 
 def _gate() -> set[str]:
-    tree = ast.parse((ROOT / "services" / "sandbox" / "runner.py").read_text())
+    tree = ast.parse((ROOT / "services" / "sandbox" / "lawlab_sandbox" / "runner.py").read_text())
     names = {}
     for node in tree.body:
         if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name):
