@@ -23,7 +23,6 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "services"))
 
 
 def family_sources(task, hidden) -> dict[str, str]:

@@ -8,6 +8,7 @@ and waits, escalating to SIGKILL only after a grace period.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import secrets
@@ -173,7 +174,8 @@ class Cluster:
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
-                with open(running.log_path, "a", encoding="utf-8") as fh:  # says why it died
+                with contextlib.suppress(OSError), \
+                        open(running.log_path, "a", encoding="utf-8") as fh:  # says why it died
                     fh.write(f"[launcher] {name} was still running {grace:g} s after SIGTERM; "
                              "killed\n")
         return proc.returncode

@@ -70,38 +70,58 @@ def test_charge_is_idempotent_by_request_id_and_capped(url):
 
 
 def test_the_writer_thread_prepares_outside_the_lock_and_recomputes_a_stale_preparation(url):
-    """The batcher runs each request's ``prepare`` on its own thread: a
-    preparation for the call index the budget is at is kept, a stale one (another
-    call won) is recomputed inside the transaction, and one that fails is handed
-    back to its caller without a charge."""
-    ledger = open_store(url)
+    """The batcher runs each request's ``prepare`` on its own thread, before it
+    takes the write lock (another connection can write meanwhile). In one batch:
+    a preparation for the call index the budget is at is kept, a stale one
+    (another call won) is recomputed inside the transaction, one that fails is
+    handed back without a charge, a request whose caller has gone is dropped
+    uncharged, and none of them stops the writer."""
+    ledger, other = open_store(url), open_store(url)
     batcher = ChargeBatcher(ledger.budgets)
     try:
         sid = _sid()
-        ledger.sessions.open(sid, _task(), "parallel", calls_max=3)
-        inside = []
+        ledger.sessions.open(sid, _task(), "parallel", calls_max=5)
+        inside, threads = [], []
+        release = threading.Event()
 
         def make(i, key):
             inside.append(i)
             return f"inside{i}".encode()
 
-        def request(rid, prepare):
+        def request(rid, prepared):
+            def prepare():
+                threads.append(threading.current_thread().name)
+                other.sessions.open(_sid(), _task(), "parallel", calls_max=1)  # no lock held
+                if isinstance(prepared, BaseException):
+                    raise prepared
+                return prepared
             return ChargeRequest(sid, rid, rid, 1, make, prepare=prepare)
 
-        kept = batcher.submit(request("r1", lambda: (0, b"prepared0"))).result(10)
-        assert (kept.response, kept.calls_used, inside) == (b"prepared0", 1, [])
-        stale = batcher.submit(request("r2", lambda: (0, b"stale"))).result(10)
-        assert (stale.response, stale.calls_used, inside) == (b"inside1", 2, [1])
+        def hold():  # keeps the writer busy while the batch below queues up
+            release.wait(10)
+            return (0, b"held0")
 
-        def broken():
-            raise RuntimeError("the world could not be sampled")
-
-        with pytest.raises(RuntimeError, match="could not be sampled"):
-            batcher.submit(request("r3", broken)).result(10)
-        assert ledger.sessions.get(sid).calls_used == 2  # nothing charged for it
+        first = batcher.submit(ChargeRequest(sid, "r0", "r0", 1, make, prepare=hold))
+        kept = batcher.submit(request("r1", (1, b"prepared1")))
+        gone = batcher.submit(request("r2", (2, b"never")))
+        broken = batcher.submit(request("r3", SystemExit("the world could not be sampled")))
+        stale = batcher.submit(request("r4", (1, b"stale")))
+        assert gone.cancel()
+        release.set()
+        assert first.result(10).response == b"held0"
+        assert (kept.result(10).response, kept.result().calls_used) == (b"prepared1", 2)
+        with pytest.raises(SystemExit, match="could not be sampled"):
+            broken.result(10)
+        assert (stale.result(10).response, stale.result().calls_used) == (b"inside2", 3)
+        assert inside == [2] and set(threads) == {"ledger-writer"} and len(threads) == 3
+        # the writer lives on, and neither the cancelled nor the failed request was charged
+        after = batcher.submit(request("r5", (3, b"prepared3"))).result(10)
+        assert (after.response, after.calls_used) == (b"prepared3", 4)
+        assert ledger.sessions.get(sid).calls_used == 4
     finally:
         batcher.close()
         ledger.close()
+        other.close()
 
 
 def test_a_reused_request_id_with_other_inputs_is_refused(url):

@@ -18,7 +18,7 @@ from lawlab.launcher import Cluster
 from tests.conftest import ROOT
 from tests.support import load
 from tests.support.scripted_llm import ScriptedLLM
-from tests.support.stopping import stop_cleanly
+from tests.support.stopping import stop_report
 
 
 def test_a_trial_through_five_services_on_mutual_tls(tasks_dir, tmp_path, monkeypatch):
@@ -57,4 +57,5 @@ def test_a_trial_through_five_services_on_mutual_tls(tasks_dir, tmp_path, monkey
                                                             timeout=5)
                 assert err.value.code() == grpc.StatusCode.UNAVAILABLE
         finally:
-            stop_cleanly(cluster)  # names a service that did not exit 0, with its log
+            unclean = stop_report(cluster)  # names a service that did not exit 0
+    assert not unclean, unclean

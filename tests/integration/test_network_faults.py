@@ -15,7 +15,7 @@ from lawlab.launcher import Cluster
 from tests.support import faults, load
 from tests.support.proxy import FaultProxy
 from tests.support.scripted_llm import ScriptedLLM
-from tests.support.stopping import stop_cleanly
+from tests.support.stopping import stop_report
 
 
 def _campaign_through_proxy(tasks_dir, tmp_path, name: str, disturb) -> tuple[list, int]:
@@ -35,7 +35,8 @@ def _campaign_through_proxy(tasks_dir, tmp_path, name: str, disturb) -> tuple[li
                 done = faults.wait_done(cluster, name, total)
                 connections = proxy.connections
         finally:
-            stop_cleanly(cluster)  # names a service that did not exit 0, with its log
+            unclean = stop_report(cluster)  # names a service that did not exit 0
+    assert not unclean, unclean
     assert len({t.trial_id for t in done}) == len(done) == total
     after = {t.trial_id: (t.status, t.scores.SerializeToString(deterministic=True),
                           t.trajectory_path) for t in done}

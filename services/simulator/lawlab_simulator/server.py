@@ -83,7 +83,7 @@ async def build(args: argparse.Namespace, settings: Settings) -> Built:
         sweeper.append(asyncio.create_task(scoring.run()))
 
     async def close() -> None:
-        servicer.queries.batcher.close()
+        await asyncio.to_thread(servicer.queries.batcher.close)
         for task in sweeper:
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):

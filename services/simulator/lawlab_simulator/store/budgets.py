@@ -170,15 +170,20 @@ class ChargeBatcher:
         self.max_batch = max_batch
         self._queue: queue.SimpleQueue[tuple[ChargeRequest, Future[Charge]] | None] = \
             queue.SimpleQueue()
+        self._closed = False
         self._thread = threading.Thread(target=self._run, name="ledger-writer", daemon=True)
         self._thread.start()
 
     def submit(self, request: ChargeRequest) -> Future[Charge]:
+        if self._closed:
+            raise RuntimeError("the ledger writer is stopped (the simulator is shutting down)")
         future: Future[Charge] = Future()
         self._queue.put((request, future))
         return future
 
     def close(self) -> None:
+        """Charge what is queued, then stop (blocking: call it off the event loop)."""
+        self._closed = True
         self._queue.put(None)
         self._thread.join(timeout=30)
 
@@ -215,14 +220,18 @@ class ChargeBatcher:
     @staticmethod
     def _prepared(batch: list[tuple[ChargeRequest, Future[Charge]]]
                   ) -> list[tuple[ChargeRequest, Future[Charge]]]:
-        """Each request's ``prepare`` run outside the write lock; a request whose
-        preparation fails gets its error and is not charged."""
+        """Each request's ``prepare`` run outside the write lock. A request whose
+        caller has gone (a cancelled RPC) is dropped uncharged; once taken, its
+        future can no longer be cancelled, so answering it cannot fail. A request
+        whose preparation fails gets its error and is not charged."""
         out = []
         for req, future in batch:
+            if not future.set_running_or_notify_cancel():
+                continue
             if req.prepare is not None:
                 try:
                     req = dataclasses.replace(req, prepared=req.prepare(), prepare=None)
-                except Exception as err:  # noqa: BLE001  (handed back to its caller)
+                except BaseException as err:  # noqa: BLE001  (handed back; the writer lives on)
                     future.set_exception(err)
                     continue
             out.append((req, future))
