@@ -68,7 +68,7 @@ sandbox-access: deps
 
 # Rebuilt when the builder or anything it evaluates with changes.
 TASK_SOURCES := $(shell find libs/lawlab/taskbuild -name '*.py' -o -name '*.yaml' -o -name '*.json') \
-  $(addprefix libs/lawlab/,expr.py fitting.py rubric.py world.py contract.py metrics.py tasks.py structure.py worldkey.py)
+  $(addprefix libs/lawlab/,expr.py fitting.py rubric.py world.py neighbours.py contract.py metrics.py tasks.py structure.py worldkey.py)
 $(TASKS_DIR)/.stamp: $(GEN_STAMP) $(TASK_SOURCES) | $(VENV)/.lawlab-stamp
 	$(BIN)/lawlab tasks build --out $(TASKS_DIR)
 	touch $@

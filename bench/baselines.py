@@ -140,13 +140,23 @@ def _campaign(stub, name: str, agents: list[str], tasks: list[str], settings: li
 
 def _sources_digest() -> str:
     """What the task builder is made of: a library built from other sources is stale
-    even under the same world key (a rebuilt suite keeps the key)."""
+    even under the same world key (a rebuilt suite keeps the key). Its own folder
+    (code and data) and every lawlab module it imports: the world model, the
+    nearest-records search and the fitting engine shape a release as much."""
     import hashlib
 
+    lib = ROOT / "libs" / "lawlab"
+    paths = {p for p in (lib / "taskbuild").rglob("*")
+             if p.is_file() and "__pycache__" not in p.parts}
+    # in a fresh interpreter, so that only the builder's own imports count
+    loaded = subprocess.run(
+        [sys.executable, "-c", "import sys, lawlab.taskbuild.build\n"
+         "print('\\n'.join(getattr(m, '__file__', None) or '' for m in list(sys.modules.values())))"],
+        check=True, capture_output=True, text=True).stdout.split()
+    paths |= {Path(f).resolve() for f in loaded if Path(f).resolve().is_relative_to(lib)}
     h = hashlib.sha256()
-    for path in sorted((ROOT / "libs" / "lawlab" / "taskbuild").rglob("*")):
-        if path.is_file() and "__pycache__" not in path.parts:
-            h.update(str(path.relative_to(ROOT)).encode() + b"\0" + path.read_bytes())
+    for path in sorted(paths):
+        h.update(str(path.relative_to(ROOT)).encode() + b"\0" + path.read_bytes())
     return h.hexdigest()[:16]
 
 

@@ -19,10 +19,10 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from scipy.spatial import cKDTree
 
 from lawlab.expr import Expression
 from lawlab.fitting import LOG_FLOOR, to_residual_space
+from lawlab.neighbours import Neighbours
 
 RHO = 0.9
 # the calibration aims above RHO by a stated margin: the builder computes the
@@ -89,11 +89,9 @@ class Coordinates:
 
 
 def _knn(coords: np.ndarray, query: np.ndarray, k: int) -> np.ndarray:
-    """Indices of the k nearest rows of ``coords`` to each row of ``query``."""
-    d2 = ((query[:, None, :] - coords[None, :, :]) ** 2).sum(axis=2)
-    k = min(k, coords.shape[0])
-    out: np.ndarray = np.argpartition(d2, k - 1, axis=1)[:, :k]
-    return out
+    """Indices of the k nearest rows of ``coords`` to each row of ``query``
+    (:mod:`lawlab.neighbours`: equal distances lowest row first)."""
+    return Neighbours(coords).query(query, min(k, coords.shape[0]))
 
 
 def local_mean(coords: np.ndarray, values: np.ndarray, fraction: float, max_k: int) -> np.ndarray:
@@ -211,17 +209,17 @@ class World:
         self.pool_residuals = np.asarray(arrays["residuals"], dtype=float)
         self.pool_groups = np.asarray(arrays["groups"]).astype(str)
         self._group_index = {g: np.flatnonzero(self.pool_groups == g) for g in set(self.pool_groups)}
-        self._trees: dict[str, tuple[np.ndarray, cKDTree]] = {}
+        self._searches: dict[str, tuple[np.ndarray, Neighbours]] = {}
 
-    def _pool(self, key: str) -> tuple[np.ndarray, cKDTree]:
-        """The residual pool for a group (or the whole pool for small groups) and a
-        KD-tree over its coordinates, built once."""
-        if key not in self._trees:
+    def _pool(self, key: str) -> tuple[np.ndarray, Neighbours]:
+        """The residual pool for a group (or the whole pool for small groups) and the
+        nearest-records search over its coordinates, built once."""
+        if key not in self._searches:
             pool = self._group_index.get(key)
             if pool is None or len(pool) < GLOBAL_POOL_BELOW:
                 pool = np.arange(len(self.pool_residuals))
-            self._trees[key] = (pool, cKDTree(self.pool_coords[pool]))
-        return self._trees[key]
+            self._searches[key] = (pool, Neighbours(self.pool_coords[pool]))
+        return self._searches[key]
 
     @property
     def multi_group(self) -> bool:
@@ -262,10 +260,9 @@ class World:
         keys = np.asarray(groups) if groups is not None else None
         for key in (sorted(set(groups)) if groups is not None else [GLOBAL_GROUP]):
             rows = np.flatnonzero(keys == key) if keys is not None else np.arange(len(f))
-            pool, tree = self._pool(key)
+            pool, search = self._pool(key)
             k = min(noise_k(len(pool)), len(pool))
-            _, near = tree.query(q[rows], k=k)
-            near = np.asarray(near).reshape(len(rows), k)
+            near = search.query(q[rows], k)
             s = self.s.get(key, self.s.get(GLOBAL_GROUP, 1.0))
             noise[rows] = s * smoothed_draw(self.pool_residuals[pool], near, rng)
         return inverse_space(f + noise, self.space)
@@ -293,10 +290,9 @@ class World:
         keys = list(groups) if groups is not None else [GLOBAL_GROUP] * n
         for key in sorted(set(keys)):
             rows = np.flatnonzero(np.asarray(keys) == key)
-            pool, tree = self._pool(key)
+            pool, search = self._pool(key)
             k = min(noise_k(len(pool)), len(pool))
-            _, near = tree.query(q[rows], k=k)
-            values = self.pool_residuals[pool][np.asarray(near).reshape(len(rows), k)]
+            values = self.pool_residuals[pool][search.query(q[rows], k)]
             mean[rows] = values.mean(axis=1)
             var[rows] = values.var(axis=1)
         return mean, var
@@ -324,11 +320,9 @@ class World:
         keys = list(groups) if groups is not None else [GLOBAL_GROUP] * n
         for key in sorted(set(keys)):
             rows = np.flatnonzero(np.asarray(keys) == key)
-            pool, tree = self._pool(key)
+            pool, search = self._pool(key)
             k = min(noise_k(len(pool)), len(pool))
-            _, near = tree.query(q[rows], k=k)
-            out[rows] = smoothed_draw(self.pool_residuals[pool],
-                                      np.asarray(near).reshape(len(rows), k), rng)
+            out[rows] = smoothed_draw(self.pool_residuals[pool], search.query(q[rows], k), rng)
         return out
 
     def sampled_r2(self, inputs: Mapping[str, np.ndarray], groups: Sequence[str] | None,

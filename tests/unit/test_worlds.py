@@ -168,9 +168,9 @@ def test_draws_have_no_small_reusable_support_and_keep_the_calibration(library):
     draws = w.noise(x, None, np.random.default_rng(1))
     assert len(np.unique(draws)) == len(draws)  # a continuous distribution
     # the smoothed draws keep the neighbourhood's mean and variance
-    pool, tree = w._pool(world_mod.GLOBAL_GROUP)
+    pool, search = w._pool(world_mod.GLOBAL_GROUP)
     k = world_mod.noise_k(len(pool))
-    _, near = tree.query(w.coords.transform(x)[:1], k=k)
+    near = search.query(w.coords.transform(x)[:1], k)
     neighbours = w.pool_residuals[pool[np.asarray(near).ravel()]]
     assert abs(draws.mean() - neighbours.mean()) < 4 * neighbours.std() / np.sqrt(len(draws))
     assert draws.std() == pytest.approx(neighbours.std(), rel=0.06)
@@ -195,9 +195,9 @@ def _budgeted(w: World, name: str, mid: float, rng: np.random.Generator,
     if not jitter:  # the old sampler: a neighbour's residual, picked as is
         def sample(points):
             q = w.coords.transform(points)
-            pool, tree = w._pool(world_mod.GLOBAL_GROUP)
+            pool, search = w._pool(world_mod.GLOBAL_GROUP)
             k = world_mod.noise_k(len(pool))
-            _, near = tree.query(q, k=k)
+            near = search.query(q, k)
             pick = near[np.arange(len(q)), rng.integers(0, k, size=len(q))]
             f = world_mod.to_residual_space(w.mean(points, None), w.space)
             return f + w.s[world_mod.GLOBAL_GROUP] * w.pool_residuals[pool[pick]]
