@@ -11,7 +11,7 @@ beside the whole that bench/simulator_bench.py measures through the real service
    ledger's writer thread, which samples and charges).
 2. The simulator's own work in-process (task ``mauna_loa_co2``): the request
    parsed, checked (``plan``), the world sampled and the response serialized,
-   and inside the sampling the k-d tree's neighbour query alone.
+   and inside the sampling the nearest-records search alone (lawlab.neighbours).
 3. The ledger: one charge (SQLite, synchronous=FULL), alone and in groups of 8
    (the writer's group commit), a session opened every 10 charges as the
    simulator bench does.
@@ -140,16 +140,16 @@ def in_process(calls: int) -> dict[str, float]:
             q = plan(pb.QueryRequest.FromString(raw), task, world)
             pb.QueryResponse.FromString(queries.observe(task, world, q, i % 10, "budget"))
 
-    pool, tree = world._pool(GLOBAL_GROUP)
+    pool, search = world._pool(GLOBAL_GROUP)
     k = min(64, len(pool))
     points = [world.coords.transform({"t": rng.uniform(1958.5, 1992.5, 100)}) for _ in range(calls)]
 
     def knn() -> None:
         for q in points:
-            tree.query(q, k=k)
+            search.query(q, k)
 
     out = {}
-    for name, fn in (("plan, sample, serialize", whole), (f"k-d tree query (k={k})", knn)):
+    for name, fn in (("plan, sample, serialize", whole), (f"nearest-records search (k={k})", knn)):
         fn()
         t = time.process_time()
         fn()

@@ -35,7 +35,7 @@ def _run(args: list[str], timeout: float) -> str:
 
 @pytest.mark.parametrize("script", ["sandbox_bench.py", "simulator_bench.py", "scoring_bench.py",
                                     "agent_bench.py", "loadtest.py", "fit_certified.py",
-                                    "simulator_costs.py"])
+                                    "simulator_costs.py", "neighbours_bench.py"])
 def test_quick_mode_prints_its_tables(script):
     out = _run([f"bench/{script}", "--quick"], timeout=1500)
     # each prints a Markdown section for bench/RESULTS.md: a heading and a table
