@@ -148,12 +148,21 @@ def _sources_digest() -> str:
     lib = ROOT / "libs" / "lawlab"
     paths = {p for p in (lib / "taskbuild").rglob("*")
              if p.is_file() and "__pycache__" not in p.parts}
-    # in a fresh interpreter, so that only the builder's own imports count
+    # in a fresh interpreter on this checkout's sources, so that only the builder's
+    # own imports count, whatever the virtualenv's editable install points at
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        [str(ROOT / "libs"), *filter(None, [os.environ.get("PYTHONPATH")])])}
     loaded = subprocess.run(
         [sys.executable, "-c", "import sys, lawlab.taskbuild.build\n"
-         "print('\\n'.join(getattr(m, '__file__', None) or '' for m in list(sys.modules.values())))"],
-        check=True, capture_output=True, text=True).stdout.split()
-    paths |= {Path(f).resolve() for f in loaded if Path(f).resolve().is_relative_to(lib)}
+         "for m in list(sys.modules.values()):\n"
+         "    print(getattr(m, '__file__', None) or '')"],
+        check=True, capture_output=True, text=True, cwd=ROOT, env=env).stdout.splitlines()
+    core = {Path(f).resolve() for f in loaded if f}
+    core = {p for p in core if p.is_relative_to(lib) and "taskbuild" not in p.parts}
+    if not any(p.name == "world.py" for p in core):
+        raise RuntimeError(f"the task builder did not import lawlab.world from {lib}: "
+                           "check PYTHONPATH and the virtualenv's lawlab install")
+    paths |= core
     h = hashlib.sha256()
     for path in sorted(paths):
         h.update(str(path.relative_to(ROOT)).encode() + b"\0" + path.read_bytes())

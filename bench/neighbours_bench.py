@@ -1,7 +1,8 @@
 """The nearest-records search alone (lawlab.neighbours) beside scipy's cKDTree, CPU
-per 100-point query, on three pools shaped like the worlds': one input with
+per 100-point query, on four pools shaped like the worlds': one input with
 distinct records (mauna_loa_co2's size and k), one input with replicates at a few
-levels (a dose-response design), two inputs (the largest two-input pool).
+levels (a dose-response design), one input with runs of replicates longer than k
+(spruce_growth's 13 ages of 79 trees), two inputs (the largest two-input pool).
 
     .venv/bin/python bench/neighbours_bench.py [--calls 1000] [--quick]
 
@@ -40,6 +41,8 @@ def main() -> None:
         ("1 input, 2,225 distinct records, k = 64", rng.uniform(-2, 2, (2225, 1)), 64, "window"),
         ("1 input, 400 records at 40 levels, k = 60",
          np.repeat(rng.normal(size=40), 10)[:, None], 60, "window"),
+        ("1 input, 1,027 records at 13 levels (a longitudinal design), k = 64",
+         np.repeat(np.linspace(-1.5, 1.5, 13), 79)[:, None], 64, "window"),
         ("2 inputs, 120 records, k = 18", rng.normal(size=(120, 2)), 18, "exhaustive"),
     ]
     print(f"### Nearest-records search ({time.strftime('%Y-%m-%d')}, CPU per 100-point query, "

@@ -6,8 +6,9 @@ nearest to ``x``. Which records those are, and in what order a draw sees them,
 fixes the noise stream, so it is defined here exactly:
 
 - distance is the squared Euclidean distance in the world's standardized
-  coordinates, computed in float64 as ``sum((x_i - q_i) ** 2)`` over the
-  inputs in order;
+  coordinates, computed in float64 as the sum of ``(x_i - q_i) * (x_i - q_i)``
+  over the inputs in order (a product, correctly rounded everywhere; a scalar
+  ``pow`` is not);
 - records at equal distance are taken lowest pool row first;
 - the chosen rows are listed in ascending pool row.
 
@@ -15,18 +16,20 @@ A k-d tree breaks ties in its own traversal order, which a library release can
 change; real records repeat (replicates, dose levels), so ties are common and
 the stream would then depend on the installed scipy.
 
-One input (38 of the 41 worlds): two sorted views of the pool and a window of
-``k`` rows on each side of the point, ``O(n k)`` for ``n`` points; a window whose
-next row out is not strictly farther than the k-th distance is redone by the
-exhaustive search. Several inputs: the exhaustive search, ``O(n N)`` for a pool
-of ``N`` rows, in chunks.
+One input (38 of the 41 worlds): two sorted views of the pool and a window on
+each side of the point, ``O(n (k + R))`` for ``n`` points, where ``R`` is the
+largest number of records sharing one value: a run of replicates tied at the
+k-th distance then lies inside the window. A window whose next row out is not
+strictly farther than the k-th distance (distinct values that round to one
+distance) is redone by the exhaustive search. Several inputs: the exhaustive
+search, ``O(n N)`` for a pool of ``N`` rows, in chunks.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-CHUNK_CELLS = 1 << 20  # distances held at once by the exhaustive search
+CHUNK_CELLS = 1 << 20  # point-record pairs the exhaustive search holds at once
 
 
 def select(dist: np.ndarray, rows: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
@@ -67,44 +70,54 @@ class Neighbours:
             self.left_row = np.concatenate([-1 - np.arange(pad), left])
             self.right_value = np.concatenate([value[right], np.full(pad, np.inf)])
             self.right_row = np.concatenate([right, -1 - pad - np.arange(pad)])
+            # the longest run of one value: how far past the k-th row a tie can reach
+            self.run = int(np.unique(value, return_counts=True)[1].max())
 
     def query(self, points: np.ndarray, k: int) -> np.ndarray:
         """Pool rows of the ``k`` nearest records of each point (n x d), n x k."""
-        q = np.asarray(points, dtype=float).reshape(-1, self.coords.shape[1])
+        q = np.asarray(points, dtype=float)
+        d = self.coords.shape[1]
+        if q.ndim != 2 or q.shape[1] != d:
+            raise ValueError(f"points must be an n x {d} array, got shape {q.shape}")
+        if not np.isfinite(q).all():
+            raise ValueError("points must be finite (clip them to the world's support first)")
         if not 1 <= k <= len(self.coords):
             raise ValueError(f"k must be in 1..{len(self.coords)}, got {k}")
-        if not self.one_input:
-            return self.exhaustive(q, k)
-        return self._window(q, k)
+        with np.errstate(over="ignore"):  # distances past 1e154 are inf: ties, as defined
+            return self._window(q, k) if self.one_input else self.exhaustive(q, k)
 
     def exhaustive(self, q: np.ndarray, k: int) -> np.ndarray:
-        """The definition itself: every pool row's distance to every point."""
+        """The definition itself: every pool row's distance to every point
+        (``q``: finite, n x d)."""
         n_pool = len(self.coords)
         out = np.empty((len(q), k), dtype=np.int64)
         step = max(1, CHUNK_CELLS // n_pool)
         rows = np.broadcast_to(np.arange(n_pool), (min(step, len(q)), n_pool))
         for lo in range(0, len(q), step):
             part = q[lo:lo + step]
-            dist = ((self.coords[None, :, :] - part[:, None, :]) ** 2).sum(axis=-1)
+            diff = self.coords[None, :, :] - part[:, None, :]
+            dist = (diff * diff).sum(axis=-1)
             out[lo:lo + step] = select(dist, rows[:len(part)], k)[0]
         return out
 
     def _window(self, q: np.ndarray, k: int) -> np.ndarray:
         x, pad = q[:, 0], len(self.coords) + 1
-        # left: rows with value < x, the k nearest at [start, start + k), farthest
-        # first; right: value >= x, nearest first from its start
-        left = np.searchsorted(self.left_value, x, "left") - k
+        width = min(k + self.run - 1, len(self.coords))
+        # left: rows with value < x, the nearest ``width`` at [start, start + width),
+        # farthest first; right: value >= x, nearest first from its start
+        left = np.searchsorted(self.left_value, x, "left") - width
         right = np.searchsorted(self.right_value[:-pad], x, "left")
         window = np.lib.stride_tricks.sliding_window_view
-        rows = np.concatenate([window(self.left_row, k)[left],
-                               window(self.right_row, k)[right]], axis=1)
-        dist = (np.concatenate([window(self.left_value, k)[left],
-                                window(self.right_value, k)[right]], axis=1) - x[:, None]) ** 2
-        near, kth = select(dist, rows, k)
+        rows = np.concatenate([window(self.left_row, width)[left],
+                               window(self.right_row, width)[right]], axis=1)
+        diff = np.concatenate([window(self.left_value, width)[left],
+                               window(self.right_value, width)[right]], axis=1) - x[:, None]
+        near, kth = select(diff * diff, rows, k)
         # the window is enough where the next row out on each side is strictly
         # farther than the k-th nearest (distances only grow outwards)
-        beyond = np.minimum((self.left_value[left - 1] - x) ** 2,
-                            (self.right_value[right + k] - x) ** 2)
+        out_left = self.left_value[left - 1] - x
+        out_right = self.right_value[right + width] - x
+        beyond = np.minimum(out_left * out_left, out_right * out_right)
         redo = np.flatnonzero(beyond <= kth)
         if len(redo):
             near[redo] = self.exhaustive(q[redo], k)

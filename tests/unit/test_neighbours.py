@@ -13,7 +13,8 @@ from lawlab.neighbours import Neighbours
 
 def definition(coords: np.ndarray, points: np.ndarray, k: int) -> np.ndarray:
     """Sort every record by (squared distance, row) and keep the first k, ascending."""
-    dist = ((coords[None, :, :] - points[:, None, :]) ** 2).sum(axis=-1)
+    diff = coords[None, :, :] - points[:, None, :]
+    dist = (diff * diff).sum(axis=-1)
     row = np.broadcast_to(np.arange(len(coords)), dist.shape)
     return np.sort(np.lexsort((row, dist), axis=-1)[:, :k], axis=1)
 
@@ -67,6 +68,42 @@ def test_ties_go_to_the_lowest_rows():
                                   definition(coords, points, 20))
 
 
+def by_hand(coords: np.ndarray, points: np.ndarray, k: int) -> np.ndarray:
+    """The definition in plain Python floats, one point at a time."""
+    out = []
+    for p in points.tolist():
+        keyed = sorted((sum((a - b) * (a - b) for a, b in zip(rec, p)), row)
+                       for row, rec in enumerate(coords.tolist()))
+        out.append(sorted(row for _, row in keyed[:k]))
+    return np.array(out)
+
+
+def test_extreme_magnitudes_and_distances_that_round_together():
+    """Values far apart in magnitude, signed zeros, and distinct values whose
+    distances round to one float on the same side (1e16 and 1e16 + 2 seen from 0)."""
+    coords = np.array([[1e16], [1e16 + 2], [-1e16], [0.0], [-0.0], [1e-300], [-1e-300],
+                       [1e300], [1e16 + 2], [3.0], [0.1 + 0.2], [0.3]])
+    points = np.array([[0.0], [-0.0], [1e16 + 1], [1e300], [-1e300], [0.15], [5e-324], [1e16]])
+    search = Neighbours(coords)
+    for k in range(1, len(coords) + 1):
+        np.testing.assert_array_equal(search.query(points, k), by_hand(coords, points, k))
+
+
+def test_runs_of_replicates_longer_than_k_stay_in_the_window(monkeypatch):
+    """A longitudinal design (13 ages, 79 trees at each, as spruce_growth) ties far
+    past the k-th row at every point; the window reaches past the longest run, so
+    the exhaustive search is not needed, and the result is the definition."""
+    rng = np.random.default_rng(3)
+    coords = np.repeat(np.linspace(-1.5, 1.5, 13), 79)[rng.permutation(13 * 79)][:, None]
+    points = np.concatenate([rng.uniform(-2, 2, (200, 1)), coords[:20]])
+    search = Neighbours(coords)
+    calls = []
+    monkeypatch.setattr(search, "exhaustive", lambda q, k: calls.append(len(q)))
+    got = search.query(points, 64)
+    assert calls == []
+    np.testing.assert_array_equal(got, definition(coords, points, 64))
+
+
 def test_bad_arguments_say_what_is_wrong():
     search = Neighbours(np.zeros((5, 1)))
     with pytest.raises(ValueError, match="k must be in 1..5"):
@@ -75,3 +112,8 @@ def test_bad_arguments_say_what_is_wrong():
         search.query(np.zeros((1, 1)), 0)
     with pytest.raises(ValueError, match="non-empty"):
         Neighbours(np.zeros((0, 1)))
+    with pytest.raises(ValueError, match=r"n x 1 array, got shape \(3, 2\)"):
+        search.query(np.zeros((3, 2)), 1)
+    for bad in (np.nan, np.inf, -np.inf):
+        with pytest.raises(ValueError, match="points must be finite"):
+            search.query(np.array([[0.5], [bad]]), 2)
