@@ -27,6 +27,7 @@ class Guess:
     label: str
     level: float
     candidates: int
+    matched: tuple[str, ...] = ()  # the hidden pieces the judge found in the guess
 
 
 def public_candidates(task_id: str, extra: list[mechanisms.Variant] | None = None
@@ -111,4 +112,5 @@ def enumerate_and_guess(task: Task, candidates: list[worlds.Candidate], seed: in
                         constants={m: v for m, v in consts.items() if m not in local},
                         local_init=local or None)
     hidden = structure.hidden_law_of(spec, task.meta.input_names)
-    return Guess(cand.label, structure.judge_structure(source, hidden).level, len(candidates))
+    verdict = structure.judge_structure(source, hidden)
+    return Guess(cand.label, verdict.level, len(candidates), tuple(verdict.matched))

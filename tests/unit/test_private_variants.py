@@ -49,15 +49,20 @@ def test_private_variants_join_the_draw_and_are_drawn(private_world):
 def test_enumerating_the_public_space_does_not_recover_a_private_world(private_world):
     _, public = public_candidates(TASK)
     assert not any("metabolic_penalty" in c.ids for c in public)
+    private = PRIVATE[0]["mechanism"]
     guess = enumerate_and_guess(private_world, public)
-    assert guess.level < 1.0, guess
+    assert guess.level < 1.0 and private not in guess.matched, guess
     # the same enumeration with the variant made public finds it: the attack works,
-    # it is the private space that defeats it
+    # it is the private space that defeats it. (The world's public piece may still
+    # be taken for a near-equivalent rival, as with this key's lean-body-mass bend:
+    # then the level is 0.75, with the private piece recovered.)
     spec = next(s for s in SPECS if s.task_id == TASK)
     names = {r.name: [*r.global_names, *r.local_names] for r in spec.references}
     extra = mechanisms.parse_catalogue(PRIVATE, TASK, ["body"], names)
     _, widened = public_candidates(TASK, extra)
-    assert enumerate_and_guess(private_world, widened).level == 1.0
+    found = enumerate_and_guess(private_world, widened)
+    assert "metabolic_penalty" in found.label and private in found.matched, found
+    assert found.level > guess.level, (found, guess)
 
 
 def test_the_private_file_is_read_from_beside_the_key(tmp_path):
