@@ -14,7 +14,7 @@ draws, holds as sampled.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -221,6 +221,18 @@ class World:
             self._searches[key] = (pool, Neighbours(self.pool_coords[pool]))
         return self._searches[key]
 
+    def _near(self, q: np.ndarray, groups: Sequence[str] | None
+              ) -> Iterator[tuple[str, np.ndarray, np.ndarray, np.ndarray]]:
+        """For each group among ``groups`` (all rows in one when None), in sorted
+        order, which fixes the order draws are taken in: the group, its rows of
+        ``q``, its residual pool and the k nearest pool records of each row."""
+        keys = np.asarray(groups) if groups is not None else np.full(len(q), GLOBAL_GROUP)
+        for key in sorted(set(keys.tolist())):
+            rows = np.flatnonzero(keys == key)
+            pool, search = self._pool(key)
+            k = min(noise_k(len(pool)), len(pool))
+            yield key, rows, self.pool_residuals[pool], search.query(q[rows], k)
+
     @property
     def multi_group(self) -> bool:
         return bool(self.groups)
@@ -257,14 +269,9 @@ class World:
         f = to_residual_space(self.mean(inputs, groups), self.space)
         q = self.coords.transform(inputs)
         noise = np.empty(len(f))
-        keys = np.asarray(groups) if groups is not None else None
-        for key in (sorted(set(groups)) if groups is not None else [GLOBAL_GROUP]):
-            rows = np.flatnonzero(keys == key) if keys is not None else np.arange(len(f))
-            pool, search = self._pool(key)
-            k = min(noise_k(len(pool)), len(pool))
-            near = search.query(q[rows], k)
+        for key, rows, residuals, near in self._near(q, groups):
             s = self.s.get(key, self.s.get(GLOBAL_GROUP, 1.0))
-            noise[rows] = s * smoothed_draw(self.pool_residuals[pool], near, rng)
+            noise[rows] = s * smoothed_draw(residuals, near, rng)
         return inverse_space(f + noise, self.space)
 
     def observe(self, inputs: Mapping[str, np.ndarray], groups: Sequence[str] | None,
@@ -285,14 +292,9 @@ class World:
         """The mean and variance of the unscaled draws R(x) at each point: those
         of the point's neighbourhood, which :func:`smoothed_draw` preserves exactly."""
         q = self.coords.transform(inputs)
-        n = len(q)
-        mean, var = np.empty(n), np.empty(n)
-        keys = list(groups) if groups is not None else [GLOBAL_GROUP] * n
-        for key in sorted(set(keys)):
-            rows = np.flatnonzero(np.asarray(keys) == key)
-            pool, search = self._pool(key)
-            k = min(noise_k(len(pool)), len(pool))
-            values = self.pool_residuals[pool][search.query(q[rows], k)]
+        mean, var = np.empty(len(q)), np.empty(len(q))
+        for _, rows, residuals, near in self._near(q, groups):
+            values = residuals[near]
             mean[rows] = values.mean(axis=1)
             var[rows] = values.var(axis=1)
         return mean, var
@@ -315,14 +317,9 @@ class World:
               rng: np.random.Generator) -> np.ndarray:
         """Unscaled residual-space draws R(x) (the calibration measures these)."""
         q = self.coords.transform(inputs)
-        n = len(q)
-        out = np.empty(n)
-        keys = list(groups) if groups is not None else [GLOBAL_GROUP] * n
-        for key in sorted(set(keys)):
-            rows = np.flatnonzero(np.asarray(keys) == key)
-            pool, search = self._pool(key)
-            k = min(noise_k(len(pool)), len(pool))
-            out[rows] = smoothed_draw(self.pool_residuals[pool], search.query(q[rows], k), rng)
+        out = np.empty(len(q))
+        for _, rows, residuals, near in self._near(q, groups):
+            out[rows] = smoothed_draw(residuals, near, rng)
         return out
 
     def sampled_r2(self, inputs: Mapping[str, np.ndarray], groups: Sequence[str] | None,
