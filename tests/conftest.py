@@ -32,10 +32,19 @@ def _closed_port() -> int:
 # `lawlab up`, so both point somewhere only this run knows.
 for _service in ("simulator", "sandbox", "agent", "judge", "scorer"):
     os.environ.setdefault(f"LAWLAB_{_service.upper()}_PORT", str(_closed_port()))
+_OWN_DATA_DIR: str | None = None
 if "LAWLAB_DATA_DIR" not in os.environ:
     import tempfile
 
-    os.environ["LAWLAB_DATA_DIR"] = tempfile.mkdtemp(prefix="lawlab-tests-")
+    _OWN_DATA_DIR = os.environ["LAWLAB_DATA_DIR"] = tempfile.mkdtemp(prefix="lawlab-tests-")
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """The run's own data directory goes with it (one it was given stays)."""
+    if _OWN_DATA_DIR is not None:
+        import shutil
+
+        shutil.rmtree(_OWN_DATA_DIR, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")

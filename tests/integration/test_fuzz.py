@@ -12,9 +12,7 @@ The default tier runs a few examples per RPC; `make test-fuzz` runs many
 from __future__ import annotations
 
 import os
-import tempfile
 import uuid
-from pathlib import Path
 
 import grpc
 import pytest
@@ -114,8 +112,8 @@ def messages(desc: d.Descriptor, depth: int = 0) -> st.SearchStrategy:
 
 
 @pytest.fixture(scope="module")
-def fuzz_cluster(tasks_dir):
-    data = Path(tempfile.mkdtemp(prefix="lawlab-fuzz-"))
+def fuzz_cluster(tasks_dir, tmp_path_factory):
+    data = tmp_path_factory.mktemp("fuzz")
     c = Cluster(tasks_dir, data, log_dir=data / "logs")
     c.start()
     yield c

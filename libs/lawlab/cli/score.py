@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import sys
 import tempfile
 from collections.abc import Iterator
@@ -60,7 +61,8 @@ def _service(name: str, address: str | None, tasks_dir: str) -> Iterator[grpc.Ch
         finally:
             channel.close()
     finally:
-        cluster.stop()
+        if all(code == 0 for code in cluster.stop().values()):
+            shutil.rmtree(data, ignore_errors=True)  # kept, with its logs, when something failed
 
 
 def _source(path: str) -> str:

@@ -16,6 +16,7 @@ import argparse
 import asyncio
 import logging
 import os
+import shutil
 import socket
 import sys
 import tempfile
@@ -109,6 +110,7 @@ async def work(args: argparse.Namespace, settings: Settings) -> int:
     finally:
         for ch in channels.values():
             await ch.close()
+        shutil.rmtree(scratch, ignore_errors=True)  # a trajectory is sent, then unlinked
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import argparse
 import shutil
-import tempfile
-from pathlib import Path
 
 from lawlab.rpc.server import Built, ServiceSpec
 from lawlab.sandbox.v1 import sandbox_pb2, sandbox_pb2_grpc
@@ -27,9 +25,9 @@ async def build(args: argparse.Namespace, settings: Settings) -> Built:
     # Session files must be readable by the box uids, whatever the permissions of
     # the data directory: they live in a private temp folder (search-only for
     # others) that does not outlive the process.
-    work = Path(tempfile.mkdtemp(prefix="lawlab-sandbox-"))
-    work.chmod(0o711)
+    work = box.new_work_dir()
     box.reap_stale_scratch()
+    box.reap_stale_work()
     mode = settings.sandbox.mode
     backend = None
     if backend_name == "docker":
