@@ -102,6 +102,10 @@ def test_sigkill_mid_call_leaves_no_box_and_a_restart_serves(tasks_dir, tmp_path
         stale = [ln for ln in mounts.splitlines() if "lawlab-scratch" in ln
                  and f"scratch-{restarted.process.pid}-" not in ln]
         assert not [ln for ln in stale if _dead_owner(ln)], "stale scratch mounts survived a restart"
+        import tempfile
+
+        left = list(Path(tempfile.gettempdir()).glob(f"lawlab-sandbox-{service}-*"))
+        assert not left, f"the killed service's session folder survived a restart: {left}"
         stub = sandbox_pb2_grpc.SandboxServiceStub(
             sync_channel(restarted.address, token=cluster.internal_token))
         r = stub.Execute(pb.ExecuteRequest(session_id=_session(stub), code="print(6 * 7)"),
