@@ -66,9 +66,12 @@ proto: $(GEN_STAMP)
 sandbox-access: deps
 	@$(PY) -m lawlab_sandbox.access --fix
 
-# Rebuilt when the builder or anything it evaluates with changes.
+# Rebuilt when the builder or anything it evaluates with changes: its folder and
+# every lawlab module it imports (tests/unit/test_baselines_state.py holds this
+# list to bench/baselines.py's builder_sources).
 TASK_SOURCES := $(shell find libs/lawlab/taskbuild -name '*.py' -o -name '*.yaml' -o -name '*.json') \
-  $(addprefix libs/lawlab/,expr.py fitting.py rubric.py world.py neighbours.py contract.py metrics.py tasks.py structure.py worldkey.py)
+  $(addprefix libs/lawlab/,__init__.py antihack.py contract.py expr.py fitting.py metrics.py \
+    neighbours.py predict.py rubric.py structure.py tasks.py validity.py vocab.py world.py worldkey.py)
 $(TASKS_DIR)/.stamp: $(GEN_STAMP) $(TASK_SOURCES) | $(VENV)/.lawlab-stamp
 	$(BIN)/lawlab tasks build --out $(TASKS_DIR)
 	touch $@

@@ -138,13 +138,11 @@ def _campaign(stub, name: str, agents: list[str], tasks: list[str], settings: li
     return list(stub.ListTrials(agent_pb2.ListTrialsRequest(campaign_id=snap.campaign_id)).trials)
 
 
-def _sources_digest() -> str:
-    """What the task builder is made of: a library built from other sources is stale
-    even under the same world key (a rebuilt suite keeps the key). Its own folder
-    (code and data) and every lawlab module it imports: the world model, the
-    nearest-records search and the fitting engine shape a release as much."""
-    import hashlib
-
+def builder_sources() -> set[Path]:
+    """What the task builder is made of: its own folder (code and data) and every
+    lawlab module it imports (the world model, the nearest-records search and the
+    fitting engine shape a release as much). The Makefile's TASK_SOURCES must name
+    them all (a test holds it to this)."""
     lib = ROOT / "libs" / "lawlab"
     paths = {p for p in (lib / "taskbuild").rglob("*")
              if p.is_file() and "__pycache__" not in p.parts}
@@ -162,9 +160,16 @@ def _sources_digest() -> str:
     if not any(p.name == "world.py" for p in core):
         raise RuntimeError(f"the task builder did not import lawlab.world from {lib}: "
                            "check PYTHONPATH and the virtualenv's lawlab install")
-    paths |= core
+    return paths | core
+
+
+def _sources_digest() -> str:
+    """A library built from other sources than :func:`builder_sources` now reads is
+    stale, even under the same world key (a rebuilt suite keeps the key)."""
+    import hashlib
+
     h = hashlib.sha256()
-    for path in sorted(paths):
+    for path in sorted(builder_sources()):
         h.update(str(path.relative_to(ROOT)).encode() + b"\0" + path.read_bytes())
     return h.hexdigest()[:16]
 

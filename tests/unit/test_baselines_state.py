@@ -35,3 +35,20 @@ def test_an_old_run_is_cleared_but_the_release_and_its_key_are_kept(tmp_path):
     _baselines().clear_old_run(library)
     assert sorted(p.name for p in here.iterdir()) == ["library", "world-key"]
     assert (library / "x").exists()
+
+
+def test_make_rebuilds_the_library_when_any_module_the_builder_imports_changes():
+    """`make tasks` rebuilds from the Makefile's TASK_SOURCES: a module the builder
+    imports that the list leaves out (once: antihack, predict, validity, vocab)
+    could change every world and leave a stale library in place."""
+    import re
+
+    text = (ROOT / "Makefile").read_text().replace("\\\n", " ")
+    listed = re.search(r"^TASK_SOURCES :=.*\$\(addprefix libs/lawlab/,([^)]*)\)", text, re.M)
+    assert listed, "the Makefile no longer lists TASK_SOURCES as expected"
+    named = set(listed.group(1).split())
+    lib = (ROOT / "libs" / "lawlab").resolve()
+    imported = {str(p.relative_to(lib)) for p in _baselines().builder_sources()
+                if "taskbuild" not in p.relative_to(lib).parts}
+    assert "world.py" in imported and "neighbours.py" in imported
+    assert imported <= named, f"TASK_SOURCES misses {sorted(imported - named)}"
