@@ -98,3 +98,14 @@ def test_key_sweep_quick(tmp_path):
     out = _run(["bench/key_sweep.py", "--keys", "1", "--quick", "--out", str(tmp_path)],
                timeout=1500)
     assert "| key fingerprint |" in out and "| ok |" in out, out
+
+
+def test_identify_stability_on_one_task(tmp_path):
+    """The screen's stability on one world, four budgets per step: a row with a
+    chance for each step tried, and the JSON beside it."""
+    out = _run(["bench/identify_stability.py", "--reps", "4", "--only", "mammal_running_speed",
+                "--out", str(tmp_path)], timeout=900)
+    import json
+    rows = json.loads((tmp_path / "stability.json").read_text())
+    assert [r["task"] for r in rows] == ["mammal_running_speed"], out
+    assert 0 <= rows[0]["keep_chance"] <= 1 and "| mammal_running_speed |" in out
