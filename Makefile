@@ -94,10 +94,12 @@ certs:
 run: install
 	$(BIN)/lawlab run --tasks $(TASKS_DIR)
 
+# the default tier, a test file per worker at once (TEST_WORKERS=0: in this process)
+TEST_WORKERS ?= 2
 test: install
 	$(BIN)/ruff check libs services tests bench
 	$(TYPECHECK)
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q -n $(TEST_WORKERS) --dist loadfile
 
 # Static types (mypy, settings in pyproject.toml): the core, then the five
 # services (package lawlab_<name> in services/<name>/lawlab_<name>).

@@ -37,6 +37,13 @@ if "LAWLAB_DATA_DIR" not in os.environ:
     import tempfile
 
     _OWN_DATA_DIR = os.environ["LAWLAB_DATA_DIR"] = tempfile.mkdtemp(prefix="lawlab-tests-")
+    os.environ["LAWLAB_TESTS_RUN_DIR"] = _OWN_DATA_DIR
+# pytest-xdist's workers inherit the run's environment: each takes a data directory
+# of its own below the run's (the data directory is locked by whoever serves it)
+_WORKER = os.environ.get("PYTEST_XDIST_WORKER")
+if _WORKER and os.environ.get("LAWLAB_TESTS_RUN_DIR") == os.environ["LAWLAB_DATA_DIR"]:
+    os.environ["LAWLAB_DATA_DIR"] = str(Path(os.environ["LAWLAB_DATA_DIR"]) / _WORKER)
+    Path(os.environ["LAWLAB_DATA_DIR"]).mkdir(exist_ok=True)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
