@@ -496,6 +496,11 @@ def test_worker_processes_lease_trials_and_a_killed_worker_is_written_off(cluste
             assert json.loads(events[-1])["type"] == "end"
             assert list((tmp_path / "workers").glob("workers-p*.log"))
         assert not _worker_pids("workers")  # every worker exited
+    import tempfile
+
+    left = [p for pid in pids[1:]
+            for p in Path(tempfile.gettempdir()).glob(f"lawlab-worker-{pid}-*")]
+    assert not left, f"a worker that exited left its scratch folder: {left}"
 
 
 def test_scores_are_identical_across_two_runs_of_the_same_submissions(cluster, library,

@@ -19,10 +19,8 @@ import os
 import shutil
 import socket
 import sys
-import tempfile
-from pathlib import Path
 
-from lawlab import config
+from lawlab import config, tempdirs
 from lawlab.agent.v1 import agent_pb2, agent_pb2_grpc
 from lawlab.common.v1 import common_pb2
 from lawlab.convert import from_enum
@@ -39,6 +37,7 @@ from lawlab_agent.wire import cause_pb, decoding_doc, record_to_proto
 
 log = logging.getLogger("lawlab.agent.worker")
 CONFIG_EXIT = 3
+SCRATCH_PREFIX = "lawlab-worker-"  # trajectories being written (lawlab.tempdirs)
 
 
 async def heartbeat(agent: agent_pb2_grpc.AgentServiceStub, args: argparse.Namespace,
@@ -61,7 +60,8 @@ async def heartbeat(agent: agent_pb2_grpc.AgentServiceStub, args: argparse.Names
 async def work(args: argparse.Namespace, settings: Settings) -> int:
     policies = builtin_agents(settings.agent.llm)
     channels, clients = make_clients(settings.agent.simulator_ca or None)
-    scratch = Path(tempfile.mkdtemp(prefix="lawlab-worker-"))
+    scratch = tempdirs.owned(SCRATCH_PREFIX)
+    tempdirs.reap(SCRATCH_PREFIX)  # a worker killed mid-trial: its trial is leased again
     done = 0
     try:
         async with aio_channel(args.agent_addr) as channel:

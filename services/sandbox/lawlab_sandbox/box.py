@@ -115,33 +115,7 @@ def reap_stale_scratch() -> int:
     return reaped
 
 
-WORK_PREFIX = "lawlab-sandbox-"
-
-
-def new_work_dir() -> Path:
-    """The service's private folder for session files (search-only for others),
-    named by its pid so that a later start can remove it if the service died."""
-    work = Path(tempfile.mkdtemp(prefix=f"{WORK_PREFIX}{os.getpid()}-"))
-    work.chmod(0o711)
-    return work
-
-
-def reap_stale_work(root: Path | None = None) -> int:
-    """Remove the session folders of sandbox services that died without cleaning
-    up (SIGKILL, OOM): this user's, in ``root`` (the temp folder). Returns how many."""
-    reaped = 0
-    for entry in Path(root or tempfile.gettempdir()).glob(f"{WORK_PREFIX}*-*"):
-        pid = entry.name[len(WORK_PREFIX):].split("-")[0]
-        if not pid.isdigit() or int(pid) == os.getpid() or Path(f"/proc/{pid}").exists():
-            continue
-        try:
-            if not entry.is_dir() or entry.stat().st_uid != os.geteuid():
-                continue
-        except OSError:
-            continue
-        shutil.rmtree(entry, ignore_errors=True)
-        reaped += 1
-    return reaped
+WORK_PREFIX = "lawlab-sandbox-"  # the service's session folders (lawlab.tempdirs)
 
 
 @dataclass

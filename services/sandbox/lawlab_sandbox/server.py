@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import shutil
 
+from lawlab import tempdirs
 from lawlab.rpc.server import Built, ServiceSpec
 from lawlab.sandbox.v1 import sandbox_pb2, sandbox_pb2_grpc
 from lawlab.settings import Settings
@@ -25,9 +26,9 @@ async def build(args: argparse.Namespace, settings: Settings) -> Built:
     # Session files must be readable by the box uids, whatever the permissions of
     # the data directory: they live in a private temp folder (search-only for
     # others) that does not outlive the process.
-    work = box.new_work_dir()
+    work = tempdirs.owned(box.WORK_PREFIX, 0o711)
     box.reap_stale_scratch()
-    box.reap_stale_work()
+    tempdirs.reap(box.WORK_PREFIX)
     mode = settings.sandbox.mode
     backend = None
     if backend_name == "docker":
