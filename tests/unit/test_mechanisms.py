@@ -157,3 +157,28 @@ def test_a_law_that_fits_worse_than_its_base_is_refused():
     # the keyed range keeps it at least as good as the base
     for m in worlds.MAGNITUDE:
         assert _screen(b, linear, magnitude=m).screen["adequacy"] == "pass"
+
+
+def test_a_rival_structure_offered_twice_is_screened_once():
+    """The identifiability screen asks every rival structure to lose in 2 of 3
+    budgets. A structure offered twice (a catalogued mechanism that is also the
+    two-piece law without its other piece) once had both fits pooled in one list,
+    so that 2 of 6 (1 of 3 budgets, for twins) passed; it counts once, by its
+    better fit in each budget."""
+    b = _accelerating_builder()
+    linear = parse_variant({"id": "lin", "mechanism": "non-saturable uptake", "rationale": "r",
+                            "citation": "c", "base": "mm", "edit": {"add": "q * x"},
+                            "constants": {"q": {"init": 1.0, "neutral": 0.0, "min": 0.0}}},
+                           "synthetic", ["x"], REFS)
+    cand = _screen(b, linear)
+    chosen, fit, _ = b.select_base([worlds.Reference("mm", "Vm * x / (K + x)", ["Vm", "K"], [],
+                                                     {"Vm": 200.0, "K": 0.3})])
+    rival, twin = worlds.compose(chosen, []), worlds.compose(chosen, [])
+    rival.constants = dict(fit.constants)
+    twin.constants = {"Vm": 1.0, "K": 50.0}  # a poor start: its fit can only be worse or equal
+    _, _, world = b.make_world(cand.expr, cand.constants, cand.local)
+    _, once = b.identifiable(cand, [rival], world, 1)
+    ok, twice = b.identifiable(cand, [rival, twin], world, 1)
+    assert list(twice) == ["base"] and len(twice["base"]) == worlds.IDENTIFY_REPS
+    assert all(t <= o for t, o in zip(twice["base"], once["base"]))
+    assert ok == (sum(g >= worlds.IDENTIFY_BIC for g in twice["base"]) >= 2)

@@ -749,7 +749,10 @@ class WorldBuilder:
         """Simulated honest budgets (space-filling points over the support and the
         groups, every call, the most samples per point): in each, the hidden law
         and every rival are fitted; the hidden law must beat each rival by
-        IDENTIFY_BIC in 2 of 3 budgets. Returns whether it does and the BIC gaps."""
+        IDENTIFY_BIC in 2 of 3 budgets. Returns whether it does and the BIC gaps, one
+        per budget for each rival structure (a structure offered twice, say a
+        catalogued mechanism that is also the law without its other piece, counts
+        once, by its better fit in each budget)."""
         calls = int(self.caps["max_experiment_calls"])
         per_call = int(self.caps["max_points_per_call"])
         samples = int(self.caps.get("max_samples_per_point", 1))
@@ -764,8 +767,12 @@ class WorldBuilder:
             groups = None if groups is None else list(np.repeat(groups, samples))
             y = world.sample(points, groups, rng)
             bic = self._bic(cand, points, y, groups, n)
+            best: dict[str, float] = {}
             for r in rivals:
-                gaps[r.label].append(self._bic(r, points, y, groups, n) - bic)
+                best[r.label] = min(best.get(r.label, math.inf),
+                                    self._bic(r, points, y, groups, n) - bic)
+            for label, gap in best.items():
+                gaps[label].append(gap)
         ok = all(sum(g >= IDENTIFY_BIC for g in v) >= 2 for v in gaps.values())
         return ok, gaps
 
