@@ -112,8 +112,20 @@ def _accelerating_builder() -> worlds.WorldBuilder:
     return b
 
 
+def _mm() -> worlds.Reference:
+    return worlds.Reference("mm", "Vm * x / (K + x)", ["Vm", "K"], [], {"Vm": 200.0, "K": 0.3})
+
+
+def _linear():
+    """A non-saturable uptake term added to Michaelis-Menten: what the records support."""
+    return parse_variant({"id": "lin", "mechanism": "non-saturable uptake", "rationale": "r",
+                          "citation": "c", "base": "mm", "edit": {"add": "q * x"},
+                          "constants": {"q": {"init": 1.0, "neutral": 0.0, "min": 0.0}}},
+                         "synthetic", ["x"], REFS)
+
+
 def _screen(builder, variant, magnitude=1.0):
-    base = worlds.Reference("mm", "Vm * x / (K + x)", ["Vm", "K"], [], {"Vm": 200.0, "K": 0.3})
+    base = _mm()
     chosen, fit, _ = builder.select_base([base])
     cand = worlds.compose(chosen, [variant])
     builder.screen(cand, chosen, fit, [base], magnitude)
@@ -145,10 +157,7 @@ def test_a_pole_within_the_widened_support_is_refused():
 
 def test_a_law_that_fits_worse_than_its_base_is_refused():
     b = _accelerating_builder()
-    linear = parse_variant({"id": "lin", "mechanism": "non-saturable uptake", "rationale": "r",
-                            "citation": "c", "base": "mm", "edit": {"add": "q * x"},
-                            "constants": {"q": {"init": 1.0, "neutral": 0.0, "min": 0.0}}},
-                           "synthetic", ["x"], REFS)
+    linear = _linear()
     supported = _screen(b, linear)
     assert supported.admissible, supported.screen
     # three times the departure the records support: worse than the base
@@ -166,13 +175,9 @@ def test_a_rival_structure_offered_twice_is_screened_once():
     so that 2 of 6 (1 of 3 budgets, for twins) passed; it counts once, by its
     better fit in each budget."""
     b = _accelerating_builder()
-    linear = parse_variant({"id": "lin", "mechanism": "non-saturable uptake", "rationale": "r",
-                            "citation": "c", "base": "mm", "edit": {"add": "q * x"},
-                            "constants": {"q": {"init": 1.0, "neutral": 0.0, "min": 0.0}}},
-                           "synthetic", ["x"], REFS)
+    linear = _linear()
     cand = _screen(b, linear)
-    chosen, fit, _ = b.select_base([worlds.Reference("mm", "Vm * x / (K + x)", ["Vm", "K"], [],
-                                                     {"Vm": 200.0, "K": 0.3})])
+    chosen, fit, _ = b.select_base([_mm()])
     rival, twin = worlds.compose(chosen, []), worlds.compose(chosen, [])
     rival.constants = dict(fit.constants)
     twin.constants = {"Vm": 1.0, "K": 50.0}  # a poor start: its fit can only be worse or equal
