@@ -36,7 +36,8 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def _hook(log_dir: Path, reps: int) -> None:
     """Wrap the screen: the verdict from the first three budgets (the screen's own),
-    every budget's BIC gaps written down (one file per task: the builder forks)."""
+    every budget's BIC gaps written down (one file per task: tasks build in
+    separate worker processes)."""
     from lawlab.taskbuild import worlds
 
     screen, shipped = worlds.WorldBuilder.identifiable, worlds.IDENTIFY_REPS
@@ -143,9 +144,10 @@ def main(argv: list[str] | None = None) -> int:
         shutil.rmtree(args.out)
     log_dir = args.out / "screen"
     log_dir.mkdir(parents=True)
-    _hook(log_dir, args.reps)
     start = time.perf_counter()
-    build_all(args.out / "tasks", args.only, key=worldkey.public(), processes=args.processes)
+    # the hook goes into each of the builder's worker processes (they start afresh)
+    build_all(args.out / "tasks", args.only, key=worldkey.public(), processes=args.processes,
+              initializer=_hook, initargs=(log_dir, args.reps))
     rows = summarize(log_dir)
     (args.out / "stability.json").write_text(json.dumps(rows, indent=1) + "\n")
     print(table(rows, args.reps))

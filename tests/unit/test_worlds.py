@@ -49,8 +49,7 @@ def rebuilds(tasks_dir, tmp_path_factory):
     the public gets is the same: `make tasks` on a fresh clone generates a key of
     its own, which is just another key), and by the operator with the served
     library's own key."""
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
+    from lawlab.taskbuild.build import pinned_pool
 
     out = {}
     keys = {"key-a": worldkey.WorldKey(b"one operator's leaderboard key..."),
@@ -60,9 +59,10 @@ def rebuilds(tasks_dir, tmp_path_factory):
     for name, key in keys.items():
         out[name] = tmp_path_factory.mktemp(f"rebuild-{name}")
         jobs += [(task_id, str(out[name]), key.secret) for task_id in SAMPLE]
-    # fresh processes (spawned, like `make tasks` runs), two at a time
-    with ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("spawn")) as pool:
-        list(pool.map(_build, jobs))
+    # the builder's own worker processes (spawned with the pinned arithmetic, as
+    # `make tasks` builds), two at a time
+    with pinned_pool(2) as pool:
+        pool.map(_build, jobs)
     return out
 
 

@@ -7,6 +7,8 @@ hash per file so that a rebuild can be checked to be identical.
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import hashlib
 import io
 import json
@@ -17,7 +19,7 @@ import os
 import shutil
 import time
 import zipfile
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +33,7 @@ from lawlab import world as world_mod
 from lawlab.contract import law_module
 from lawlab.expr import Expression
 from lawlab.fitting import FitResult, fit_expression, fit_grouped, to_residual_space
-from lawlab.taskbuild import llm_variants, mechanisms, report, synthesis, worlds
+from lawlab.taskbuild import arithmetic, llm_variants, mechanisms, report, synthesis, worlds
 from lawlab.taskbuild.specs import SPECS, TaskSpec
 from lawlab.tasks import GROUP_COL
 
@@ -369,12 +371,20 @@ def build_all(out: Path, only: list[str] | None = None,
               proposer: llm_variants.Proposer | None = None,
               key: worldkey.WorldKey | None = None, processes: int | None = None,
               progress: Callable[[dict[str, Any]], None] | None = None,
-              variants: Path | None = None) -> list[dict[str, Any]]:
+              variants: Path | None = None,
+              initializer: Callable[..., None] | None = None,
+              initargs: tuple[Any, ...] = ()) -> list[dict[str, Any]]:
     """Build every task (or ``only`` those) into ``out`` with the world key
     (by default the operator's key file, created on first use) and the operator's
     private ``variants`` (by default ``world-variants.yaml`` beside the key, when
-    it exists), on ``processes`` processes (default: the cores)."""
-    processes = processes or os.cpu_count() or 1
+    it exists), on ``processes`` processes (default: the cores).
+
+    Tasks and problems are built in fresh worker processes started with the pinned
+    arithmetic of :mod:`lawlab.taskbuild.arithmetic`, so the bytes do not depend on
+    the machine, the process count or the order; ``initializer(*initargs)`` runs
+    in each worker first (a bench's instrumentation). A build with an LLM
+    ``proposer`` runs in this process: its variants are the model's, not canonical."""
+    processes = max(1, processes or os.cpu_count() or 1)
     out.mkdir(parents=True, exist_ok=True)
     if key is None:
         key, _ = worldkey.load_or_create(worldkey.default_path(out))
@@ -387,33 +397,32 @@ def build_all(out: Path, only: list[str] | None = None,
     ids = [s.task_id for s in SPECS if not only or s.task_id in only]
     private = mechanisms.load_private(
         variants if variants is not None else private_variants_path(out))
+    tasks = [(t, str(out), key, private.get(t, [])) for t in ids]
     summary: list[dict[str, Any]] = []
-    if proposer is None and processes > 1 and len(ids) > 1:
-        # a process per core; each builds whole tasks with one BLAS thread, as the
-        # sequential path does, so the bytes do not depend on the split
-        ctx = multiprocessing.get_context("fork")
-        with ctx.Pool(processes) as pool:
-            for result in pool.imap(_build_one, [(t, str(out), key, private.get(t, []))
-                                                 for t in ids]):
-                summary.append(result)
-                if progress:
-                    progress(result)
-    else:
-        for task_id in ids:
-            summary.append(_build_one((task_id, str(out), key, private.get(task_id, [])),
-                                      proposer))
-            if progress:
-                progress(summary[-1])
-    from lawlab.taskbuild import lsr, lsr_build
 
-    for problem in lsr.problems(only):
-        log.info("building problem", extra={"task_id": problem.problem_id})
-        with threadpool_limits(1):
-            summary.append(lsr_build.build_problem(problem, out))
+    def done(result: dict[str, Any]) -> None:
+        summary.append(result)
         if progress:
-            progress(summary[-1])
+            progress(result)
+
+    if proposer is not None:
+        for job in tasks:
+            done(_build_one(job, proposer))
+        problems, funnels = _lsr_listing(only)
+        for problem in problems:
+            done(_build_problem(problem, str(out)))
+    else:
+        with pinned_pool(processes, initializer, initargs) as pool:
+            # which LLM-SRBench problems pass their screens is decided by fits too: in a
+            # pinned worker, beside the tasks
+            listing = pool.apply_async(_lsr_listing, (only,))
+            for result in pool.imap(_build_one, tasks):
+                done(result)
+            problems, funnels = listing.get()
+            for result in pool.imap(functools.partial(_build_problem, out=str(out)), problems):
+                done(result)
     if not only:
-        _dump_json(out / "lsr_funnel.json", lsr.funnels())
+        _dump_json(out / "lsr_funnel.json", funnels)
         # a task or problem no longer in the library (an older build's) must not linger
         built = {r["task_id"] for r in summary}
         for stale in sorted(p.parent for p in out.glob("*/metadata.yaml")
@@ -425,6 +434,71 @@ def build_all(out: Path, only: list[str] | None = None,
                        "release": release_id(key.fingerprint, files)})
     _dump_json(out / "MANIFEST.json", manifest(out))
     return summary
+
+
+@contextlib.contextmanager
+def pinned_pool(processes: int, initializer: Callable[..., None] | None = None,
+                initargs: tuple[Any, ...] = ()) -> Iterator[Any]:
+    """Worker processes started (``spawn``: numpy and OpenBLAS read their settings
+    when they load) with the pinned arithmetic in their environment; this process's
+    environment is restored once they are up."""
+    saved = dict(os.environ)
+    os.environ.update(arithmetic.environment())
+    try:
+        pool = multiprocessing.get_context("spawn").Pool(
+            processes, initializer=_worker_start, initargs=(initializer, initargs),
+            maxtasksperchild=None)
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+    try:
+        yield pool
+        pool.close()
+        pool.join()
+    finally:
+        pool.terminate()
+
+
+_IN_POOL = False
+
+
+def _worker_start(initializer: Callable[..., None] | None, initargs: tuple[Any, ...]) -> None:
+    global _IN_POOL
+    _IN_POOL = True
+    if initializer is not None:
+        initializer(*initargs)
+
+
+def _require_pinned() -> None:
+    """In a builder worker, refuse to build with the machine's own arithmetic (a
+    worker the pool replaced after this process's environment was restored)."""
+    if not _IN_POOL:
+        return
+    not_pinned = [k for k, ok in arithmetic.pinned().items() if not ok]
+    if not_pinned:
+        raise RuntimeError(f"a builder process does not compute with the pinned arithmetic "
+                           f"({', '.join(not_pinned)}); the library's bytes would be this "
+                           f"machine's")
+
+
+def _lsr_listing(only: list[str] | None) -> tuple[list[Any], dict[str, Any]]:
+    """The LLM-SRBench problems to build (``only`` those) and the suites' funnels."""
+    from lawlab.taskbuild import lsr
+
+    _require_pinned()
+    if only and all(any(s.task_id == name for s in SPECS) for name in only):
+        return [], {}  # real-data tasks only: no suite to screen
+    with threadpool_limits(1):
+        return lsr.problems(only), (lsr.funnels() if not only else {})
+
+
+def _build_problem(problem: Any, out: str) -> dict[str, Any]:
+    from lawlab.taskbuild import lsr_build
+
+    _require_pinned()
+    log.info("building problem", extra={"task_id": problem.problem_id})
+    with threadpool_limits(1):
+        return lsr_build.build_problem(problem, Path(out))
 
 
 def release_id(fingerprint: str, files: Mapping[str, str]) -> str:
@@ -445,6 +519,7 @@ def private_variants_path(out: Path) -> Path:
 def _build_one(args: tuple[str, str, worldkey.WorldKey, list[dict[str, Any]]],
                proposer: llm_variants.Proposer | None = None) -> dict[str, Any]:
     task_id, out, key, private = args
+    _require_pinned()
     spec = next(s for s in SPECS if s.task_id == task_id)
     log.info("building task", extra={"task_id": task_id})
     start = time.perf_counter()

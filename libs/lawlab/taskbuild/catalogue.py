@@ -6,6 +6,7 @@ import json
 from collections import Counter
 from pathlib import Path
 
+from lawlab.taskbuild.mechanisms import departure_text
 from lawlab.tasks import TaskLibrary
 
 WORLDS_HEADING = "## Parallel worlds (this build's key)"
@@ -232,7 +233,10 @@ def worlds_catalogue(root: Path) -> str:
         "operator's world key (docs/protocol.md, section 5). Each mechanism is written as an "
         "edit of the base with new constants whose neutral values remove it and whose range "
         "follows from its meaning; `supported` is the departure from neutral that the real "
-        "records support (the fit within that range). A mechanism that fails a screen stays in "
+        "records support (the fit within that range; `none` where the fit holds every constant "
+        "at neutral, within 1e-4 times its starting departure, written as exactly neutral). The "
+        "library is built with pinned arithmetic, so these figures are the same on every "
+        "x86-64 machine (docs/protocol.md, section 5). A mechanism that fails a screen stays in "
         "the catalogue as a rival: the builder's identifiability screen requires a competent "
         "experimenter to tell the hidden law from every other structure offered here and from "
         "the generic grammar's edits within the task's budget. An operator's private variants "
@@ -259,7 +263,7 @@ def worlds_catalogue(root: Path) -> str:
             consts = "; ".join(
                 f"{n} ({spec_c['neutral']}; [{spec_c.get('min', '-inf')}, "
                 f"{spec_c.get('max', 'inf')}])" for n, spec_c in v["constants"].items())
-            sup = ", ".join(f"{k} {x:.3g}" for k, x in (c.get("supported") or {}).items()) or "-"
+            sup = departure_text(c.get("supported"))
             screens = "admissible" if c["id"] in ok else _cell(
                 "; ".join(f"{k}: {val}" for k, val in c["screen"].items() if val != "pass"))
             lines.append(f"| {_cell(str(v['mechanism']))} (`{c['id']}`) | {kind}: "

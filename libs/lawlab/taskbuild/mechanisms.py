@@ -487,3 +487,13 @@ def neutral_failure(variant_expr: str, base_expr: str, neutral: Mapping[str, flo
         return (f"at its neutral constants the variant differs from the base by {err:.3g} "
                 f"(of {scale:.3g}): neutral must remove the mechanism")
     return ""
+
+
+def departure_text(supported: Mapping[str, float] | None) -> str:
+    """A mechanism's supported departure from neutral as the docs print it: three
+    significant digits, ``none`` when the records hold every constant at neutral."""
+    if not supported:
+        return "-"
+    if all(v == 0.0 for v in supported.values()):
+        return "none"
+    return ", ".join(f"{k} {v:.3g}" for k, v in supported.items())

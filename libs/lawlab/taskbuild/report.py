@@ -19,6 +19,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from lawlab.taskbuild.mechanisms import departure_text  # noqa: E402
 from lawlab.tasks import GROUP_COL  # noqa: E402
 from lawlab.world import World, is_multi_decade  # noqa: E402
 
@@ -122,7 +123,7 @@ def markdown(task_id: str, spec: dict[str, Any], ref_scores: dict[str, Any],
     for row in record.get("catalogue", []):
         screen = ", ".join(f"{k}: {val}" for k, val in row["screen"].items() if val != "pass") \
             or "admissible"
-        dep = ", ".join(f"{k} {v:.3g}" for k, v in (row.get("supported") or {}).items()) or "-"
+        dep = departure_text(row.get("supported"))
         lines.append(f"| {row['mechanism']} (`{row['id']}`) | {dep} | {screen} |")
     lines += ["", "| draw | mechanisms | magnitude | screens | identifiability |",
               "|---|---|---|---|---|"]

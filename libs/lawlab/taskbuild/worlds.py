@@ -626,9 +626,11 @@ class WorldBuilder:
         pinned = []
         for c in cand.new_constants:
             dep = self._values(cand, c.name) - c.neutral
-            cand.supported[c.name] = float(np.median(dep))
             if np.all(np.abs(dep) <= PINNED * abs(c.init - c.neutral)):
                 pinned.append(c.name)
+            # at neutral is written as neutral: a pinned constant's departure is the
+            # optimiser's last digits (5e-34 on one machine, 1.5e-34 on another)
+            cand.supported[c.name] = 0.0 if c.name in pinned else float(np.median(dep))
         mech = [v for v in cand.variants if not v.is_sharing]
         pinned_all = [v.id for v in mech if all(c.name in pinned for c in v.constants)]
         sc["support"] = ("pass" if not pinned_all else
