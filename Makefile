@@ -13,7 +13,7 @@ WORLD_KEY ?= $(dir $(TASKS_DIR))world-key
 PROTOS := $(shell find protos -name '*.proto')
 GEN_STAMP := libs/lawlab/common/v1/common_pb2.py
 
-.PHONY: install apt deps proto sandbox-access tasks node-client certs run test typecheck test-all baselines baselines-lsr lint clean distclean deploy deploy-dry-run undeploy docker base-image images push-images test-images test-load test-faults test-fuzz test-redteam test-bench test-keys test-attacks test-rerun loadtest
+.PHONY: install apt deps proto sandbox-access tasks node-client certs run test typecheck test-all baselines baselines-lsr lint clean distclean deploy deploy-dry-run undeploy docker base-image images push-images test-images test-load test-faults test-fuzz test-redteam test-bench test-keys test-attacks test-rerun test-release loadtest
 
 install: apt deps proto sandbox-access tasks node-client
 
@@ -140,6 +140,11 @@ test-attacks: install
 # a time bound that shaped a trial (a <python> call the sandbox stopped) is noted on it
 test-rerun: install
 	$(BIN)/pytest -q -m rerun tests/integration/test_rerun.py
+
+# one release on every machine (issue #56): the public release built twice, here and
+# as a smaller CPU would, every file the same and the id the docs name (~15 min)
+test-release: install
+	$(BIN)/pytest -q -m release tests/integration/test_release_reproduces.py
 
 test-fuzz: install
 	LAWLAB_FUZZ_EXAMPLES=$${LAWLAB_FUZZ_EXAMPLES:-200} $(BIN)/pytest -q tests/integration/test_fuzz.py
