@@ -34,10 +34,11 @@ def law_module(
     a ``fit`` that solves for them by least squares in the task's residual space.
     """
     e = Expression(expr)
-    unknown = e.names - set(used_inputs) - set(constants) - set(local_init or {})
+    bound = [*used_inputs, *constants, *(local_init or {})]
+    unknown = e.free(bound)
     if unknown:
         raise ValueError(f"names without a value in {expr!r}: {sorted(unknown)}")
-    body = e.to_numpy_source()
+    body = e.to_numpy_source(bound)
     lines = [
         f'"""{title}"""',
         "import numpy as np",

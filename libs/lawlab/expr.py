@@ -12,7 +12,7 @@ from __future__ import annotations
 import ast
 import math
 import operator
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, cast
 
 import numpy as np
@@ -61,7 +61,10 @@ SYMPY_FUNCTIONS: dict[str, Any] = {
     "abs": sympy.Abs,
     "erf": sympy.erf,
 }
+# names that stand for a number unless the caller binds them: a variable the caller
+# binds (an input or a constant called ``e`` or ``pi``) always means the variable
 NAMED_NUMBERS = {"pi": math.pi, "e": math.e}
+SYMPY_NUMBERS: dict[str, Any] = {"pi": sympy.pi, "e": sympy.E}
 MAX_LENGTH = 4000
 MAX_DEPTH = 60
 
@@ -98,6 +101,8 @@ class Expression:
             raise ExpressionError(f"cannot parse expression: {err.msg}") from None
         self.text = text.strip()
         self._root = tree.body
+        # every name the text uses as a value, ``e`` and ``pi`` included: a caller that
+        # binds one of them means its variable; one it leaves unbound is the number
         self.names: set[str] = set()
         self.functions: set[str] = set()
         self._check(self._root, 0)
@@ -116,8 +121,7 @@ class Expression:
         elif isinstance(node, ast.Name):
             if node.id in FUNCTIONS:
                 raise ExpressionError(f"function {node.id!r} used as a value")
-            if node.id not in NAMED_NUMBERS:
-                self.names.add(node.id)
+            self.names.add(node.id)
         elif isinstance(node, ast.Call):
             if not isinstance(node.func, ast.Name) or node.func.id not in FUNCTIONS:
                 name = node.func.id if isinstance(node.func, ast.Name) else ast.unparse(node.func)
@@ -131,9 +135,20 @@ class Expression:
         else:
             raise ExpressionError(f"{type(node).__name__} is not allowed in a law expression")
 
+    @property
+    def named_numbers(self) -> set[str]:
+        """The names the text uses that are numbers (``e``, ``pi``) when left unbound."""
+        return self.names & set(NAMED_NUMBERS)
+
+    def free(self, bound: Iterable[str]) -> set[str]:
+        """The names a caller binding ``bound`` must still give a value: every name
+        not bound, except ``e`` and ``pi`` (which are then the numbers)."""
+        return self.names - set(bound) - set(NAMED_NUMBERS)
+
     def evaluate(self, env: Mapping[str, Any]) -> Any:
-        """Evaluate with numpy; ``env`` maps every name to a number or array."""
-        missing = self.names - set(env)
+        """Evaluate with numpy; ``env`` maps every name to a number or array. A name
+        bound in ``env`` is that value even when it is ``e`` or ``pi``."""
+        missing = self.free(env)
         if missing:
             raise ExpressionError(f"no value for {', '.join(sorted(missing))}")
         with np.errstate(all="ignore"):
@@ -148,16 +163,18 @@ class Expression:
         if isinstance(node, ast.Constant):  # a number: the parser refused anything else
             return float(cast(float, node.value))
         if isinstance(node, ast.Name):
-            if node.id in NAMED_NUMBERS:
-                return NAMED_NUMBERS[node.id]
-            return env[node.id]
+            if node.id in env:
+                return env[node.id]
+            return NAMED_NUMBERS[node.id]  # evaluate() refused any other unbound name
         assert isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
         return FUNCTIONS[node.func.id](self._eval(node.args[0], env))
 
     def to_sympy(self, symbols: Mapping[str, sympy.Symbol] | None = None) -> sympy.Expr:
+        """The sympy form; ``symbols`` binds names (a bound ``e`` or ``pi`` is that
+        symbol), other names become real symbols, unbound ``e``/``pi`` sympy's E/pi."""
         table = dict(symbols or {})
-        for name in self.names:
-            table.setdefault(name, sympy.Symbol(name, real=True))
+        for name in self.free(table):
+            table[name] = sympy.Symbol(name, real=True)
         return self._sym(self._root, table)
 
     def _sym(self, node: ast.AST, table: Mapping[str, Any]) -> Any:
@@ -170,16 +187,16 @@ class Expression:
             number = cast(float, node.value)
             return sympy.nsimplify(number) if float(number).is_integer() else sympy.Float(number)
         if isinstance(node, ast.Name):
-            if node.id == "pi":
-                return sympy.pi
-            if node.id == "e":
-                return sympy.E
-            return table[node.id]
+            if node.id in table:
+                return table[node.id]
+            return SYMPY_NUMBERS[node.id]
         assert isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
         return SYMPY_FUNCTIONS[node.func.id](self._sym(node.args[0], table))
 
-    def to_numpy_source(self) -> str:
-        """Python source using ``np.`` functions, for generated contract modules."""
+    def to_numpy_source(self, bound: Iterable[str] = ()) -> str:
+        """Python source using ``np.`` functions, for generated contract modules; an
+        unbound ``e``/``pi`` becomes ``np.e``/``np.pi``, a bound one stays its name."""
+        keep = set(bound)
 
         class _Rewrite(ast.NodeTransformer):
             def visit_Call(self, node: ast.Call) -> ast.AST:
@@ -196,7 +213,7 @@ class Expression:
                 return node
 
             def visit_Name(self, node: ast.Name) -> ast.AST:
-                if node.id in NAMED_NUMBERS:
+                if node.id in NAMED_NUMBERS and node.id not in keep:
                     return ast.Attribute(value=ast.Name("np", ast.Load()), attr=node.id, ctx=ast.Load())
                 return node
 

@@ -204,7 +204,7 @@ def _structure_offline(args: argparse.Namespace, source: str) -> int:
             e = Expression(text)
         except ExpressionError as err:
             raise SystemExit(f"{flag}: {err}") from None
-        constants = {n: values.get(n, 1.0) for n in sorted(e.names - set(used))}
+        constants = {n: values.get(n, 1.0) for n in sorted(e.free(used))}
         unset = [n for n in constants if n not in values]
         if flag == "--law" and unset:
             # the law's curve depends on these values: a guessed 1.0 (or a misspelt
@@ -217,7 +217,7 @@ def _structure_offline(args: argparse.Namespace, source: str) -> int:
     rng = np.random.default_rng(0)
     probes = {n: rng.uniform(*ranges[n], 200) for n in used}
     law = Expression(args.law)
-    constants = {n: values.get(n, 1.0) for n in sorted(law.names - set(used))}
+    constants = {n: values.get(n, 1.0) for n in sorted(law.free(used))}
     hidden = structure.HiddenLaw(law, constants, {}, [structure.Piece(args.law, "stated", {})],
                                  used, "linear", {"": probes}, base=forms["--base"])
     outcome = structure.judge_structure(source, hidden)

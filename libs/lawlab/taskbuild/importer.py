@@ -119,6 +119,10 @@ class _ToExpr(PredictWalker[str]):
         return f"{name}({arg})"
 
     def math_constant(self, name: str) -> str:
+        # np.e / np.pi: the bare name is the number only while no input or constant
+        # of the law is called so; otherwise the number is written out exactly
+        if name in self.names or name in self.used:
+            return "exp(1)" if name == "e" else "(4 * atan(1))"
         return name
 
 
@@ -142,9 +146,9 @@ def convert_module(source: str, path: str, inputs: list[str]) -> Converted:
     missing = [p for p in params if p not in constants and p not in local]
     if missing:
         raise Unconvertible(f"{path}:{fn.lineno}", f"parameters without values: {missing}")
-    clash = [n for n in [*constants, *local] if n in ("e", "pi") or n in used]
+    clash = [n for n in [*constants, *local] if n in used]
     if clash:
-        raise Unconvertible(path, f"constant names clash with inputs or e/pi: {clash}")
+        raise Unconvertible(path, f"constant names clash with inputs: {clash}")
     tr = _ToExpr(path, used, set(constants) | set(local))
     text = ast.unparse(ast.parse(tr.read(fn), mode="eval"))  # minimal parentheses
     Expression(text)  # must be a valid restricted expression
