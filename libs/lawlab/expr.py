@@ -2,7 +2,9 @@
 
 A law is text such as ``"Vm * conc / (K + conc)"``: Python/sympy syntax with
 numbers, names (inputs and constants), ``+ - * / **``, unary minus and calls
-of a fixed whitelist of functions. The text is parsed once into an AST that is
+of a fixed whitelist of functions; where a branch is the law, ``min(a, b)``,
+``max(a, b)``, ``clip(x, lo, hi)`` and ``where(a < b, x, y)`` (a comparison,
+``< <= > >=``, only as where's first argument). The text is parsed once into an AST that is
 checked node by node; evaluation walks that tree with numpy (or builds a sympy
 expression from it). Nothing is ever passed to ``eval``.
 """
@@ -61,6 +63,20 @@ SYMPY_FUNCTIONS: dict[str, Any] = {
     "abs": sympy.Abs,
     "erf": sympy.erf,
 }
+# functions of several arguments, for laws whose branch is the physics (a clamp at
+# zero, a break in slope): name -> number of arguments
+BRANCHES: dict[str, int] = {"min": 2, "max": 2, "clip": 3, "where": 3}
+_COMPARE: dict[type[ast.cmpop], Callable[[Any, Any], Any]] = {
+    ast.Lt: operator.lt, ast.LtE: operator.le, ast.Gt: operator.gt, ast.GtE: operator.ge}
+_NUMPY_BRANCHES: dict[str, Callable[..., Any]] = {
+    "min": np.minimum, "max": np.maximum,
+    "clip": lambda x, lo, hi: np.minimum(np.maximum(x, lo), hi),
+    "where": lambda c, a, b: np.where(c, a, b)}
+_SYMPY_BRANCHES: dict[str, Callable[..., Any]] = {
+    "min": sympy.Min, "max": sympy.Max,
+    "clip": lambda x, lo, hi: sympy.Min(sympy.Max(x, lo), hi),
+    "where": lambda c, a, b: sympy.Piecewise((a, c), (b, True))}
+
 # names that stand for a number unless the caller binds them: a variable the caller
 # binds (an input or a constant called ``e`` or ``pi``) always means the variable
 NAMED_NUMBERS = {"pi": math.pi, "e": math.e}
@@ -122,12 +138,29 @@ class Expression:
             if node.id in FUNCTIONS:
                 raise ExpressionError(f"function {node.id!r} used as a value")
             self.names.add(node.id)
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) \
+                and node.func.id in BRANCHES:
+            name, arity = node.func.id, BRANCHES[node.func.id]
+            if node.keywords or len(node.args) != arity:
+                raise ExpressionError(f"{name}() takes exactly {arity} positional arguments")
+            self.functions.add(name)
+            args = list(node.args)
+            if name == "where":
+                cond = args.pop(0)
+                if not (isinstance(cond, ast.Compare) and len(cond.ops) == 1
+                        and type(cond.ops[0]) in _COMPARE):
+                    raise ExpressionError("where()'s first argument must be one comparison "
+                                          "(a < b, a <= b, a > b or a >= b)")
+                args = [cond.left, cond.comparators[0], *args]
+            for arg in args:
+                self._check(arg, depth + 1)
+        elif isinstance(node, ast.Compare):
+            raise ExpressionError("a comparison is allowed only as where()'s first argument")
         elif isinstance(node, ast.Call):
             if not isinstance(node.func, ast.Name) or node.func.id not in FUNCTIONS:
                 name = node.func.id if isinstance(node.func, ast.Name) else ast.unparse(node.func)
-                raise ExpressionError(
-                    f"function {name!r} is not allowed (allowed: {', '.join(sorted(FUNCTIONS))})"
-                )
+                allowed = ', '.join(sorted([*FUNCTIONS, *BRANCHES]))
+                raise ExpressionError(f"function {name!r} is not allowed (allowed: {allowed})")
             if node.keywords or len(node.args) != 1:
                 raise ExpressionError(f"{node.func.id}() takes exactly one positional argument")
             self.functions.add(node.func.id)
@@ -166,7 +199,12 @@ class Expression:
             if node.id in env:
                 return env[node.id]
             return NAMED_NUMBERS[node.id]  # evaluate() refused any other unbound name
+        if isinstance(node, ast.Compare):  # where()'s condition
+            return _COMPARE[type(node.ops[0])](self._eval(node.left, env),
+                                               self._eval(node.comparators[0], env))
         assert isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+        if node.func.id in BRANCHES:
+            return _NUMPY_BRANCHES[node.func.id](*[self._eval(a, env) for a in node.args])
         return FUNCTIONS[node.func.id](self._eval(node.args[0], env))
 
     def to_sympy(self, symbols: Mapping[str, sympy.Symbol] | None = None) -> sympy.Expr:
@@ -190,7 +228,12 @@ class Expression:
             if node.id in table:
                 return table[node.id]
             return SYMPY_NUMBERS[node.id]
+        if isinstance(node, ast.Compare):
+            return _COMPARE[type(node.ops[0])](self._sym(node.left, table),
+                                               self._sym(node.comparators[0], table))
         assert isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+        if node.func.id in BRANCHES:
+            return _SYMPY_BRANCHES[node.func.id](*[self._sym(a, table) for a in node.args])
         return SYMPY_FUNCTIONS[node.func.id](self._sym(node.args[0], table))
 
     def to_numpy_source(self, bound: Iterable[str] = ()) -> str:
@@ -207,7 +250,7 @@ class Expression:
                         value=ast.Attribute(value=ast.Name("scipy", ast.Load()), attr="special",
                                             ctx=ast.Load()), attr="erf", ctx=ast.Load())
                     return node
-                name = {"atan": "arctan", "asin": "arcsin", "acos": "arccos", "asinh": "arcsinh",
+                name = {"min": "minimum", "max": "maximum", "atan": "arctan", "asin": "arcsin", "acos": "arccos", "asinh": "arcsinh",
                         "acosh": "arccosh", "atanh": "arctanh"}.get(node.func.id, node.func.id)
                 node.func = ast.Attribute(value=ast.Name("np", ast.Load()), attr=name, ctx=ast.Load())
                 return node
