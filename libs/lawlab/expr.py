@@ -250,8 +250,9 @@ class Expression:
                         value=ast.Attribute(value=ast.Name("scipy", ast.Load()), attr="special",
                                             ctx=ast.Load()), attr="erf", ctx=ast.Load())
                     return node
-                name = {"min": "minimum", "max": "maximum", "atan": "arctan", "asin": "arcsin", "acos": "arccos", "asinh": "arcsinh",
-                        "acosh": "arccosh", "atanh": "arctanh"}.get(node.func.id, node.func.id)
+                name = {"min": "minimum", "max": "maximum", "atan": "arctan", "asin": "arcsin",
+                        "acos": "arccos", "asinh": "arcsinh", "acosh": "arccosh",
+                        "atanh": "arctanh"}.get(node.func.id, node.func.id)
                 node.func = ast.Attribute(value=ast.Name("np", ast.Load()), attr=name, ctx=ast.Load())
                 return node
 

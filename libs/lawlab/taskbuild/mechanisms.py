@@ -199,8 +199,8 @@ def parse_variant(raw: Mapping[str, Any], task_id: str, inputs: Sequence[str],
     if not isinstance(consts_raw, Mapping) or not consts_raw:
         raise CatalogueError(f"{where}: constants: at least one new constant with init and "
                              "neutral")
-    taken = set(inputs) | {n for names in references.values() for n in names} | set(FUNCTIONS) | set(BRANCHES) \
-        | set(NAMED_NUMBERS) | {"F"}
+    taken = set(inputs) | {n for names in references.values() for n in names} | set(FUNCTIONS) \
+        | set(BRANCHES) | set(NAMED_NUMBERS) | {"F"}
     constants = []
     for name, spec in consts_raw.items():
         cw = f"{where}: constants.{name}"
