@@ -134,7 +134,7 @@ def predict(X):
     return np.maximum(X[:, 0] - X[:, 1], 0.0)
 ''', ["p", "pet"])
     assert c.expr == "max(p - pet, 0.0)"
-    assert any("a branch of the law" in n and ":7:" in n for n in c.notes)
+    assert any("kept as part of the law" in n and ":7:" in n for n in c.notes)
     assert np.allclose(value(c, p=[3.0, 1.0], pet=[1.0, 2.0]), [2.0, 0.0])
 
 

@@ -209,7 +209,8 @@ class _ToExpr(PredictWalker[str]):
         kind = self._kind(bounds)
         self.notes.append(f"{where}: {shown} kept as {text.split('(')[0]}() - "
                           + ("a numerical guard (a tiny or huge literal bound)" if kind == "guard"
-                             else "a branch of the law"))
+                             else "not a recognisable numerical guard, so kept as part of "
+                             "the law"))
         return text
 
 
