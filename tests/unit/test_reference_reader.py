@@ -159,8 +159,21 @@ def test_local_fittable_init_none_and_list():
     assert module.local_starts() == {"a": [1.0], "b": [0.5, 2.0], "c": [3.0]}
 
 
+def test_nan_domain_guard_is_read_as_its_branch():
+    c = conv('''USED_INPUTS = ["m"]
+LAW_CONSTANTS = {"s": 0.5}
+
+
+def predict(X, s=0.5):
+    m = np.where(X[:, 0] > 0.0, X[:, 0], np.nan)
+    return 10.0 ** (s * np.log10(m))
+''', ["m"])
+    assert c.expr == "10.0 ** (s * log10(m))"
+    assert any("formulas/m.py:7" in n and "domain guard" in n for n in c.notes)
+
+
 @pytest.mark.parametrize("body, reason", [
-    ("return np.where(X[:, 0] > 0, X[:, 0], np.nan)", "np.nan in a branch"),
+    ("return np.where(X[:, 0] > 0, np.nan, np.nan)", "np.nan in a branch"),
     ("return _h(X[:, 0])\n\ndef _h(x):\n    return _h(x)", "calls itself"),
     ("return _h(X[:, 0], z=1)\n\ndef _h(x):\n    return x", "has no parameter 'z'"),
 ])

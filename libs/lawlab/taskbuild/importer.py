@@ -113,7 +113,7 @@ class _ToExpr(PredictWalker[str]):
 
     def number(self, value: float, node: ast.AST) -> str:
         literal = node.value if isinstance(node, ast.Constant) else value
-        return repr(literal) if float(literal) >= 0 else f"({literal!r})"
+        return repr(literal) if value >= 0 else f"({literal!r})"
 
     def integer(self, value: int) -> str:
         return str(value)
@@ -191,6 +191,14 @@ class _ToExpr(PredictWalker[str]):
             text = (f"clip({x}, {lo}, {hi})" if lo is not None and hi is not None
                     else f"max({x}, {lo})" if lo is not None else f"min({x}, {hi})")
             bounds = [lo_node, hi_node]
+        elif name == "where" and len(args) == 3 and not kw and any(
+                _is_nan(a) for a in args[1:]) and not all(_is_nan(a) for a in args[1:]):
+            # np.where(M > 0, M, np.nan): a domain guard (no value where the law is not
+            # defined); the law is the other branch
+            kept = args[2] if _is_nan(args[1]) else args[1]
+            self.notes.append(f"{where}: {shown} read as its non-NaN branch - a domain guard "
+                              "(NaN where the condition fails), dropped")
+            return self.expr(kept)  # type: ignore[arg-type]
         elif name == "where" and len(args) == 3 and not kw:
             cond = args[0]
             ops = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">="}
@@ -212,6 +220,11 @@ class _ToExpr(PredictWalker[str]):
                              else "not a recognisable numerical guard, so kept as part of "
                              "the law"))
         return text
+
+
+def _is_nan(node: ast.AST | None) -> bool:
+    return isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) \
+        and node.value.id in ("np", "numpy", "math") and node.attr in ("nan", "NaN")
 
 
 def convert_module(source: str, path: str, inputs: list[str]) -> Converted:
