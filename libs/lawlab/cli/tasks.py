@@ -226,16 +226,29 @@ def cmd_tasks_import(args: argparse.Namespace) -> int:
     from lawlab.taskbuild.importer import import_all
 
     reports = import_all(Path(args.source), Path(args.out))
+    rows = []
     for r in reports:
-        print(f"{'ok  ' if r.ok else 'FAIL'}  {r.task_id}")
+        status = "converted" if r.ok else "FAILED"
+        why = r.error or (r.problems[0] if r.problems else "")
+        refs = f"{r.references_converted}/{r.references_total}" if not r.error else "-"
+        rubric = f"{r.rubric_executable}+{r.rubric_llm}" if not r.error else "-"
+        rows.append([r.task_id, status, refs, rubric, why[:90]])
+    print(_table(rows, ["task", "status", "references", "rubric exec+llm", "why not"]))
+    for r in reports:
+        print(f"\n{'ok  ' if r.ok else 'FAIL'}  {r.task_id}  ({r.source})")
+        if r.error:
+            print(f"      import failed: {r.error}")
         for line in r.converted:
             print(f"      converted: {line}")
         for line in r.unconvertible:
             print(f"      NOT converted: {line}")
+        for line in r.notes:
+            print(f"      note: {line}")
         for line in r.problems:
             print(f"      validation: {line}")
     good = sum(r.ok for r in reports)
-    print(f"imported {good} of {len(reports)} tasks into {args.out}")
+    print(f"\nimported {good} of {len(reports)} tasks into {args.out}"
+          + (f"; {len(reports) - good} failed" if good < len(reports) else ""))
     return 0 if reports and good == len(reports) else 1
 
 

@@ -339,8 +339,10 @@ def _contract_problems(mod: dict, contract: dict) -> list[str]:
             if isinstance(init, (list, tuple)):
                 if len(init) > 1:
                     problems.append(f"LOCAL_FITTABLE[{k!r}] init list longer than 1")
+            elif init is None and isinstance(spec, dict) and "init" in spec:
+                pass  # the official contract's "fit() derives its own starts"
             elif not isinstance(init, (int, float)) or isinstance(init, bool):
-                problems.append(f"LOCAL_FITTABLE[{k!r}] needs a numeric 'init'")
+                problems.append(f"LOCAL_FITTABLE[{k!r}] needs a numeric 'init' (or None)")
     else:
         if "fit" in mod:
             problems.append("Type I submissions must not define fit")
@@ -387,6 +389,11 @@ def run_submission(req: dict, out) -> int:
         return 0
     law = dict(mod["LAW_CONSTANTS"])
     other = dict(mod["OTHER_CONSTANTS"])
+    # OTHER_CONSTANTS go to predict only where it can take them (the official modules
+    # read them from their own namespace and take only LAW_CONSTANTS and local values)
+    params = inspect.signature(mod["predict"]).parameters
+    if not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+        other = {k: v for k, v in other.items() if k in params}
     names = list(mod["LOCAL_FITTABLE"])
     signal.signal(signal.SIGALRM, _on_alarm)
     for job in req["jobs"]:
