@@ -163,7 +163,7 @@ def public(tasks_dir, tmp_path_factory):
                     *(["--owner", owner] if owner else []))
         assert made.returncode == 0, made.stderr
         tokens[team] = made.stdout.strip()
-    assert _cli(data, "epoch", "open", "round1", "--release", "immediate",
+    assert _cli(data, "epoch", "open", "round1", "--development", "--release", "immediate",
                 "--release-real", "immediate").returncode == 0
     yield {"cluster": cluster, "tokens": tokens, "data": data,
            "address": cluster.address("simulator")}
