@@ -100,6 +100,15 @@ class OperatorServicer(operator_pb2_grpc.OperatorServiceServicer):
             raise PermissionDenied("operator tokens are made with lawlab's internal token "
                                    "(the operator's own machine: lawlab token create --role "
                                    "operator where `lawlab up` keeps its data directory)")
+        if caller().role != Role.INTERNAL:
+            # a token for a team that exists acts as that team: only the operator's own
+            # machine (the internal token) may issue one (issue #50)
+            tokens = await asyncio.to_thread(self.store.tokens.all)
+            if any(t.team == request.team for t in tokens):
+                raise PermissionDenied(
+                    f"team {shown(request.team)} exists: another token for it is made with "
+                    "lawlab's internal token (lawlab token create --team NAME where `lawlab "
+                    "up` keeps its data directory); an operator token creates new teams only")
         expires = time.time() + request.expires_days * 86400 if request.expires_days else None
         try:
             secret, row = await asyncio.to_thread(

@@ -17,6 +17,7 @@ import asyncio
 import json
 import logging
 import math
+import os
 import re
 import time
 from pathlib import Path
@@ -316,11 +317,16 @@ def check_trajectory(events: list[str]) -> None:
 
 
 def write_trajectory(data_dir: Path, submission_id: str, events: list[str]) -> str:
-    """Kept beside the audit log, one event per line; returns the path."""
+    """Kept beside the audit log, one event per line, readable by the simulator's user
+    only (mode 0600 in a 0700 folder: a team's run is its own); returns the path."""
     folder = data_dir / "submissions"
-    folder.mkdir(parents=True, exist_ok=True)
+    folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+    folder.chmod(0o700)
     path = folder / f"{submission_id}.jsonl"
-    path.write_text("".join(e.rstrip("\n") + "\n" for e in events))
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        fh.write("".join(e.rstrip("\n") + "\n" for e in events))
+    os.chmod(path, 0o600)
     return str(path)
 
 
