@@ -143,3 +143,29 @@ def test_the_leaderboard_says_which_kind_it_ranks():
 
     assert "not a leaderboard's" in release_note("development")
     assert release_note("leaderboard").startswith("Release: leaderboard")
+
+
+def test_make_tasks_says_when_a_library_has_no_private_variants(tmp_path):
+    from lawlab.cli.tasks import private_note
+
+    missing = private_note(tmp_path / "world-variants.yaml", public=False)
+    assert "NO PRIVATE VARIANTS" in missing and "DEVELOPMENT" in missing \
+        and "--development" in missing
+    assert "--development" in private_note(tmp_path / "world-variants.yaml", public=True)
+    (tmp_path / "world-variants.yaml").write_text("{}\n")
+    assert "join the keyed draw" in private_note(tmp_path / "world-variants.yaml", public=False)
+
+
+def test_the_example_private_variants_file_parses_and_says_it_is_an_example():
+    from lawlab.taskbuild import mechanisms
+    from lawlab.taskbuild.specs import SPECS
+
+    path = Path(__file__).resolve().parents[2] / "docs" / "examples" / "world-variants.EXAMPLE.yaml"
+    assert path.read_text().startswith("# EXAMPLE ONLY - DO NOT USE THIS FILE FOR A LEADERBOARD")
+    loaded = mechanisms.load_private(path)
+    for task_id, raw in loaded.items():
+        spec = next(s for s in SPECS if s.task_id == task_id)
+        names = {r.name: [*r.global_names, *r.local_names] for r in spec.references}
+        parsed = mechanisms.parse_catalogue(raw, task_id, [v["name"] for v in spec.inputs], names,
+                                            private=True)
+        assert parsed and all(v.private for v in parsed)
