@@ -459,7 +459,8 @@ class Zygote:
         # the zygote's own CPU so far (its imports, earlier calls) is not this call's
         baseline = 0.0
         if root is not None:
-            baseline = await asyncio.to_thread(tree_cpu_seconds, root) or 0.0
+            measured: float | None = await asyncio.to_thread(tree_cpu_seconds, root)
+            baseline = measured or 0.0
         loop = asyncio.get_running_loop()
         out_r, out_w = os.pipe()
         err_r, err_w = os.pipe()
