@@ -121,3 +121,25 @@ def test_lawlab_view_trusts_the_browser_that_opened_its_url(pages):
     # the live page has no view token: a cookie is worth nothing there
     live = _get(pages["live"] + "/trial/par-secret", {"Cookie": "lawlab_token=view-tok"})[2]
     assert "SECRET_FORM" not in live
+
+
+def test_in_a_real_browser_only_the_printed_url_reveals(pages):
+    """Headless Chromium: the trial page hides the law; the URL `lawlab view` prints
+    (with ?token=) sets the cookie and, after the redirect, shows it."""
+    import shutil
+    import subprocess
+
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    if chromium is None:
+        pytest.skip("chromium is installed by `make install`")
+
+    def dom(url: str) -> str:
+        return subprocess.run([chromium, "--headless", "--no-sandbox", "--disable-gpu",
+                               "--dump-dom", url], check=True, capture_output=True,
+                              text=True, timeout=120).stdout
+
+    base = pages["view"]
+    hidden = dom(base + "/trial/par-secret")
+    assert "Trial par-secret" in hidden and "SECRET_FORM" not in hidden and "withheld" in hidden
+    shown = dom(base + "/trial/par-secret?token=view-tok")
+    assert "SECRET_FORM" in shown and "0.987" in shown
