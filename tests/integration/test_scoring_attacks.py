@@ -163,7 +163,7 @@ def public(tasks_dir, tmp_path_factory):
                     *(["--owner", owner] if owner else []))
         assert made.returncode == 0, made.stderr
         tokens[team] = made.stdout.strip()
-    assert _cli(data, "epoch", "open", "round1", "--release", "immediate",
+    assert _cli(data, "epoch", "open", "round1", "--development", "--release", "immediate",
                 "--release-real", "immediate").returncode == 0
     yield {"cluster": cluster, "tokens": tokens, "data": data,
            "address": cluster.address("simulator")}
@@ -293,3 +293,19 @@ def test_a_real_runs_error_text_reaches_the_team_without_data_values(public):
 def test_state_files_are_readable_by_their_owner_only(public):
     ledger = public["data"] / "simulator" / "ledger.sqlite"
     assert stat.S_IMODE(os.stat(ledger).st_mode) == 0o600
+
+
+# issue #50: a module reaching time.sleep through warnings.sys.modules held a scoring
+# slot for 255 s without using CPU
+SLEEPS = MM.replace("import numpy as np\n", "import numpy as np\nimport warnings\n").replace(
+    "    x = X[:, 0]\n", "    warnings.sys.modules['time'].sleep(200)\n    x = X[:, 0]\n")
+
+
+@pytest.mark.attacks
+def test_a_sleeping_submission_fails_fast_and_holds_no_slot(public):
+    start = time.monotonic()
+    sub = _real(public, "beta", "mysid_effluent", SLEEPS)
+    status, when = _scored_at(public, "beta", sub)
+    assert status["state"] == "SUBMISSION_STATE_FAILED", status
+    assert "idle" in status["message"], status["message"]
+    assert when - start < 90, f"the sleeper held scoring for {when - start:.0f} s"

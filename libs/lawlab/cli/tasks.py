@@ -51,8 +51,7 @@ def cmd_tasks_build(args: argparse.Namespace) -> int:
     if args.variants and not variants.exists():
         print(f"lawlab tasks build: --variants {variants}: no such file", file=sys.stderr)
         return 2
-    if variants.exists():
-        print(f"private variants: {variants} (they join the keyed draw)", flush=True)
+    print(private_note(variants, args.public), flush=True)
     done = [0]
 
     def progress(result: dict[str, Any]) -> None:
@@ -76,6 +75,20 @@ def cmd_tasks_build(args: argparse.Namespace) -> int:
     print(f"built {len(summary)} tasks ({len(worlds)} of {len(real)} real-data tasks with a "
           f"Parallel world) in {time.perf_counter() - start:.0f} s")
     return 0
+
+
+def private_note(variants: Path, public: bool) -> str:
+    """What `lawlab tasks build` (and `make tasks`) says about private variants (#50)."""
+    if variants.exists():
+        return f"private variants: {variants} (they join the keyed draw)"
+    if public:
+        return ("no private variants: the public development release (its key is published; "
+                "epochs on it are development epochs: lawlab epoch open NAME --development)")
+    return (f"NO PRIVATE VARIANTS ({variants} does not exist): every hidden law will be among "
+            "the repository's public candidates, so this library is a DEVELOPMENT release: "
+            "`lawlab epoch open` refuses it without --development. For a leaderboard write at "
+            "least one private variant per task there (docs/simulator-api.md, 'Private "
+            "variants') and rebuild")
 
 
 def cmd_tasks_validate(args: argparse.Namespace) -> int:

@@ -69,8 +69,9 @@ def catalogue(root: Path) -> str:
         "Each task's hidden law is its selected published base plus one to three cited "
         "mechanisms from the task's public catalogue (docs/worlds.md lists them with their "
         "citations and screens) and, for Type II tasks, a change of which parameters are "
-        "shared; an operator's private variants join the draw. Per task: how many mechanisms "
-        "the catalogue offers for the selected base, how many of them passed every screen on "
+        "shared; an operator's private variants join the draw (they are not counted here). Per "
+        "task: how many mechanisms the public catalogue offers for the selected base, how "
+        "many of them passed every screen on "
         "the real records (support, adequacy, shape on the widened support, rubric, integrity; "
         "these do not depend on the key), and whether the key's draw gave a world. Which "
         "mechanisms the world has, and its law, stay in the answer key; so does the number of "
@@ -84,8 +85,11 @@ def catalogue(root: Path) -> str:
     n_worlds, deep = 0, 0
     for t in real:
         rec = json.loads((t.root / "eval" / "synthesis.json").read_text())
+        # the operator's private variants are secret: neither counted nor named here
+        # (issue #50: their number beside the public ones told who had a secret piece)
         offered = [c for c in rec.get("catalogue", []) if not c["id"].startswith(("shared_",
-                                                                                  "per_group_"))]
+                                                                                  "per_group_"))
+                   and not c.get("private")]
         ok = [c for c in offered if c["id"] in rec.get("admissible", [])]
         if t.has_world():
             n_worlds += 1

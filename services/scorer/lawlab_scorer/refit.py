@@ -22,8 +22,10 @@ together, then the Jacobian at the accepted one (at most three runs per
 iteration, the same path as trying the steps one at a time).
 
 The fit is bounded by counts (MAX_ITERATIONS, DAMPING_TRIES), so S_N re-runs
-to the same value on any machine (issue #33); the wall-clock limit is a safety
-cap, and a refit it stops says so in its message. A law that will not run at
+to the same value on any machine (issue #33); the wall-clock limit is only a
+safety cap, and a refit it stops is a failure, not a score (issue #50: a law
+scored 0.1568 when slow and 0.1405 when fast, its refit cut at 150 s): S_N never
+depends on how fast the machine was. A law that will not run at
 other values of its constants (it breaks when a constant moves by a
 millionth) cannot be refitted, and its S_N is 0 with the reason.
 """
@@ -60,7 +62,7 @@ class RefitOutcome:
     rss_submitted: float = float("nan")
     rss_refit: float = float("nan")
     iterations: int = 0
-    capped: bool = False  # stopped by the wall-clock safety cap, not by its counts
+    capped: bool = False  # stopped by the wall-clock safety cap (then not ok)
 
 
 def training_groups(task: Task) -> list[tuple[str, np.ndarray]]:
@@ -185,11 +187,11 @@ async def refit(task: Task, constants: dict[str, float], run: Runner,
         if done or any(c is None for c in cols):
             break
     if capped:
-        return RefitOutcome(True, f"refitted on {sum(len(r) for _, r in parts)} training rows, "
-                                  f"stopped by its {seconds:g} s safety cap after {iterations} of "
-                                  f"{MAX_ITERATIONS} iterations, so this S_N may not re-run the "
-                                  "same on another machine", dict(zip(names, map(float, theta))),
-                            cost0, cost, iterations, capped=True)
+        return RefitOutcome(False, f"the refit on {sum(len(r) for _, r in parts)} training rows "
+                                   f"reached its {seconds:g} s safety cap after {iterations} of "
+                                   f"{MAX_ITERATIONS} iterations: a law this slow to evaluate "
+                                   "gets a failure, not a score that depends on the machine's "
+                                   "speed", {}, cost0, cost, iterations, capped=True)
     return RefitOutcome(True, f"refitted on {sum(len(r) for _, r in parts)} training rows in "
                               f"{iterations} iterations", dict(zip(names, map(float, theta))),
                         cost0, cost, iterations)

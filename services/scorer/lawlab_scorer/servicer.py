@@ -18,6 +18,7 @@ from lawlab.sandbox.v1 import sandbox_pb2_grpc
 from lawlab.scorer.v1 import scorer_pb2, scorer_pb2_grpc
 from lawlab.submission_runs import Job, RunResult, run_jobs
 from lawlab.tasks import Task, TaskLibrary
+from lawlab.vocab import RunStatus
 from lawlab_scorer import numeric, refit
 
 log = logging.getLogger("lawlab.scorer")
@@ -63,7 +64,7 @@ class ScorerServicer(scorer_pb2_grpc.ScorerServiceServicer):
 
         fitted = await refit.refit(task, declared, run)
         if not fitted.ok:
-            return numeric.Refitted(0.0, {}, fitted.message + "; S_N is 0")
+            return numeric.Refitted(0.0, {}, fitted.message + "; S_N is 0", fitted.capped)
         if fitted.constants == declared or not fitted.constants:
             return numeric.Refitted(outcome.s_n, fitted.constants, fitted.message, fitted.capped)
         jobs = [replace(j, law_constants=fitted.constants) for j in numeric.build_jobs(task)]
@@ -100,15 +101,17 @@ class ScorerServicer(scorer_pb2_grpc.ScorerServiceServicer):
         run = await run_jobs(self.sandbox, task.meta, source, numeric.build_jobs(task))
         outcome = numeric.score(task, run, refs)
         submitted, refitted = outcome.s_n, await self._refit(task, source, outcome, refs)
-        if refitted is not None:
+        if refitted is not None and refitted.capped:
+            # stopped by the wall clock, not by its counts: a failure, not a score (#50)
+            outcome.s_n, outcome.status = 0.0, RunStatus.EXEC_ERROR
+            outcome.message = "; ".join(filter(None, [outcome.message, refitted.message]))
+        elif refitted is not None:
             outcome.s_n = min(submitted, refitted.s_n)
             if refitted.s_n < submitted - 1e-9:
                 outcome.message = "; ".join(filter(None, [
                     outcome.message, f"S_N {submitted:.4f} as submitted, {refitted.s_n:.4f} with "
                     "LAW_CONSTANTS refitted on the training split: the smaller counts "
                     f"({refitted.message})"]))
-            elif refitted.capped:  # a time bound shaped this score: the trial says so
-                outcome.message = "; ".join(filter(None, [outcome.message, refitted.message]))
         SCORED.labels(outcome.status).inc()
         S_N.observe(outcome.s_n)
         sr = outcome.srbench
