@@ -139,12 +139,14 @@ class BoxResult:
         coerce(self)
 
 
-def tree_cpu_seconds(root: int) -> float | None:
+def _tree(root: int) -> tuple[float, bool] | None:
     """CPU seconds (user and system, with reaped children's) of ``root`` and every
-    live process under it, from /proc; None when ``root`` is gone."""
+    live process under it, and whether any of them is runnable now (state R: on a
+    CPU or waiting for one), from /proc; None when ``root`` is gone."""
     tick = os.sysconf("SC_CLK_TCK")
     children: dict[int, list[int]] = {}
     cpu: dict[int, float] = {}
+    running: dict[int, bool] = {}
     for entry in os.scandir("/proc"):
         if not entry.name.isdigit():
             continue
@@ -157,31 +159,46 @@ def tree_cpu_seconds(root: int) -> float | None:
         pid = int(entry.name)
         children.setdefault(int(rest[1]), []).append(pid)
         cpu[pid] = sum(int(v) for v in rest[11:15]) / tick  # utime stime cutime cstime
+        running[pid] = rest[0] == b"R"
     if root not in cpu:
         return None
-    total, stack = 0.0, [root]
+    total, runnable, stack = 0.0, False, [root]
     while stack:
         pid = stack.pop()
         total += cpu.get(pid, 0.0)
+        runnable = runnable or running.get(pid, False)
         stack += children.get(pid, [])
-    return total
+    return total, runnable
+
+
+def tree_cpu_seconds(root: int) -> float | None:
+    """CPU seconds of ``root``'s process tree (:func:`_tree`); None when it is gone."""
+    tree = _tree(root)
+    return None if tree is None else tree[0]
 
 
 async def idle_watch(root: int, started: float, baseline: float = 0.0,
                      grace: float | None = None, fraction: float | None = None) -> None:
     """Returns once the process tree under ``root`` counts as idle: ``grace``
     seconds of wall time after ``started`` (perf_counter), it has used less than
-    ``fraction`` of a core since (CPU above ``baseline``). Never returns for a tree
-    that computes."""
+    ``fraction`` of a core since (CPU above ``baseline``) *and* it was runnable in
+    less than half of the polls: a tree starved of CPU on a loaded machine (runnable,
+    waiting for a core) is computing, not idle. Never returns for a tree that
+    computes."""
     grace = IDLE_GRACE if grace is None else grace
     fraction = IDLE_CPU_FRACTION if fraction is None else fraction
+    polls = runnable = 0
     while True:
         await asyncio.sleep(IDLE_POLL)
+        tree = await asyncio.to_thread(_tree, root)
+        if tree is None:
+            continue
+        polls += 1
+        runnable += tree[1]
         wall = time.perf_counter() - started
         if wall < grace:
             continue
-        used = await asyncio.to_thread(tree_cpu_seconds, root)
-        if used is not None and used - baseline < fraction * wall:
+        if tree[0] - baseline < fraction * wall and runnable < polls / 2:
             return
 
 
