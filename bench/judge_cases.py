@@ -15,7 +15,8 @@ judge service runs it (``structure.judge_structure`` on the module's text):
   most 0.5: it lacks the added structure);
 - ``other_reference``: every other published reference of the task (at most
   0.5: another family is never the hidden structure);
-- ``line``: a straight line in every input (at most 0.25);
+- ``line``: a straight line in every input (at most 0.25; at most 0.5, as
+  ``line_is_base``, where the published base is itself a straight line);
 - ``constant``: a constant (0).
 
     .venv/bin/python bench/judge_cases.py [--tasks-dir var/tasks] [--only TASK ...]
@@ -46,6 +47,7 @@ LEVELS = (0.0, 0.25, 0.5, 0.75, 1.0)
 EXPECT: dict[str, tuple[float | None, float]] = {
     "exact": (1.0, 1.0), "exact_off": (1.0, 1.0), "plus_extra": (0.75, 0.75),
     "base": (None, 0.5), "other_reference": (None, 0.5), "line": (None, 0.25),
+    "line_is_base": (None, 0.5),
     "constant": (0.0, 0.0),
 }
 
@@ -60,6 +62,19 @@ def _module(expr: str, inputs: Sequence[str], constants: Mapping[str, float],
     return law_module(title="generated case", expr=expr, used_inputs=used,
                       constants=dict(constants), local_init=dict(local) if local else None,
                       space=space)
+
+
+def _affine(expr: str, inputs: Sequence[str]) -> bool:
+    """Whether a law is a straight line in its inputs (every second derivative 0)."""
+    import sympy
+
+    from lawlab.expr import Expression
+
+    if not expr:
+        return False
+    e = Expression(expr).to_sympy()
+    xs = [s for s in e.free_symbols if s.name in inputs]
+    return all(sympy.simplify(sympy.diff(e, a, b)) == 0 for a in xs for b in xs)
 
 
 def cases(task: Any) -> list[tuple[str, str, str]]:
@@ -87,8 +102,10 @@ def cases(task: Any) -> list[tuple[str, str, str]]:
         kind = "base" if r.name == law.get("base_reference") else "other_reference"
         out.append((kind, r.name, r.module))
     lin = " + ".join(f"b{i} * {n}" for i, n in enumerate(inputs))
+    # where the published base is itself a straight line, the line recovers it (0.5)
+    line_kind = "line_is_base" if _affine(law.get("base_expr", ""), inputs) else "line"
     y = task.train[task.meta.target.name].to_numpy(float)
-    out.append(("line", "a straight line", _module(
+    out.append((line_kind, "a straight line", _module(
         f"a + {lin}", inputs, {"a": float(np.mean(y)), **{f"b{i}": 1e-3
                                                              for i in range(len(inputs))}},
         None, spec["space"])))
