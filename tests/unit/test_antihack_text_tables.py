@@ -133,3 +133,73 @@ def test_a_fit_that_looks_groups_up_has_its_numbers_counted(library):
     source = _lookup_fit(task)
     honest = source.split("    if round")[0] + "    def res" + source.split("    def res")[1]
     assert antihack.check(honest, _cap(task)).passed  # the same fit without the lookup
+
+
+# ---- found by what they do (lawlab.jumps): any encoding ------------------------------
+
+def _opaque_table(task) -> str:
+    """The held-out answers with no number or string in sight: each target is the
+    law's prediction plus a correction that is a product of structural numbers
+    chosen to match, selected by an exact comparison with an input."""
+    test = task.heldout()["test"]
+    law = 212.7 * test["conc"] / (0.0641 + test["conc"])
+    pairs = [(float(x), float(y - f)) for x, y, f in zip(test["conc"], test[task.meta.target.name],
+                                                        law)]
+    body = "".join(f"    out = np.where(x == {x!r}, out + {d!r}, out)\n" for x, d in pairs[:4])
+    return HEAD + '''
+
+def predict(X, vm, km):
+    x = np.asarray(X, dtype=float)[:, 0]
+    out = vm * x / (km + x)
+''' + body + "    return out\n"
+
+
+@pytest.mark.parametrize("encoding", ["letters and digits", "letters only", "exact comparisons"])
+def test_a_table_in_any_encoding_jumps_at_the_scored_inputs(library, encoding):
+    from test_refit_every_number import run_local
+
+    from lawlab import jumps
+
+    task = library.get("puromycin_enzyme_kinetics")
+    source = {"letters and digits": _digits_table, "letters only": _letters_table,
+              "exact comparisons": _opaque_table}[encoding](task)
+    jobs, probes = jumps.jobs(task)
+    why = jumps.verdict(task, probes, run_local(source, jobs))
+    assert "a table of answers" in why, why
+
+
+@pytest.mark.parametrize("task_id", ["puromycin_enzyme_kinetics", "mauna_loa_co2",
+                                     "mammal_running_speed", "dnase_elisa"])
+def test_published_laws_do_not_jump(library, task_id):
+    from test_refit_every_number import run_local
+
+    from lawlab import jumps
+
+    task = library.get(task_id)
+    jobs, probes = jumps.jobs(task)
+    for ref in task.references():
+        assert jumps.verdict(task, probes, run_local(ref.module, jobs)) == "", ref.name
+
+
+def test_a_table_gets_s_v_0_and_s_n_0(library):
+    import asyncio
+
+    from test_refit_every_number import run_local
+
+    from lawlab import validity
+    from lawlab_scorer.servicer import table_verdict
+
+    task = library.get("puromycin_enzyme_kinetics")
+    source = _opaque_table(task)
+    assert antihack.check(source, _cap(task)).passed  # the static rules do not see it
+
+    async def run(jobs):
+        return run_local(source, jobs)
+
+    async def run_source(src, jobs, cap):
+        return run_local(src, jobs)
+
+    verdict = asyncio.run(validity.assess(task, source, run))
+    assert verdict.s_v == 0.0 and not verdict.gate.passed, verdict.gate
+    assert "a table of answers" in verdict.gate.reason
+    assert "a table of answers" in asyncio.run(table_verdict(task, source, run_source))

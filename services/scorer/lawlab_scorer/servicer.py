@@ -10,7 +10,7 @@ from dataclasses import replace
 import grpc
 from prometheus_client import Counter, Histogram
 
-from lawlab import literals
+from lawlab import jumps, literals
 from lawlab.common.v1 import common_pb2
 from lawlab.convert import enum_value
 from lawlab.errors import FailedPrecondition, InvalidArgument, NotFound
@@ -23,7 +23,7 @@ from lawlab_scorer import numeric, refit
 log = logging.getLogger("lawlab.scorer")
 REFERENCE_SECONDS = 100.0
 # runs a module's jobs in the sandbox with a LAW_CONSTANTS cap
-SourceRunner = Callable[[str, Sequence[Job], int], Awaitable[RunResult]]
+SourceRunner = Callable[[str, Sequence[Job], int | None], Awaitable[RunResult]]
 
 SCORED = Counter("lawlab_scorer_submissions_total", "Submissions scored, by status.", ["status"])
 S_N = Histogram("lawlab_scorer_s_n", "S_N of scored submissions.",
@@ -64,6 +64,13 @@ async def score_refitted(task: Task, source: str, outcome: numeric.NumericOutcom
                             fitted.message, fitted.capped)
 
 
+async def table_verdict(task: Task, source: str, run_source: SourceRunner) -> str:
+    """Why the submission is a table of answers (its predictions jump exactly at
+    the scored inputs, lawlab.jumps), or ''."""
+    extra, probes = jumps.jobs(task)
+    return jumps.verdict(task, probes, await run_source(source, extra, None))
+
+
 class ScorerServicer(scorer_pb2_grpc.ScorerServiceServicer):
     def __init__(self, library: TaskLibrary, sandbox: sandbox_pb2_grpc.SandboxServiceStub) -> None:
         self.library = library
@@ -78,12 +85,14 @@ class ScorerServicer(scorer_pb2_grpc.ScorerServiceServicer):
             raise NotFound(f"task {task_id!r} not found")
         return self.library.get(task_id)
 
+    def _run(self, task: Task) -> SourceRunner:
+        def run(source: str, jobs: Sequence[Job], cap: int | None) -> Awaitable[RunResult]:
+            return run_jobs(self.sandbox, task.meta, source, jobs, max_law_constants=cap)
+        return run
+
     async def _refit(self, task: Task, source: str, outcome: numeric.NumericOutcome,
                      refs: dict[str, dict[str, float]]) -> numeric.Refitted | None:
-        def run(source: str, jobs: Sequence[Job], cap: int) -> Awaitable[RunResult]:
-            return run_jobs(self.sandbox, task.meta, source, jobs, max_law_constants=cap)
-
-        return await score_refitted(task, source, outcome, refs, run)
+        return await score_refitted(task, source, outcome, refs, self._run(task))
 
     async def reference_metrics(self, task: Task) -> dict[str, dict[str, float]]:
         """Runs every published reference through the sandbox once per task."""
@@ -113,6 +122,11 @@ class ScorerServicer(scorer_pb2_grpc.ScorerServiceServicer):
         source = request.submission.source
         run = await run_jobs(self.sandbox, task.meta, source, numeric.build_jobs(task))
         outcome = numeric.score(task, run, refs)
+        if task.meta.suite == "real" and outcome.status == "ok" and outcome.s_n > 0:
+            table = await table_verdict(task, source, self._run(task))
+            if table:
+                outcome.s_n = 0.0
+                outcome.message = "; ".join(filter(None, [outcome.message, f"S_N 0: {table}"]))
         submitted, refitted = outcome.s_n, await self._refit(task, source, outcome, refs)
         if refitted is not None:
             outcome.s_n = min(submitted, refitted.s_n)
