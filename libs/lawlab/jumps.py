@@ -11,8 +11,12 @@ table keyed on the scored inputs answers differently *exactly there*: its
 prediction at x is off that parabola by more than the nearby predictions' own
 change, beyond a floor (1e-9, 1e-5, 1e-4 of the targets' spread). Two such
 rows make the law a table: S_V 0 and S_N 0. A law that runs at the scored
-inputs but neither above nor below them is a table too. On the release, none
-of the 81 published Real references jumps.
+inputs but neither above nor below them is a table too. Type II: ``fit`` must
+be a function of its data: on the same calibration rows in reverse order, or
+with the targets nudged by a millionth of their spread, its predictions at the
+scored inputs may move by at most 1e-3 of the targets' spread (a fit that
+recognises each held-out group by its rows fails this). On the release, none of
+the 81 published Real references fails.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from lawlab.tasks import GROUP_COL, Task
 STEPS = ((1e-6, 1e-9), (1e-4, 1e-5), (1e-3, 1e-4))  # (relative step, floor x spread)
 RATIO = 1.0
 MIN_ROWS = 2
+FIT_TOLERANCE = 1e-3  # of the targets' spread: a fit's answer on reordered/nudged rows
 MAX_GROUPS = 4  # Type II: held-out groups probed (each job refits the group)
 
 
@@ -85,6 +90,13 @@ def jobs(task: Task, prefix: str = "jump") -> tuple[list[Job], list[Probe]]:
                     ids[(h, sign, k)] = jid
                     out.append(Job(jid, _moved(x, k * h, sign, scale), fx, fy,
                                    seed=20260514 if fx is not None else 0))
+        if fx is not None and fy is not None:
+            # Type II: fit must be a function of its data; the same rows in reverse
+            # order, and the targets nudged by a millionth of their spread
+            seed = 20260514
+            out.append(Job(f"{base}/reversed", x, fx.iloc[::-1], fy[::-1], seed=seed))
+            out.append(Job(f"{base}/nudged", x, fx, fy + 1e-6 * (float(np.std(fy)) or 1.0),
+                           seed=seed))
         probes.append(Probe(base, ids))
     return out, probes
 
@@ -120,6 +132,15 @@ def verdict(task: Task, probes: list[Probe], result: RunResult) -> str:
                             "answers, not a law")
         if not ran_near:
             dead.append(p.base)
+        for how in ("reversed", "nudged"):
+            f = result.predictions.get(f"{p.base}/{how}")
+            if f is None and f"{p.base}/{how}" in result.predictions:
+                return (f"its fit fails on the same calibration rows {how} ({p.base}): a fit "
+                        "must be a function of its data")
+            if f is not None and float(np.max(np.abs(f - f0))) > FIT_TOLERANCE * spread:
+                return (f"its fit gives other predictions on the same calibration rows {how} "
+                        f"({p.base}: by up to {float(np.max(np.abs(f - f0))):.4g}): a fit that "
+                        "recognises its rows, not a function of its data")
     if dead:
         return (f"it runs at the scored inputs but not next to them ({len(dead)} sets): a "
                 "table of answers, not a law")

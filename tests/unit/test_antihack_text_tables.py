@@ -8,6 +8,7 @@ calibration row and returning the asymptote tuned on its scored rows."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from lawlab import antihack
@@ -102,7 +103,11 @@ def _lookup_fit(task) -> str:
     known = {}
     for g, rows in held["test_fit"].groupby(GROUP_COL):
         scored = held["test_test"][held["test_test"][GROUP_COL] == g]
-        known[round(float(rows[target].iloc[1]), 3)] = round(float(scored[target].max()) * 1.05, 3)
+        x, y = scored["conc"].to_numpy(float), scored[target].to_numpy(float)
+        shape = 1 / (1 + np.exp((1.3749 - np.log(x)) / 0.9912))
+        # the asymptote that fits the scored rows best (linear least squares)
+        asym = 0.0287 + float(shape @ (y - 0.0287 * (1 - shape)) / (shape @ shape) - 0.0287)
+        known[round(float(rows[target].iloc[1]), 3)] = round(asym, 4)
     checks = "".join(f"    if round(float(y[1]), 3) == {k!r}:\n        return {{'Asym': {v!r}}}\n"
                      for k, v in known.items())
     return '''import numpy as np
@@ -203,3 +208,27 @@ def test_a_table_gets_s_v_0_and_s_n_0(library):
     assert verdict.s_v == 0.0 and not verdict.gate.passed, verdict.gate
     assert "a table of answers" in verdict.gate.reason
     assert "a table of answers" in asyncio.run(table_verdict(task, source, run_source))
+
+
+def test_a_fit_that_looks_groups_up_is_not_a_function_of_its_data(library):
+    """The issue's dnase_elisa lookup (0.500 -> 0.646): S_N 0 and S_V 0 whatever
+    the gate's count says."""
+    import asyncio
+
+    from test_refit_every_number import _refs, run_local
+
+    from lawlab import jumps, validity
+    from lawlab_scorer import numeric
+
+    task = library.get("dnase_elisa")
+    source = _lookup_fit(task)
+    refs = _refs(task)
+    assert numeric.score(task, run_local(source, numeric.build_jobs(task)), refs).s_n > 0.55
+    jobs, probes = jumps.jobs(task)
+    why = jumps.verdict(task, probes, run_local(source, jobs))
+    assert "not a function of its data" in why, why
+
+    async def run(jobs):
+        return run_local(source, jobs)
+
+    assert asyncio.run(validity.assess(task, source, run)).s_v == 0.0
