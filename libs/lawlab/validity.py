@@ -175,7 +175,7 @@ async def assess(task: Task, source: str, run: Runner) -> Assessment:
                 p.rows[inputs] if meta.multi_group else None,
                 p.rows[meta.target.name].to_numpy(float) if meta.multi_group else None)
             for p in plans]
-    probes: list = []
+    probes: list[Any] = []
     if meta.suite == "real":  # tables of answers found by what they do (lawlab.jumps)
         from lawlab import jumps
 
