@@ -144,6 +144,35 @@ def test_a_refit_detector_is_scored_zero_through_the_sandbox(scorer, library):
     assert "gets worse when its constants move" in s.refit_message
 
 
+# issue #50: tables of answers (any encoding) and a Type II fit that looks each
+# held-out group up, through the real sandbox, scorer and judge
+@pytest.mark.attacks
+def test_tables_and_a_lookup_fit_get_s_n_0_and_s_v_0(cluster, scorer, library):
+    from lawlab.judge.v1 import judge_pb2, judge_pb2_grpc
+    from tests.unit.test_antihack_text_tables import _digits_table, _letters_table, _lookup_fit, _opaque_table
+
+    channel = cluster.channel("judge")
+    judge = judge_pb2_grpc.JudgeServiceStub(channel)
+    try:
+        puromycin, dnase = library.get("puromycin_enzyme_kinetics"), library.get("dnase_elisa")
+        cases = [(puromycin, f(puromycin)) for f in (_digits_table, _letters_table,
+                                                    _opaque_table)]
+        cases.append((dnase, _lookup_fit(dnase)))
+        for task, source in cases:
+            s = _score(scorer, task.task_id, source)
+            assert s.s_n == 0.0, (task.task_id, s)
+            v = judge.JudgeValidity(judge_pb2.JudgeRequest(
+                task_id=task.task_id, submission=common_pb2.Submission(source=source)),
+                timeout=600)
+            assert v.s_v == 0.0 and not v.anti_hacking_passed, (task.task_id, v)
+        # the published laws keep their scores
+        for task in (puromycin, dnase):
+            assert _score(scorer, task.task_id, _best(task).module).s_n == pytest.approx(
+                0.5, abs=0.005)
+    finally:
+        channel.close()
+
+
 # ---- through the public port, as outside teams ---------------------------------------
 
 import json as _json  # noqa: E402
