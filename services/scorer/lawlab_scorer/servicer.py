@@ -56,11 +56,16 @@ async def score_refitted(task: Task, source: str, outcome: numeric.NumericOutcom
     fitted = await refit.refit(task, law.values, run, lines=law.lines)
     if not fitted.ok:
         return numeric.Refitted(0.0, {}, fitted.message + "; S_N is 0")
+    # the refitted numbers as a team can find them: "line 7: 212.7" (as submitted)
+    shown: dict[str, float] = {}
+    for k, v in fitted.constants.items():
+        key = f"line {law.lines[k]}: {law.values[k]:.6g}"
+        shown[key if key not in shown else f"{key} ({k})"] = v
     if fitted.constants == law.values or not fitted.constants:
-        return numeric.Refitted(outcome.s_n, fitted.constants, fitted.message, fitted.capped)
+        return numeric.Refitted(outcome.s_n, shown, fitted.message, fitted.capped)
     jobs = [replace(j, law_constants=fitted.constants) for j in numeric.build_jobs(task)]
     again = numeric.score(task, await run(jobs), refs)
-    return numeric.Refitted(again.s_n if again.status == "ok" else 0.0, fitted.constants,
+    return numeric.Refitted(again.s_n if again.status == "ok" else 0.0, shown,
                             fitted.message, fitted.capped)
 
 
