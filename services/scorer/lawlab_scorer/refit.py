@@ -50,6 +50,7 @@ SECONDS = 150.0        # a safety cap (the sandbox limits each batch; the scorer
 MAX_GROUPS = 8         # Type II: training groups the shared constants are refitted on
 STEP = 1e-6            # relative finite-difference step
 TOL = 1e-9             # relative cost improvement that ends the fit
+JUMP = 1e-3            # a rise of the cost by this much for a STEP move is a jump, not a slope
 
 Runner = Callable[[Sequence[Job]], Awaitable[RunResult]]
 
@@ -94,9 +95,17 @@ def _jobs(task: Task, parts: list[tuple[str, np.ndarray]], points: Sequence[dict
     return out
 
 
+def _label(name: str, constants: dict[str, float], lines: dict[str, int] | None) -> str:
+    if lines and name in lines:
+        return f"the number {constants[name]:.6g} on line {lines[name]}"
+    return name
+
+
 async def refit(task: Task, constants: dict[str, float], run: Runner,
-                seconds: float = SECONDS) -> RefitOutcome:
-    """LAW_CONSTANTS refitted on the training split from ``constants`` (module docstring)."""
+                seconds: float = SECONDS, lines: dict[str, int] | None = None) -> RefitOutcome:
+    """LAW_CONSTANTS refitted on the training split from ``constants`` (module
+    docstring). ``lines``: where each constant sits in the submission (the
+    scorer's rewrite, lawlab.literals), to name it in messages."""
     names = [n for n, v in constants.items() if math.isfinite(v)]
     if not names:
         return RefitOutcome(True, "no LAW_CONSTANTS to refit", {})
@@ -105,6 +114,7 @@ async def refit(task: Task, constants: dict[str, float], run: Runner,
     space = residual_space(task.meta.metric, y_all)
     y_t = np.concatenate([to_residual_space(y_all[rows], space) for _, rows in parts])
     big = 1e3 * (float(np.std(y_t)) or 1.0)
+    spread = float(np.sum((y_t - np.mean(y_t)) ** 2))  # the cost of a constant law
     deadline = time.monotonic() + seconds
 
     async def residuals(points: list[np.ndarray]) -> list[np.ndarray | None]:
@@ -133,7 +143,7 @@ async def refit(task: Task, constants: dict[str, float], run: Runner,
     if first[0] is None:
         return RefitOutcome(False, "the law does not run on the training split at its "
                                    "submitted constants, so it cannot be refitted there")
-    broken = [names[i] for i, r in enumerate(first[1:]) if r is None]
+    broken = [_label(names[i], constants, lines) for i, r in enumerate(first[1:]) if r is None]
     if broken:
         return RefitOutcome(False, f"the law stops running when {', '.join(broken)} moves by a "
                                    "millionth of its value: its constants cannot be refitted")
@@ -186,6 +196,18 @@ async def refit(task: Task, constants: dict[str, float], run: Runner,
         lam = max(lam_k / 10, 1e-12)
         if done or any(c is None for c in cols):
             break
+    # a law whose training cost jumps when one constant moves by a millionth is not
+    # at an optimum of a fit but guards its submitted values (issue #50): it
+    # resists the refit, and is not scored from constants it chose
+    jumps = [(_label(names[i], constants, lines), float(c @ c) / cost - 1.0)
+             for i, c in enumerate(cols) if c is not None
+             and float(c @ c) - cost > JUMP * cost + 1e-9 * spread]
+    if jumps:
+        what, rise = max(jumps, key=lambda j: j[1])
+        return RefitOutcome(False, f"the law's training error rises by {100 * rise:.3g}% when "
+                                   f"{what} moves by a millionth of its value: a law that gets "
+                                   "worse when its constants move resists the refit",
+                            dict(zip(names, map(float, theta))), cost0, cost, iterations)
     if capped:
         return RefitOutcome(False, f"the refit on {sum(len(r) for _, r in parts)} training rows "
                                    f"reached its {seconds:g} s safety cap after {iterations} of "

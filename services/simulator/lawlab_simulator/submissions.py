@@ -291,8 +291,8 @@ class SubmissionScorer:
                           f", gate failed: {valid.anti_hacking_reason}"))
             if abs(score.s_n_refit - score.s_n_submitted) > 1e-9:
                 message += (f"; S_N {score.s_n_submitted:.4f} as submitted, "
-                            f"{score.s_n_refit:.4f} with LAW_CONSTANTS refitted on the training "
-                            "split (the smaller counts)")
+                            f"{score.s_n_refit:.4f} with every number it chose refitted on the "
+                            "training split (the smaller counts)")
             if score.message:
                 message += f"; {redact(score.message)}"
             await asyncio.to_thread(
