@@ -66,8 +66,9 @@ JUDGE_FIT: dict[str, Any] = {"staged": True, "fit_tol": FIT_TOL}
 # the judge's random starts: decades of spread around the declared values, in turn
 # (heart_rate_baroreflex's law from 15 % off: 5 of 12 starts at 0.05 converge, 1 of
 # 12 at 0.5), and how many starts a converged mismatch takes before it is believed
+# (each start costs time against the comparison's 60 s limit)
 JUDGE_WIDTHS = (0.05, 0.1, 0.05, 0.5)
-JUDGE_CONFIRM = 6
+JUDGE_CONFIRM = 4
 PERTURBATION = 0.12  # relative size of the per-group moves in family tests
 MAX_POWER_DIGITS = 300  # an exact power of numbers larger than this is refused
 ABSOLUTE_ZEROS = (273.15, 459.67)  # kelvin and rankine offsets: unit conversions, not constants
