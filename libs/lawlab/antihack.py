@@ -60,6 +60,21 @@ LOOKUP_CALLS = {"interp", "searchsorted", "digitize", "piecewise", "select", "hi
 CODE_FROM_TEXT = {"eval", "exec", "compile", "__import__"}
 LOOKUP_MODULES = {"scipy.interpolate", "bisect"}
 EXEMPT_DECLARATIONS = {"LOCAL_FITTABLE", "USED_INPUTS"}
+# optimisers whose keyword settings in fit are not counted (issue #50)
+OPTIMISERS = {"least_squares", "curve_fit", "minimize", "minimize_scalar", "leastsq", "fmin",
+              "brentq", "brent", "root", "root_scalar", "lstsq", "polyfit", "nnls", "lsq_linear",
+              "differential_evolution", "basinhopping", "dual_annealing", "shgo", "golden",
+              "fsolve", "newton", "bisect_method"}
+# turning text into numbers: str methods and decoders (numpy's own split is an array op)
+TEXT_PARSERS = {"split", "rsplit", "splitlines", "partition", "rpartition", "translate",
+                "maketrans", "encode", "decode", "fromhex", "hex", "ord", "chr", "fromstring",
+                "frombuffer", "literal_eval", "loads", "b64decode", "unhexlify", "findall",
+                "from_bytes", "to_bytes", "bytes", "bytearray", "isdigit", "isnumeric",
+                # rewriting text (a number spelled in words becomes digits)
+                "replace", "join", "format", "format_map", "strip", "lstrip", "rstrip",
+                "zfill", "lower", "upper", "casefold", "removeprefix", "removesuffix", "str",
+                "repr", "ascii"}
+DTYPE_NAMES = {f"{k}{b}" for k in ("float", "int", "uint", "complex") for b in (8, 16, 32, 64, 128)}
 _NUMBER = re.compile(r"[-+]?\d*\.?\d+(?:[eE][-+]?\d+)?")
 
 
@@ -135,14 +150,76 @@ def _exempt(tree: ast.Module) -> set[int]:
     from_predict = closure("predict")
     # everything called at module level or from predict stays counted
     fit_only = closure("fit") - from_predict - {"predict"}
+    # fit's numbers count like any code (issue #50: a fit that recognised each
+    # held-out group by its calibration rows hid its table there), except the
+    # settings of a named optimiser passed by keyword (max_nfev=400, xtol=1e-10)
     for name in fit_only:
-        ids.update(id(n) for n in ast.walk(functions[name]))
+        for node in ast.walk(functions[name]):
+            if isinstance(node, ast.Call) and _call_name(node) in OPTIMISERS:
+                for kw in node.keywords:
+                    if kw.arg is not None:
+                        ids.update(id(n) for n in ast.walk(kw.value))
     for node in tree.body:
         if isinstance(node, (ast.Assign, ast.AnnAssign)):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             if any(isinstance(t, ast.Name) and t.id in EXEMPT_DECLARATIONS for t in targets):
                 ids.update(id(n) for n in ast.walk(node))
     return ids
+
+
+def _call_name(node: ast.Call) -> str:
+    fn = node.func
+    return fn.attr if isinstance(fn, ast.Attribute) else fn.id if isinstance(fn, ast.Name) else ""
+
+
+def _names(tree: ast.Module) -> set[str]:
+    """Names the module itself uses: parameters, keywords, assigned names, and
+    the string keys and entries of its declarations (a string naming one of
+    these is a name, not data)."""
+    out: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.arg):
+            out.add(node.arg)
+        elif isinstance(node, ast.keyword) and node.arg:
+            out.add(node.arg)
+        elif isinstance(node, ast.Name):
+            out.add(node.id)
+        elif isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            out.add(node.name)
+    for stmt in tree.body:
+        if isinstance(stmt, ast.Assign) and any(
+                isinstance(t, ast.Name) and t.id in (*DECLARATIONS, "USED_INPUTS")
+                for t in stmt.targets):
+            out.update(n.value for n in ast.walk(stmt.value)
+                       if isinstance(n, ast.Constant) and isinstance(n.value, str))
+    return out
+
+
+def _text_numbers(tree: ast.Module, docstrings: set[int]) -> str:
+    """Numbers parsed out of text are refused outright (issue #50: held-out
+    targets stored as identifier-shaped strings, a point and a value spelled with
+    letters and digits, decoded with ``str.split`` in ``predict``): a string
+    holding a digit that is not a name the module uses, and the calls that turn
+    text into numbers."""
+    names = _names(tree)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) \
+                and id(node) not in docstrings and any(ch.isdigit() for ch in node.value) \
+                and node.value not in names and node.value not in DTYPE_NAMES:
+            return (f"a string holding digits, {node.value[:20]!r} (line {node.lineno}): numbers "
+                    "written in text are refused; write a number as a literal, which the "
+                    "scorer refits")
+        if isinstance(node, ast.Call):
+            name = _call_name(node)
+            receiver = node.func.value if isinstance(node.func, ast.Attribute) else None
+            if name in TEXT_PARSERS and not (
+                    isinstance(receiver, ast.Name) and receiver.id in ("np", "numpy")):
+                return (f"calls {name} (line {node.lineno}): parsing numbers out of text is "
+                        "refused (a table of answers can hide in strings)")
+            if name == "int" and len(node.args) > 1:
+                return (f"int(text, base) (line {node.lineno}): parsing numbers out of text is "
+                        "refused (a table of answers can hide in strings)")
+    return ""
 
 
 def _number_of(node: ast.AST) -> float | None:
@@ -330,7 +407,8 @@ def check(source: str, cap: int, aggregates: Iterable[float] = ()) -> GateVerdic
     except SyntaxError as err:
         return _fail(f"not parseable: {err.msg}")
     docstrings = _docstrings(tree)
-    why = _tables(tree, docstrings) or _lookups(tree) or _state(tree)
+    why = (_tables(tree, docstrings) or _lookups(tree) or _state(tree)
+           or _text_numbers(tree, docstrings))
     if why:
         return _fail(why)
     structural = _structural(tree)

@@ -8,10 +8,13 @@ from __future__ import annotations
 
 import ast
 import json
+import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+import numpy as np
 
 from lawlab.expr import Expression
 
@@ -34,10 +37,11 @@ def law_module(
     a ``fit`` that solves for them by least squares in the task's residual space.
     """
     e = Expression(expr)
-    unknown = e.names - set(used_inputs) - set(constants) - set(local_init or {})
+    bound = [*used_inputs, *constants, *(local_init or {})]
+    unknown = e.free(bound)
     if unknown:
         raise ValueError(f"names without a value in {expr!r}: {sorted(unknown)}")
-    body = e.to_numpy_source()
+    body = e.to_numpy_source(bound)
     lines = [
         f'"""{title}"""',
         "import numpy as np",
@@ -108,6 +112,10 @@ class LawModule:
     tree: ast.Module
     top: dict[str, ast.AST]  # top-level functions, and the values of assigned names
     literals: dict[str, Any]  # the names assigned a Python literal, with its value
+    # the names assigned numbers or dicts of numbers computed from literals, the
+    # module's earlier such names and numpy's elementary functions
+    # (``"T2": np.log10(0.414 * _M_JUP)``, ``_M_JUP = OTHER_CONSTANTS["M_JUP"]``)
+    values: dict[str, Any] = field(default_factory=dict)
 
     def function(self, *names: str) -> ast.FunctionDef | None:
         """The first of ``names`` defined as a top-level function."""
@@ -133,15 +141,27 @@ class LawModule:
         """The declared constants of the dicts ``names``, later ones overriding."""
         out: dict[str, float] = {}
         for name in names:
-            out.update({str(k): float(v) for k, v in dict(self.literals.get(name, {})).items()})
+            computed = self.values.get(name)
+            table = computed if isinstance(computed, dict) else self.literals.get(name, {})
+            out.update({str(k): float(v) for k, v in dict(table).items()
+                        if isinstance(v, (int, float)) and not isinstance(v, bool)})
         return out
 
     def local_init(self) -> dict[str, float]:
-        """LOCAL_FITTABLE's parameters with their starting values (1.0 if none)."""
-        out = {}
+        """LOCAL_FITTABLE's parameters with their starting values: ``init`` a number, the
+        first of a list of starts, or 1.0 where there is none (``"init": None``, the
+        official tasks' "fit() derives starts from the data")."""
+        return {name: starts[0] for name, starts in self.local_starts().items()}
+
+    def local_starts(self) -> dict[str, list[float]]:
+        """LOCAL_FITTABLE's parameters with every starting value given ([1.0] if none)."""
+        out: dict[str, list[float]] = {}
         for name, spec in dict(self.literals.get("LOCAL_FITTABLE", {})).items():
-            init = spec.get("init", 1.0) if isinstance(spec, dict) else spec
-            out[str(name)] = float(init[0] if isinstance(init, (list, tuple)) else init)
+            init = spec.get("init") if isinstance(spec, dict) else spec
+            values = list(init) if isinstance(init, (list, tuple)) else [init]
+            starts = [float(v) for v in values if isinstance(v, (int, float))
+                      and not isinstance(v, bool)]
+            out[str(name)] = starts or [1.0]
         return out
 
     def dict_size(self, name: str) -> int | None:
@@ -179,18 +199,94 @@ def read_module(source: str) -> LawModule:
     tree = parse(source)
     top: dict[str, ast.AST] = {}
     literals: dict[str, Any] = {}
+    values: dict[str, Any] = {}
     for node in tree.body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             top[node.name] = node
-        elif isinstance(node, ast.Assign):
-            for t in node.targets:
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for t in targets:
                 if isinstance(t, ast.Name):
                     top[t.id] = node.value
                     try:
                         literals[t.id] = ast.literal_eval(node.value)
                     except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
                         literals.pop(t.id, None)
-    return LawModule(tree, top, literals)
+                    folded = fold(node.value, values)
+                    if folded is None:
+                        values.pop(t.id, None)
+                    else:
+                        values[t.id] = folded
+    return LawModule(tree, top, literals, values)
+
+
+# numpy / math functions a module's constant definitions may use, on numbers
+_FOLD_CALLS: dict[str, Any] = {
+    "log": math.log, "log10": math.log10, "log2": math.log2, "exp": math.exp,
+    "sqrt": math.sqrt, "sin": math.sin, "cos": math.cos, "tan": math.tan,
+    "arctan": math.atan, "atan": math.atan, "float": float, "abs": abs, "fabs": abs,
+    "radians": math.radians, "deg2rad": math.radians}
+_FOLD_CONSTANTS = {"pi": math.pi, "e": math.e}
+
+
+def fold(node: ast.AST, scope: Mapping[str, Any]) -> Any:
+    """The value of a constant definition: a number or a dict of numbers computed from
+    literals, names in ``scope``, + - * / **, and numpy/math functions of numbers;
+    None if it is anything else (or not finite). Never runs the module's code."""
+    try:
+        with np.errstate(all="raise"):
+            value = _fold(node, scope)
+    except (ArithmeticError, ValueError, TypeError, FloatingPointError, KeyError):
+        return None
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+def _fold(node: ast.AST, scope: Mapping[str, Any]) -> Any:
+    if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) \
+            and not isinstance(node.value, bool):
+        return float(node.value)
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        v = _fold(node.operand, scope)
+        return -v if isinstance(node.op, ast.USub) else v
+    if isinstance(node, ast.BinOp) and type(node.op) in _FOLD_OPS:
+        a, b = _fold(node.left, scope), _fold(node.right, scope)
+        if not isinstance(a, float) or not isinstance(b, float):
+            raise TypeError("not numbers")
+        out = float(_FOLD_OPS[type(node.op)](a, b))
+        if not math.isfinite(out):
+            raise ArithmeticError("not finite")
+        return out
+    if isinstance(node, ast.Name) and isinstance(scope.get(node.id), (float, dict)):
+        return scope[node.id]
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) \
+            and node.value.id in ("np", "numpy", "math") and node.attr in _FOLD_CONSTANTS:
+        return _FOLD_CONSTANTS[node.attr]
+    if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant):
+        table = _fold(node.value, scope)
+        if isinstance(table, dict):
+            return table[node.slice.value]
+    if isinstance(node, ast.Call) and not node.keywords and len(node.args) == 1:
+        func = node.func
+        name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+        if name in _FOLD_CALLS and (isinstance(func, ast.Name) and name in ("float", "abs")
+                                    or isinstance(func, ast.Attribute)
+                                    and isinstance(func.value, ast.Name)
+                                    and func.value.id in ("np", "numpy", "math")):
+            return float(_FOLD_CALLS[name](_fold(node.args[0], scope)))
+    if isinstance(node, ast.Call) and len(node.args) == 2 and not node.keywords \
+            and isinstance(node.func, ast.Attribute) and node.func.attr == "power":
+        return _fold(ast.BinOp(node.args[0], ast.Pow(), node.args[1]), scope)
+    if isinstance(node, ast.Dict) and all(isinstance(k, ast.Constant) for k in node.keys):
+        return {str(k.value): _fold(v, scope)  # type: ignore[union-attr]
+                for k, v in zip(node.keys, node.values)}
+    raise TypeError(f"{type(node).__name__} is not a constant definition")
+
+
+_FOLD_OPS: dict[type[ast.operator], Any] = {
+    ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult: lambda a, b: a * b,
+    ast.Div: lambda a, b: a / b, ast.Pow: lambda a, b: a ** b}
 
 
 def extract_final_formula(text: str) -> str | None:

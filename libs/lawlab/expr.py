@@ -2,7 +2,9 @@
 
 A law is text such as ``"Vm * conc / (K + conc)"``: Python/sympy syntax with
 numbers, names (inputs and constants), ``+ - * / **``, unary minus and calls
-of a fixed whitelist of functions. The text is parsed once into an AST that is
+of a fixed whitelist of functions; where a branch is the law, ``min(a, b)``,
+``max(a, b)``, ``clip(x, lo, hi)`` and ``where(a < b, x, y)`` (a comparison,
+``< <= > >=``, only as where's first argument). The text is parsed once into an AST that is
 checked node by node; evaluation walks that tree with numpy (or builds a sympy
 expression from it). Nothing is ever passed to ``eval``.
 """
@@ -12,7 +14,7 @@ from __future__ import annotations
 import ast
 import math
 import operator
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, cast
 
 import numpy as np
@@ -61,7 +63,24 @@ SYMPY_FUNCTIONS: dict[str, Any] = {
     "abs": sympy.Abs,
     "erf": sympy.erf,
 }
+# functions of several arguments, for laws whose branch is the physics (a clamp at
+# zero, a break in slope): name -> number of arguments
+BRANCHES: dict[str, int] = {"min": 2, "max": 2, "clip": 3, "where": 3}
+_COMPARE: dict[type[ast.cmpop], Callable[[Any, Any], Any]] = {
+    ast.Lt: operator.lt, ast.LtE: operator.le, ast.Gt: operator.gt, ast.GtE: operator.ge}
+_NUMPY_BRANCHES: dict[str, Callable[..., Any]] = {
+    "min": np.minimum, "max": np.maximum,
+    "clip": lambda x, lo, hi: np.minimum(np.maximum(x, lo), hi),
+    "where": lambda c, a, b: np.where(c, a, b)}
+_SYMPY_BRANCHES: dict[str, Callable[..., Any]] = {
+    "min": sympy.Min, "max": sympy.Max,
+    "clip": lambda x, lo, hi: sympy.Min(sympy.Max(x, lo), hi),
+    "where": lambda c, a, b: sympy.Piecewise((a, c), (b, True))}
+
+# names that stand for a number unless the caller binds them: a variable the caller
+# binds (an input or a constant called ``e`` or ``pi``) always means the variable
 NAMED_NUMBERS = {"pi": math.pi, "e": math.e}
+SYMPY_NUMBERS: dict[str, Any] = {"pi": sympy.pi, "e": sympy.E}
 MAX_LENGTH = 4000
 MAX_DEPTH = 60
 
@@ -98,6 +117,8 @@ class Expression:
             raise ExpressionError(f"cannot parse expression: {err.msg}") from None
         self.text = text.strip()
         self._root = tree.body
+        # every name the text uses as a value, ``e`` and ``pi`` included: a caller that
+        # binds one of them means its variable; one it leaves unbound is the number
         self.names: set[str] = set()
         self.functions: set[str] = set()
         self._check(self._root, 0)
@@ -116,14 +137,30 @@ class Expression:
         elif isinstance(node, ast.Name):
             if node.id in FUNCTIONS:
                 raise ExpressionError(f"function {node.id!r} used as a value")
-            if node.id not in NAMED_NUMBERS:
-                self.names.add(node.id)
+            self.names.add(node.id)
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) \
+                and node.func.id in BRANCHES:
+            name, arity = node.func.id, BRANCHES[node.func.id]
+            if node.keywords or len(node.args) != arity:
+                raise ExpressionError(f"{name}() takes exactly {arity} positional arguments")
+            self.functions.add(name)
+            args = list(node.args)
+            if name == "where":
+                cond = args.pop(0)
+                if not (isinstance(cond, ast.Compare) and len(cond.ops) == 1
+                        and type(cond.ops[0]) in _COMPARE):
+                    raise ExpressionError("where()'s first argument must be one comparison "
+                                          "(a < b, a <= b, a > b or a >= b)")
+                args = [cond.left, cond.comparators[0], *args]
+            for arg in args:
+                self._check(arg, depth + 1)
+        elif isinstance(node, ast.Compare):
+            raise ExpressionError("a comparison is allowed only as where()'s first argument")
         elif isinstance(node, ast.Call):
             if not isinstance(node.func, ast.Name) or node.func.id not in FUNCTIONS:
                 name = node.func.id if isinstance(node.func, ast.Name) else ast.unparse(node.func)
-                raise ExpressionError(
-                    f"function {name!r} is not allowed (allowed: {', '.join(sorted(FUNCTIONS))})"
-                )
+                allowed = ', '.join(sorted([*FUNCTIONS, *BRANCHES]))
+                raise ExpressionError(f"function {name!r} is not allowed (allowed: {allowed})")
             if node.keywords or len(node.args) != 1:
                 raise ExpressionError(f"{node.func.id}() takes exactly one positional argument")
             self.functions.add(node.func.id)
@@ -131,9 +168,20 @@ class Expression:
         else:
             raise ExpressionError(f"{type(node).__name__} is not allowed in a law expression")
 
+    @property
+    def named_numbers(self) -> set[str]:
+        """The names the text uses that are numbers (``e``, ``pi``) when left unbound."""
+        return self.names & set(NAMED_NUMBERS)
+
+    def free(self, bound: Iterable[str]) -> set[str]:
+        """The names a caller binding ``bound`` must still give a value: every name
+        not bound, except ``e`` and ``pi`` (which are then the numbers)."""
+        return self.names - set(bound) - set(NAMED_NUMBERS)
+
     def evaluate(self, env: Mapping[str, Any]) -> Any:
-        """Evaluate with numpy; ``env`` maps every name to a number or array."""
-        missing = self.names - set(env)
+        """Evaluate with numpy; ``env`` maps every name to a number or array. A name
+        bound in ``env`` is that value even when it is ``e`` or ``pi``."""
+        missing = self.free(env)
         if missing:
             raise ExpressionError(f"no value for {', '.join(sorted(missing))}")
         with np.errstate(all="ignore"):
@@ -148,16 +196,23 @@ class Expression:
         if isinstance(node, ast.Constant):  # a number: the parser refused anything else
             return float(cast(float, node.value))
         if isinstance(node, ast.Name):
-            if node.id in NAMED_NUMBERS:
-                return NAMED_NUMBERS[node.id]
-            return env[node.id]
+            if node.id in env:
+                return env[node.id]
+            return NAMED_NUMBERS[node.id]  # evaluate() refused any other unbound name
+        if isinstance(node, ast.Compare):  # where()'s condition
+            return _COMPARE[type(node.ops[0])](self._eval(node.left, env),
+                                               self._eval(node.comparators[0], env))
         assert isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+        if node.func.id in BRANCHES:
+            return _NUMPY_BRANCHES[node.func.id](*[self._eval(a, env) for a in node.args])
         return FUNCTIONS[node.func.id](self._eval(node.args[0], env))
 
     def to_sympy(self, symbols: Mapping[str, sympy.Symbol] | None = None) -> sympy.Expr:
+        """The sympy form; ``symbols`` binds names (a bound ``e`` or ``pi`` is that
+        symbol), other names become real symbols, unbound ``e``/``pi`` sympy's E/pi."""
         table = dict(symbols or {})
-        for name in self.names:
-            table.setdefault(name, sympy.Symbol(name, real=True))
+        for name in self.free(table):
+            table[name] = sympy.Symbol(name, real=True)
         return self._sym(self._root, table)
 
     def _sym(self, node: ast.AST, table: Mapping[str, Any]) -> Any:
@@ -170,16 +225,21 @@ class Expression:
             number = cast(float, node.value)
             return sympy.nsimplify(number) if float(number).is_integer() else sympy.Float(number)
         if isinstance(node, ast.Name):
-            if node.id == "pi":
-                return sympy.pi
-            if node.id == "e":
-                return sympy.E
-            return table[node.id]
+            if node.id in table:
+                return table[node.id]
+            return SYMPY_NUMBERS[node.id]
+        if isinstance(node, ast.Compare):
+            return _COMPARE[type(node.ops[0])](self._sym(node.left, table),
+                                               self._sym(node.comparators[0], table))
         assert isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+        if node.func.id in BRANCHES:
+            return _SYMPY_BRANCHES[node.func.id](*[self._sym(a, table) for a in node.args])
         return SYMPY_FUNCTIONS[node.func.id](self._sym(node.args[0], table))
 
-    def to_numpy_source(self) -> str:
-        """Python source using ``np.`` functions, for generated contract modules."""
+    def to_numpy_source(self, bound: Iterable[str] = ()) -> str:
+        """Python source using ``np.`` functions, for generated contract modules; an
+        unbound ``e``/``pi`` becomes ``np.e``/``np.pi``, a bound one stays its name."""
+        keep = set(bound)
 
         class _Rewrite(ast.NodeTransformer):
             def visit_Call(self, node: ast.Call) -> ast.AST:
@@ -190,13 +250,14 @@ class Expression:
                         value=ast.Attribute(value=ast.Name("scipy", ast.Load()), attr="special",
                                             ctx=ast.Load()), attr="erf", ctx=ast.Load())
                     return node
-                name = {"atan": "arctan", "asin": "arcsin", "acos": "arccos", "asinh": "arcsinh",
-                        "acosh": "arccosh", "atanh": "arctanh"}.get(node.func.id, node.func.id)
+                name = {"min": "minimum", "max": "maximum", "atan": "arctan", "asin": "arcsin",
+                        "acos": "arccos", "asinh": "arcsinh", "acosh": "arccosh",
+                        "atanh": "arctanh"}.get(node.func.id, node.func.id)
                 node.func = ast.Attribute(value=ast.Name("np", ast.Load()), attr=name, ctx=ast.Load())
                 return node
 
             def visit_Name(self, node: ast.Name) -> ast.AST:
-                if node.id in NAMED_NUMBERS:
+                if node.id in NAMED_NUMBERS and node.id not in keep:
                     return ast.Attribute(value=ast.Name("np", ast.Load()), attr=node.id, ctx=ast.Load())
                 return node
 

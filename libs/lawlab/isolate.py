@@ -10,17 +10,30 @@ loop, its health checks and the other teams' jobs are never held.
 Children are forked from a small fork server started before the service's
 threads (``multiprocessing``'s forkserver context, with the judge's modules
 preloaded), so each call costs a fork, not an interpreter start.
+
+The limits are the child's own, not only its caller's: the kernel stops a child
+past its CPU time (RLIMIT_CPU, a second over the wall limit) and its address
+space, and a parent-death signal chains each child to the fork server and the
+fork server to the service, so a service killed hard (SIGKILL, OOM) leaves no
+comparison running (issue #49).
 """
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
+import math
 import multiprocessing
 import multiprocessing.connection
+import os
 import resource
+import signal
 from collections.abc import Callable, Sequence
 from typing import Any
 
-PRELOAD = ["lawlab.structure", "numpy", "sympy", "scipy.optimize"]
+# the guard first: the fork server dies with the service that started it
+PRELOAD = ["lawlab.isolate_guard", "lawlab.structure", "numpy", "sympy", "scipy.optimize"]
+PR_SET_PDEATHSIG = 1
 _CTX: Any = None
 
 
@@ -48,9 +61,23 @@ def _noop() -> None:
     return None
 
 
+def die_with_parent() -> None:
+    """Ask the kernel to SIGKILL this process when its parent dies (Linux), and exit
+    now if the parent is already gone (its orphans are adopted by init)."""
+    parent = os.getppid()
+    libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+    if libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_PDEATHSIG) failed")
+    if os.getppid() != parent or parent == 1:
+        os._exit(1)
+
+
 def _child(conn: multiprocessing.connection.Connection, fn: Callable[..., Any],
-           args: Sequence[Any], memory_bytes: int) -> None:
+           args: Sequence[Any], memory_bytes: int, cpu_seconds: int = 0) -> None:
     try:
+        die_with_parent()
+        if cpu_seconds:
+            resource.setrlimit(resource.RLIMIT_CPU, (cpu_seconds, cpu_seconds + 2))
         if memory_bytes:
             resource.setrlimit(resource.RLIMIT_AS, (memory_bytes, memory_bytes))
         conn.send(("ok", fn(*args)))
@@ -69,7 +96,9 @@ def run_limited(fn: Callable[..., Any], args: Sequence[Any], seconds: float,
     ``memory_bytes``. Blocking: call it from a worker thread in async code."""
     ctx = _context()
     receive, send = ctx.Pipe(duplex=False)
-    proc = ctx.Process(target=_child, args=(send, fn, tuple(args), memory_bytes), daemon=True)
+    cpu = int(math.ceil(seconds)) + 1  # past the wall limit: the kernel's, if we are gone
+    proc = ctx.Process(target=_child, args=(send, fn, tuple(args), memory_bytes, cpu),
+                       daemon=True)
     proc.start()
     send.close()
     try:

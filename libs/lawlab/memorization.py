@@ -95,7 +95,7 @@ def match(task: Task, text: str) -> Sample:
         expr = Expression(raw)
     except (ExpressionError, SyntaxError, ValueError) as err:
         return Sample(text, raw, reason=f"not a restricted expression: {err}")
-    unknown = sorted(set(expr.names) - set(inputs))
+    unknown = sorted(expr.free(inputs))
     if not set(expr.names) & set(inputs):
         return Sample(text, raw, reason="uses none of the inputs")
     ref = _best_reference(task)

@@ -6,16 +6,20 @@ expression: the importer (restricted-expression text, :mod:`lawlab.expr`) and
 the structure judge (a sympy form with free parameters). :class:`PredictWalker`
 holds the rules both share: what a law may contain (assignments, with-blocks,
 docstrings, one return; arithmetic, numpy's elementary functions, input columns
-``X[:, i]`` / ``X['name']``, declared constants by name, ``constants['k']`` or
-``params.get('k')``) and what it may not (branches, loops, other calls), with the
-line of what is refused. A subclass builds the result: numbers, names, operators
-and functions.
+``X[:, i]`` / ``X['name']``, declared constants by name, ``constants['k']``,
+``params.get('k')``, the module's own dicts ``LAW_CONSTANTS['k']`` /
+``OTHER_CONSTANTS['k']`` and names bound to them, ``np.full_like(x, v)``, and the
+module's helper functions called from ``predict``, inlined) and what it may not
+(loops, other calls), with the line of what is refused. Clamps and branches
+(``np.maximum``, ``np.clip``, ``np.where``) go to :meth:`PredictWalker.branch`,
+which refuses them unless a subclass can represent them. A subclass builds the
+result: numbers, names, operators and functions.
 """
 
 from __future__ import annotations
 
 import ast
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Generic, TypeVar
 
 T = TypeVar("T")
@@ -36,6 +40,12 @@ PASSTHROUGH = {"asarray", "array", "asanyarray", "float", "float64", "ravel", "c
 BRANCHES = {"where": "np.where", "piecewise": "np.piecewise", "select": "np.select",
             "clip": "np.clip", "maximum": "np.maximum", "minimum": "np.minimum",
             "heaviside": "np.heaviside", "sign": "np.sign", "interp": "np.interp"}
+# calls that build an array of one value shaped like their first argument
+FILLS = {"full_like", "ones_like", "zeros_like"}
+# dicts whose subscripts are declared constants (and the module's own constant dicts)
+CONSTANT_DICTS = ("constants", "kwargs", "params", "LAW_CONSTANTS", "OTHER_CONSTANTS",
+                  "CONSTANTS", "PARAMS")
+MAX_INLINE = 8  # helper calls nested deeper than this are refused (recursion)
 OPERATORS = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.Pow)
 _X_ALIASES = ("asarray", "array", "atleast_2d")
 _CONTROL = {ast.If: "branch (if)", ast.For: "loop (for)", ast.While: "loop (while)",
@@ -45,10 +55,15 @@ _CONTROL = {ast.If: "branch (if)", ast.For: "loop (for)", ast.While: "loop (whil
 class PredictWalker(Generic[T]):
     """Walks ``predict``'s body; subclasses build the result (``T``)."""
 
-    def __init__(self, used_inputs: Sequence[str]) -> None:
+    def __init__(self, used_inputs: Sequence[str],
+                 helpers: Mapping[str, ast.FunctionDef] | None = None,
+                 dict_names: Sequence[str] = CONSTANT_DICTS) -> None:
         self.used = list(used_inputs)
         self.env: dict[str, T] = {}  # intermediate names assigned in the body
         self.x_names: set[str] = {"X"}
+        self.helpers = dict(helpers or {})  # the module's functions predict may call
+        self.dict_names = set(dict_names)
+        self._inlining: list[str] = []
 
     # ---- what a subclass provides ------------------------------------------------------
     def fail(self, node: ast.AST | None, reason: str) -> Exception:
@@ -88,6 +103,12 @@ class PredictWalker(Generic[T]):
         """The right side of ``**`` (a subclass may treat literal exponents apart)."""
         return self.expr(node)
 
+    def branch(self, name: str, node: ast.Call) -> T:
+        """``np.maximum``/``minimum``/``clip``/``where``...: refused unless a subclass
+        represents them."""
+        raise self.fail(node, f"branch ({BRANCHES[name]}): laws with branches cannot be "
+                              "converted")
+
     # ---- the walk ------------------------------------------------------------------------
     def read(self, fn: ast.FunctionDef) -> T:
         """``fn``'s expression; its first argument names the input matrix."""
@@ -108,6 +129,10 @@ class PredictWalker(Generic[T]):
                     and isinstance(st.targets[0], ast.Name):
                 self._assign(st.targets[0].id, st.value)
                 continue
+            if isinstance(st, ast.AnnAssign) and isinstance(st.target, ast.Name) \
+                    and st.value is not None:
+                self._assign(st.target.id, st.value)
+                continue
             if isinstance(st, ast.With):
                 out = self.body(st.body)
                 if out is not None:
@@ -123,6 +148,13 @@ class PredictWalker(Generic[T]):
         return None
 
     def _assign(self, target: str, value: ast.expr) -> None:
+        if isinstance(value, ast.Name) and value.id in self.dict_names \
+                and value.id not in self.env:
+            self.dict_names.add(target)  # c = LAW_CONSTANTS
+            return
+        if isinstance(value, ast.Name) and value.id in self.x_names:
+            self.x_names.add(target)  # Z = X
+            return
         if isinstance(value, ast.Call) and getattr(value.func, "attr", "") in _X_ALIASES \
                 and value.args and isinstance(value.args[0], ast.Name) \
                 and value.args[0].id in self.x_names:
@@ -171,7 +203,7 @@ class PredictWalker(Generic[T]):
                 return self.column(self.used[i])
             if isinstance(sl, ast.Constant) and isinstance(sl.value, str) and sl.value in self.used:
                 return self.column(sl.value)
-        if isinstance(base, ast.Name) and base.id in ("constants", "kwargs", "params") \
+        if isinstance(base, ast.Name) and base.id in self.dict_names and base.id not in self.env \
                 and isinstance(sl, ast.Constant):
             return self.declared(str(sl.value), node)
         raise self.fail(node, f"subscript {ast.unparse(node)!r} is not an input column or "
@@ -180,9 +212,20 @@ class PredictWalker(Generic[T]):
     def call(self, node: ast.Call) -> T:
         func = node.func
         name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+        if isinstance(func, ast.Name) and func.id in self.helpers:
+            return self.inline(self.helpers[func.id], node)
         if name in BRANCHES:
-            raise self.fail(node, f"branch ({BRANCHES[name]}): laws with branches cannot be "
-                                  "converted")
+            return self.branch(name, node)
+        if name in FILLS and isinstance(func, ast.Attribute) and node.args:
+            if name == "ones_like":
+                return self.integer(1)
+            if name == "zeros_like":
+                return self.integer(0)
+            fill = node.args[1] if len(node.args) > 1 else next(
+                (k.value for k in node.keywords if k.arg == "fill_value"), None)
+            if fill is None:
+                raise self.fail(node, "np.full_like without a fill value")
+            return self.expr(fill)
         if isinstance(func, ast.Attribute) and func.attr == "get" \
                 and isinstance(func.value, ast.Name) and node.args \
                 and isinstance(node.args[0], ast.Constant):
@@ -201,6 +244,51 @@ class PredictWalker(Generic[T]):
         if name in FUNCTIONS and len(node.args) == 1 and not node.keywords:
             return self.function(FUNCTIONS[name], self.expr(node.args[0]))
         raise self.fail(node, f"call of {ast.unparse(func)!r} is not supported")
+
+
+    def inline(self, fn: ast.FunctionDef, node: ast.Call) -> T:
+        """A call of one of the module's own functions: its body, read with its
+        parameters bound to the call's arguments."""
+        if len(self._inlining) >= MAX_INLINE or fn.name in self._inlining:
+            raise self.fail(node, f"helper {fn.name}() calls itself or nests deeper than "
+                                  f"{MAX_INLINE} helpers")
+        if fn.args.vararg or fn.args.kwarg or any(isinstance(a, ast.Starred) for a in node.args) \
+                or any(k.arg is None for k in node.keywords):
+            raise self.fail(node, f"helper {fn.name}() is called with or takes *args/**kwargs")
+        params = [a.arg for a in [*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs]]
+        if len(node.args) > len(fn.args.posonlyargs) + len(fn.args.args):
+            raise self.fail(node, f"too many arguments for helper {fn.name}()")
+        defaults = dict(zip([a.arg for a in [*fn.args.posonlyargs, *fn.args.args]]
+                            [-len(fn.args.defaults):] if fn.args.defaults else [],
+                            fn.args.defaults))
+        defaults.update({a.arg: d for a, d in zip(fn.args.kwonlyargs, fn.args.kw_defaults)
+                         if d is not None})
+        given: dict[str, ast.expr] = dict(zip(params, node.args))
+        for k in node.keywords:
+            if k.arg not in params:
+                raise self.fail(node, f"helper {fn.name}() has no parameter {k.arg!r}")
+            given[str(k.arg)] = k.value
+        env: dict[str, T] = {}
+        x_names: set[str] = set()
+        for p in params:
+            arg = given.get(p, defaults.get(p))
+            if arg is None:
+                raise self.fail(node, f"helper {fn.name}() is called without {p!r}")
+            if isinstance(arg, ast.Name) and arg.id in self.x_names:
+                x_names.add(p)  # the input matrix handed on
+            else:
+                env[p] = self.expr(arg)
+        saved = self.env, self.x_names
+        self.env, self.x_names = env, x_names
+        self._inlining.append(fn.name)
+        try:
+            out = self.body(fn.body)
+        finally:
+            self.env, self.x_names = saved
+            self._inlining.pop()
+        if out is None:
+            raise self.fail(fn, f"helper {fn.name}() returns nothing")
+        return out
 
 
 def _whole(node: ast.AST) -> bool:

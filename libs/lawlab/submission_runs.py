@@ -42,22 +42,27 @@ class RunResult:
         coerce(self)
 
 
-def contract_for(meta: TaskMeta) -> sandbox_pb2.Contract:
+def contract_for(meta: TaskMeta, max_law_constants: int | None = None) -> sandbox_pb2.Contract:
+    """``max_law_constants``: another cap, for a module the scorer rewrote
+    (lawlab.literals: every number of the submission is a LAW_CONSTANT there)."""
     return sandbox_pb2.Contract(
         type=(common_pb2.TASK_TYPE_MULTI_GROUP if meta.multi_group
               else common_pb2.TASK_TYPE_SINGLE_GROUP),
-        max_law_constants=meta.caps.max_law_constants,
+        max_law_constants=(meta.caps.max_law_constants if max_law_constants is None
+                           else max_law_constants),
         max_local_params=meta.caps.max_local_params,
         fit_timeout_seconds=meta.caps.fit_timeout_seconds,
     )
 
 
 async def run_jobs(stub: sandbox_pb2_grpc.SandboxServiceStub, meta: TaskMeta, source: str,
-                   jobs: Sequence[Job], timeout_seconds: float = 0.0) -> RunResult:
-    """``timeout_seconds``: the run's limit (0: the sandbox's limit for submissions)."""
+                   jobs: Sequence[Job], timeout_seconds: float = 0.0,
+                   max_law_constants: int | None = None) -> RunResult:
+    """``timeout_seconds``: the run's limit (0: the sandbox's limit for submissions);
+    ``max_law_constants``: contract_for's."""
     inputs = meta.input_names
     request = sandbox_pb2.RunSubmissionRequest(
-        submission=common_pb2.Submission(source=source), contract=contract_for(meta),
+        submission=common_pb2.Submission(source=source), contract=contract_for(meta, max_law_constants),
         timeout_seconds=timeout_seconds)
     for job in jobs:
         pb = sandbox_pb2.SubmissionJob(job_id=job.job_id, x=convert.frame_to_table(job.x, inputs),

@@ -142,6 +142,12 @@ class HiddenLaw:
     local_names: tuple[str, ...] = ()
 
 
+def public_fingerprint() -> str:
+    from lawlab.worldkey import public
+
+    return public().fingerprint
+
+
 class Task:
     """One task directory. Public parts load eagerly; answer keys on demand."""
 
@@ -294,6 +300,30 @@ class TaskLibrary:
         if not path.exists():
             return ""
         return str(json.loads(path.read_text()).get("release", ""))
+
+    def without_private(self) -> list[str]:
+        """The tasks whose Parallel world has no private piece (none of the operator's
+        ``world-variants.yaml`` was drawn into its hidden law): anyone with the
+        repository can enumerate that world's candidates (issue #50)."""
+        out = []
+        for task in self:
+            if not task.has_world():
+                continue
+            pieces = task.world_spec().get("law", {}).get("pieces", [])
+            if not any(p.get("private") for p in pieces):
+                out.append(task.task_id)
+        return out
+
+    @property
+    def kind(self) -> str:
+        """``leaderboard``: every Parallel world has a private piece; else
+        ``development`` (the public release is one: its key is published)."""
+        cached: str | None = getattr(self, "_kind", None)
+        if cached is None:
+            cached = ("development" if self.world_fingerprint == public_fingerprint()
+                      or self.without_private() else "leaderboard")
+            self._kind = cached
+        return cached
 
     def ids(self) -> list[str]:
         return list(self._tasks)

@@ -175,7 +175,19 @@ async def assess(task: Task, source: str, run: Runner) -> Assessment:
                 p.rows[inputs] if meta.multi_group else None,
                 p.rows[meta.target.name].to_numpy(float) if meta.multi_group else None)
             for p in plans]
+    probes: list[Any] = []
+    if meta.suite == "real":  # tables of answers found by what they do (lawlab.jumps)
+        from lawlab import jumps
+
+        extra, probes = jumps.jobs(task)
+        jobs = [*jobs, *extra]
     result = await run(jobs)
+    if probes:
+        from lawlab import jumps
+
+        table = jumps.verdict(task, probes, result)
+        if table:
+            verdict_gate = antihack.GateVerdict(False, table, verdict_gate.fitted_numbers)
     ok = result.status == "ok"
     predictions = {p.group: result.predictions.get(p.group or "all") if ok else None
                    for p in plans}
@@ -258,3 +270,35 @@ def target_aggregates(task: Any) -> list[float]:
     if task.meta.multi_group:
         out += [float(v) for v in task.train.groupby(GROUP_COL)[target].mean()]
     return out
+
+
+# ---- the official rubric of an imported task ----------------------------------------
+
+def official_rubric_rows(task_root: Any, verdicts: Mapping[str, tuple[bool, str]],
+                         judge_model: str = "") -> list[tuple[str, str, str]] | None:
+    """Every sentence of an imported official task's rubric (eval/validity_rubrics.json)
+    with its state: (mark, sentence, evidence). A sentence read as an executable item
+    carries that item's verdict (``verdicts``: item id -> (passed, evidence)); one that
+    only an LLM judge can read is "not judged" when no judge model is configured, never
+    guessed. None for a task without an official rubric."""
+    import json
+    from pathlib import Path
+
+    path = Path(task_root) / "eval" / "validity_rubrics.json"
+    if not path.is_file():
+        return None
+    doc = json.loads(path.read_text(encoding="utf-8"))
+    rows = []
+    for s in doc.get("sentences", []):
+        text, item = str(s.get("text", "")), s.get("item_id")
+        if s.get("judge") == "executable" and item in verdicts:
+            passed, evidence = verdicts[item]
+            rows.append(("x" if passed else " ", text, evidence))
+        elif s.get("judge") == "executable":
+            rows.append(("?", text, f"not judged: item {item} has no verdict"))
+        elif judge_model:
+            rows.append(("?", text, f"for the LLM judge ({judge_model}): use --backend llm"))
+        else:
+            rows.append(("?", text, "not judged: needs the LLM judge and no judge model is "
+                                    "configured (LAWLAB_JUDGE_LLM_MODEL)"))
+    return rows

@@ -80,7 +80,7 @@ def world(tasks_dir, tmp_path_factory):
         made = _cli(data, "token", "create", "--team", team)
         assert made.returncode == 0, made.stderr
         tokens[team] = made.stdout.strip()
-    opened = _cli(data, "epoch", "open", "round1")  # Real at once, Parallel on close
+    opened = _cli(data, "epoch", "open", "round1", "--development")  # Real at once, Parallel on close
     assert opened.returncode == 0 and "Parallel scores released on close" in opened.stdout
     yield {"cluster": cluster, "address": f"localhost:{cluster.services['simulator'].port}",
            "ca": str(data / "certs" / "server.pem"), "tokens": tokens, "data": data}
@@ -155,7 +155,8 @@ def test_parallel_scores_are_withheld_until_the_epoch_closes(world):
         released = sim.submission(sub["submission_id"])
     assert released["released"] and released["scores"]["s_s"] in (0.0, 0.25, 0.5, 0.75, 1.0)
     assert released["scores"]["s_s"] == pytest.approx(stored.s_s)
-    reopened = _cli(world["data"], "epoch", "open", "round2", "--release", "immediate")
+    reopened = _cli(world["data"], "epoch", "open", "round2", "--development",
+                    "--release", "immediate")
     assert reopened.returncode == 0
 
 

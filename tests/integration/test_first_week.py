@@ -138,7 +138,7 @@ def test_first_week(tmp_path, tasks_dir):
     _view_serves_the_stopped_cluster(lawlab, env, home, data, trial_id)
 
     # 5. the leaderboard, ranked, from the stopped cluster's campaign beside an epoch
-    assert lawlab("epoch", "open", "w1").returncode == 0
+    assert lawlab("epoch", "open", "w1", "--development").returncode == 0
     board = lawlab("leaderboard", "w1", "--campaign", "week")
     assert board.returncode == 0, board.stderr
     assert "| rank | agent |" in board.stdout and "| 1 | template | real | full | 3 / 3 |" \

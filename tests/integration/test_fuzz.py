@@ -211,7 +211,8 @@ def test_huge_column_counts_are_refused_or_handled(fuzz_cluster):
         # the fuzz of the operator API may have opened and closed epochs (Hypothesis's
         # OpenEpoch("0") then CloseEpoch("0") leaves none open): a round of our own
         operators = operator_pb2_grpc.OperatorServiceStub(channel)
-        operators.OpenEpoch(operator_pb2.OpenEpochRequest(epoch_id=f"wide-{uuid.uuid4().hex}"),
+        operators.OpenEpoch(operator_pb2.OpenEpochRequest(epoch_id=f"wide-{uuid.uuid4().hex}",
+                                                           development=True),
                             metadata=[("authorization", f"Bearer {token}")], timeout=30)
         open_session = channel.unary_unary(f"/{sim.full_name}/OpenSession",
                                            request_serializer=lambda m: m.SerializeToString(),

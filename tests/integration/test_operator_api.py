@@ -57,7 +57,7 @@ def test_an_operator_token_runs_the_round_and_the_audit_names_it(sim):
         code, details = _refusal(lambda: ops.CreateToken(
             op.CreateTokenRequest(team="ops2", role=op.ROLE_OPERATOR), timeout=30))
         assert code == grpc.StatusCode.PERMISSION_DENIED and "internal token" in details
-        epoch = ops.OpenEpoch(op.OpenEpochRequest(epoch_id="r1",
+        epoch = ops.OpenEpoch(op.OpenEpochRequest(epoch_id="r1", development=True,
                                                   release=op.RELEASE_IMMEDIATE), timeout=30)
         assert epoch.current and epoch.release == op.RELEASE_IMMEDIATE \
             and epoch.release_real == op.RELEASE_IMMEDIATE
@@ -130,8 +130,8 @@ def test_a_bad_request_names_its_field(sim, request_, field):
 def test_an_epoch_is_never_reopened_and_unknown_names_are_not_found(sim):
     channel, api = _api(sim, sim.internal_token)
     with channel:
-        api.OpenEpoch(op.OpenEpochRequest(epoch_id="once"), timeout=30)
-        code, details = _refusal(lambda: api.OpenEpoch(op.OpenEpochRequest(epoch_id="once"),
+        api.OpenEpoch(op.OpenEpochRequest(epoch_id="once", development=True), timeout=30)
+        code, details = _refusal(lambda: api.OpenEpoch(op.OpenEpochRequest(epoch_id="once", development=True),
                                                        timeout=30))
         assert code == grpc.StatusCode.INVALID_ARGUMENT and "never reopened" in details
         code, _ = _refusal(lambda: api.CloseEpoch(op.CloseEpochRequest(epoch_id="nope"),
@@ -178,3 +178,19 @@ def test_the_cli_never_sends_a_token_where_it_should_not(sim, tmp_path):
     zero = run("token", "create", "--team", "z", "--qps", "0")
     assert zero.returncode == 2 and "must be positive" in zero.stderr
     assert not (tmp_path / "internal-token").exists()
+
+
+def test_an_epoch_on_a_library_without_private_variants_needs_development(sim):
+    """Issue #50: the library `make tasks` builds (a fresh key, no world-variants.yaml)
+    has no secret structure: a leaderboard epoch on it is refused."""
+    channel, api = _api(sim, sim.internal_token)
+    with channel:
+        code, details = _refusal(lambda: api.OpenEpoch(op.OpenEpochRequest(epoch_id="lb1"),
+                                                       timeout=30))
+        assert code == grpc.StatusCode.FAILED_PRECONDITION
+        assert "private piece" in details and "--development" in details
+        assert "lb1" not in {e.epoch_id for e in api.ListEpochs(op.ListEpochsRequest(),
+                                                                timeout=30).epochs}
+        opened = api.OpenEpoch(op.OpenEpochRequest(epoch_id="dev1", development=True),
+                               timeout=30)
+        assert opened.release_kind == "development"

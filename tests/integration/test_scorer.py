@@ -84,7 +84,7 @@ def predict(X, A=8.0, B=3100.0, C=270.0):
 
 
 def test_a_law_scoring_0_is_not_refitted_and_one_scoring_above_0_is(scorer, tasks_dir):
-    """S_N is the smaller of the score as submitted and with LAW_CONSTANTS refitted on
+    """S_N is the smaller of the score as submitted and with every number it chose refitted on
     the training split (issue #31): at 0 as submitted the refit cannot change it, so
     the scorer does not spend it; above 0 it always runs."""
     refs = tasks_dir / "mercury_vapour_pressure" / "eval" / "references"

@@ -75,9 +75,10 @@ def test_headless_chromium_renders_the_progress(finished_campaign, tmp_path):
 
 def test_the_live_trial_page_hides_the_structure_evidence_without_the_token(cluster,
                                                                            finished_campaign):
-    """/trial/ID on the live status page: the transcript and scores to anyone who reaches
-    the port, the structure judge's matched / missed (the hidden law's mechanisms) only
-    with the internal token."""
+    """/trial/ID on the live status page: the structure judge's matched / missed (the
+    hidden law's mechanisms) only with the internal token; and, the worlds of this
+    library not being published (issue #50), the Parallel trial's transcript, law and
+    S_S too."""
     stub = agent_pb2_grpc.AgentServiceStub(cluster.channel("agent"))
     trial = stub.RunTrial(agent_pb2.RunTrialRequest(
         task_id="mercury_vapour_pressure", setting=common_pb2.SETTING_PARALLEL,
@@ -85,12 +86,13 @@ def test_the_live_trial_page_hides_the_structure_evidence_without_the_token(clus
     assert trial.scores.HasField("s_s")
     url = f"{finished_campaign}/trial/{trial.trial_id}"
     status, _, open_page = get(url)
-    assert status == 200 and "Transcript" in open_page and "<b>S_S" in open_page
+    assert status == 200 and "Transcript" in open_page and "<b>S_S" not in open_page
     assert "matched:" not in open_page and "internal token" in open_page
+    assert "withheld" in open_page and "<h2>Submission</h2>" not in open_page
     request = urllib.request.Request(
         url, headers={"Authorization": f"Bearer {cluster.internal_token}"})
     with urllib.request.urlopen(request, timeout=10) as resp:
         trusted = resp.read().decode()
-    assert "matched:" in trusted and "missed:" in trusted
+    assert "matched:" in trusted and "missed:" in trusted and "<b>S_S" in trusted
     listed = get(f"{finished_campaign}/trials?campaign=status-page")[2]
     assert "Trials (2)" in listed

@@ -9,7 +9,7 @@ def test_evaluates_with_numpy_and_named_numbers():
     x = np.array([0.0, 1.0])
     out = e.evaluate({"a": 2.0, "b": 1.0, "x": x})
     np.testing.assert_allclose(out, 2 * np.exp(-x) + 2 * np.pi)
-    assert e.names == {"a", "b", "x"}
+    assert e.names == {"a", "b", "x", "pi"} and e.free({"x"}) == {"a", "b"}
 
 
 @pytest.mark.parametrize("text", [

@@ -1,6 +1,6 @@
 """The scorer's refit of LAW_CONSTANTS (issue #31) is bounded by counts, not by
 time (issue #33): the same submission refits to the same constants on any
-machine, a refit its wall-clock safety cap stops says so, and a step costs at
+machine, a refit its wall-clock safety cap stops is a failure, and a step costs at
 most three sandbox runs. The runner here evaluates a trusted Antoine law in
 process, standing in for the sandbox so that the optimiser can be examined on
 its own; tests/integration/test_scoring_attacks.py refits real submissions
@@ -65,8 +65,50 @@ def test_the_same_submission_refits_to_the_same_constants_fast_or_slow(library):
     assert fast.constants == slow.constants and fast.iterations == slow.iterations
 
 
-def test_a_refit_stopped_by_its_safety_cap_says_so(library):
+def test_a_refit_stopped_by_its_safety_cap_is_a_failure_not_a_score(library):
+    """Issue #50: the same law scored 0.1568 slow and 0.1405 fast (its refit cut at
+    150 s): a refit the wall clock stops gives no constants and no score."""
     task = library.get(TASK)
     out = asyncio.run(refit.refit(task, dict(START), Runner(delay=0.05), seconds=0.01))
-    assert out.ok and out.capped and out.iterations < refit.MAX_ITERATIONS
-    assert "safety cap" in out.message and "may not re-run the same" in out.message
+    assert not out.ok and out.capped and out.iterations < refit.MAX_ITERATIONS
+    assert out.constants == {}
+    assert "safety cap" in out.message and "a failure, not a score" in out.message
+
+
+def test_a_capped_refit_makes_the_scoring_a_failure(library, monkeypatch):
+    """Through the scorer's RPC: a refit its safety cap stops gives RUN_STATUS_EXEC_ERROR
+    and S_N 0 (the simulator records the submission as failed), never a partial S_N."""
+    from types import SimpleNamespace
+
+    from lawlab.common.v1 import common_pb2
+    from lawlab.scorer.v1 import scorer_pb2
+    from lawlab_scorer import servicer as mod
+
+    async def run_jobs(sandbox, meta, source, jobs, **kwargs):
+        consts = {"A": 7.9, "B": 3000.0, "C": 270.0}
+        return RunResult("ok", "", {j.job_id: _antoine(j.x, j.law_constants or consts)
+                                    for j in jobs})
+
+    monkeypatch.setattr(mod, "run_jobs", run_jobs)
+    servicer = mod.ScorerServicer(library, sandbox=None)  # type: ignore[arg-type]
+    source = ("USED_INPUTS = ['temperature']\nLAW_CONSTANTS = {'A': 7.9, 'B': 3000.0, "
+              "'C': 270.0}\nOTHER_CONSTANTS = {}\nLOCAL_FITTABLE = {}\n"
+              "def predict(X, A, B, C):\n    return 10 ** (A - B / (C + X[:, 0]))\n")
+    request = scorer_pb2.ScoreRequest(task_id=TASK,
+                                      submission=common_pb2.Submission(source=source))
+    ok = asyncio.run(servicer.ScoreSubmission(request, SimpleNamespace()))
+    assert ok.status == common_pb2.RUN_STATUS_OK and ok.s_n > 0
+
+    real_refit = refit.refit
+    monkeypatch.setattr(mod.refit, "refit",
+                        lambda task, c, run: real_refit(task, c, _slow(run), seconds=0.01))
+    capped = asyncio.run(servicer.ScoreSubmission(request, SimpleNamespace()))
+    assert capped.status == common_pb2.RUN_STATUS_EXEC_ERROR and capped.s_n == 0.0
+    assert "safety cap" in capped.message
+
+
+def _slow(run):
+    async def slowed(jobs):
+        time.sleep(0.05)
+        return await run(jobs)
+    return slowed

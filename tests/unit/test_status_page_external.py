@@ -45,7 +45,7 @@ def test_without_the_internal_token_the_page_shows_no_team():
 
     import lawlab_agent.status_page as sp
     original = sp.snapshot
-    sp.snapshot = lambda store, recent=20: {"campaigns": [], "recent_trials": []}
+    sp.snapshot = lambda store, recent=20, reveal=True: {"campaigns": [], "recent_trials": []}
     try:
         anon_json, anon_html = call({})
         auth_json, auth_html = call({"HTTP_AUTHORIZATION": "Bearer secret-token"})

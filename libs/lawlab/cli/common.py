@@ -55,8 +55,11 @@ def offline_agent(data_dir: str, tasks_dir: str | None = None) -> Iterator[str]:
     token = os.environ.get("LAWLAB_INTERNAL_TOKEN") or secrets.token_urlsafe(24)
     with tempfile.TemporaryDirectory(prefix="lawlab-view-") as tmp:
         ready, log_path = Path(tmp) / "ready.json", Path(tmp) / "agent.log"
+        # the pages trust a browser that opened the URL with this per-run token: only
+        # the operator who started the view sees it (issue #50)
+        view_token = secrets.token_urlsafe(24)
         env = dict(os.environ, LAWLAB_AGENT_VIEW="1", LAWLAB_INTERNAL_TOKEN=token,
-                   LAWLAB_LOG_LEVEL="WARNING")
+                   LAWLAB_VIEW_TOKEN=view_token, LAWLAB_LOG_LEVEL="WARNING")
         env.pop("LAWLAB_CLI_QUIETED_GRPC", None)
         argv = [sys.executable, "-m", "lawlab_agent", "--host", "127.0.0.1", "--port", "0",
                 "--metrics-port", os.environ.get("LAWLAB_VIEW_PORT", "0"),
@@ -77,6 +80,7 @@ def offline_agent(data_dir: str, tasks_dir: str | None = None) -> Iterator[str]:
             info = json.loads(ready.read_text())
             os.environ["LAWLAB_INTERNAL_TOKEN"] = token
             os.environ["LAWLAB_VIEW_HTTP"] = f"http://127.0.0.1:{info['metrics_port']}/"
+            os.environ["LAWLAB_VIEW_TOKEN"] = view_token
             yield f"127.0.0.1:{info['port']}"
         finally:
             proc.terminate()

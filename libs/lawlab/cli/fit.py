@@ -46,7 +46,7 @@ def cmd_fit(args: argparse.Namespace) -> int:
             return 2
     else:
         inputs = sorted(n for n in expr.names if n in frame.columns and n != args.target)
-    constants = sorted(expr.names - set(inputs))
+    constants = sorted(expr.free(inputs))  # an unbound e or pi is the number, not fitted
     if args.target in expr.names:
         print(f"error: --expr uses the target column {args.target!r}", file=sys.stderr)
         return 2

@@ -24,6 +24,20 @@ if TYPE_CHECKING:
     from lawlab.tasks import TaskLibrary
 
 
+RELEASE_KIND: dict[str, str] = {}  # epoch -> the simulator's Epoch.release_kind
+
+
+def release_note(kind: str) -> str:
+    """The leaderboard's line on which kind of release it ranks (issue #50)."""
+    if kind == "development":
+        return ("Release: development (some Parallel world has no private piece, or the "
+                "world key is published): its hidden laws are among the repository's "
+                "candidates, so S_S here is not a leaderboard's.\n\n")
+    if kind == "leaderboard":
+        return "Release: leaderboard (every Parallel world has a private piece).\n\n"
+    return ""
+
+
 def external_rows(channel: grpc.Channel, epoch_id: str, library: TaskLibrary) -> list[Row]:
     """The epoch's submissions as the simulator shows an operator them: every
     team's, with the scores the epoch has released (None where it withholds them)."""
@@ -38,6 +52,8 @@ def external_rows(channel: grpc.Channel, epoch_id: str, library: TaskLibrary) ->
         operator_pb2.ListEpochsRequest(), timeout=60).epochs
     if epoch_id not in {e.epoch_id for e in epochs}:
         raise KeyError(epoch_id)
+    # which kind of release the simulator serves (issue #50), for the leaderboard's title
+    RELEASE_KIND[epoch_id] = next(e.release_kind for e in epochs if e.epoch_id == epoch_id)
     listed = simulator_pb2_grpc.SimulatorServiceStub(channel).ListSubmissions(
         pb.ListSubmissionsRequest(epoch=epoch_id), timeout=60).submissions
     rows = []
@@ -106,11 +122,13 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
     except MixedSuites as err:
         print(f"lawlab leaderboard: {err}", file=sys.stderr)
         return 2
-    title = f"# Leaderboard, epoch {args.epoch_id}\n\n"
+    note = release_note(RELEASE_KIND.get(args.epoch_id) or library.kind)
+    title = f"# Leaderboard, epoch {args.epoch_id}\n\n{note}"
     if args.layout == "table2":
         from lawlab import paper
 
-        title = f"# Leaderboard, epoch {args.epoch_id} (the paper's Table 2 layout)\n\n"
+        title = (f"# Leaderboard, epoch {args.epoch_id} (the paper's Table 2 layout)\n\n"
+                 f"{note}")
         markdown = title + paper.table2_markdown(paper.table2(rows)) + "\n"
     else:
         markdown = title + ("Ranked within each setting; means over the tasks every row of "

@@ -313,11 +313,15 @@ def _epoch_verb(api: operator_pb2_grpc.OperatorServiceStub, args: argparse.Names
         words = {"on-close": op.RELEASE_ON_CLOSE, "immediate": op.RELEASE_IMMEDIATE}
         e = api.OpenEpoch(op.OpenEpochRequest(epoch_id=args.epoch_id,
                                               release=words[args.release],
-                                              release_real=words[args.release_real]),
+                                              release_real=words[args.release_real],
+                                              development=args.development),
                           timeout=TIMEOUT)
-        print(f"epoch {e.epoch_id} is open: every team's Parallel budget starts afresh "
-              f"(the previous epoch is closed); Parallel scores released "
-              f"{_release(e.release)}, Real scores {_release(e.release_real)}")
+        # budgets belong to (team, task, release), not to an epoch: the ledger renews none
+        print(f"epoch {e.epoch_id} is open ({e.release_kind or 'unknown'} release): the "
+              "previous epoch and its sessions are closed; each team may submit once more "
+              "per task and setting; Parallel budgets are NOT renewed (they belong to team, "
+              "task and release: only new worlds bring new budgets); Parallel scores "
+              f"released {_release(e.release)}, Real scores {_release(e.release_real)}")
         return 0
     if args.verb == "close":
         e = api.CloseEpoch(op.CloseEpochRequest(epoch_id=args.epoch_id), timeout=TIMEOUT)
@@ -328,8 +332,9 @@ def _epoch_verb(api: operator_pb2_grpc.OperatorServiceStub, args: argparse.Names
 
 
 def add_epoch_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    epoch = sub.add_parser("epoch", help="leaderboard rounds: each gives every team a fresh "
-                                         "Parallel budget per task (operators)",
+    epoch = sub.add_parser("epoch", help="leaderboard rounds: each allows every team one more "
+                                         "submission per task and setting; Parallel budgets "
+                                         "carry over (operators)",
                            description=_WHERE)
     verbs = epoch.add_subparsers(dest="verb", required=True)
 
@@ -341,6 +346,9 @@ def add_epoch_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -
                         "no feedback to steer a search for the hidden structure)")
     p.add_argument("--release-real", choices=["on-close", "immediate"], default="immediate",
                    help="when Real submissions' S_N and S_V are released (default immediate)")
+    p.add_argument("--development", action="store_true",
+                   help="open it on a development release (some Parallel world without a "
+                        "private piece, or the public key): refused without this flag")
     operator_args(verbs.add_parser("close", help="close an epoch")).add_argument("epoch_id")
 
 

@@ -148,6 +148,8 @@ def cmd_judge(args: argparse.Namespace) -> int:
             f"{v.message[:200]})"
         lines = [f"{args.task}: S_V {s_v} [{backend}]; {gate}{run}"]
         lines += [f"  [{'x' if i.passed else ' '}] {i.item_id}: {i.evidence}" for i in v.items]
+        lines += _official_rubric_lines(args, {i.item_id: (i.passed, i.evidence) for i in v.items},
+                                        backend)
     else:
         print(f"[operator output: the lines below name {args.task}'s hidden mechanisms; do "
               "not pass them to a team being scored]", file=sys.stderr)
@@ -160,6 +162,23 @@ def cmd_judge(args: argparse.Namespace) -> int:
     # one rule with `lawlab score`: a module that did not compile, run or meet the
     # contract is exit 1, whatever it scored
     return 0 if status in ("ok", "") else 1
+
+
+def _official_rubric_lines(args: argparse.Namespace, verdicts: dict[str, tuple[bool, str]],
+                           backend: str) -> list[str]:
+    """An imported official task: each official sentence, judged or "not judged"."""
+    from lawlab import validity
+    from lawlab.settings import Settings
+
+    root = (Path(args.tasks_dir) if args.tasks_dir else config.tasks_dir()) / args.task
+    model = Settings.from_env().judge.llm_model if backend != "llm" else "the model used"
+    rows = validity.official_rubric_rows(root, verdicts if backend != "llm" else {}, model)
+    if rows is None:
+        return []
+    judged = sum(mark != "?" for mark, _, _ in rows)
+    out = [f"  official rubric: {len(rows)} sentences, {judged} judged here, "
+           f"{len(rows) - judged} not judged (S_V above covers the judged ones only)"]
+    return out + [f"  [{mark}] {text}: {evidence}" for mark, text, evidence in rows]
 
 
 def _structure_offline(args: argparse.Namespace, source: str) -> int:
@@ -204,7 +223,7 @@ def _structure_offline(args: argparse.Namespace, source: str) -> int:
             e = Expression(text)
         except ExpressionError as err:
             raise SystemExit(f"{flag}: {err}") from None
-        constants = {n: values.get(n, 1.0) for n in sorted(e.names - set(used))}
+        constants = {n: values.get(n, 1.0) for n in sorted(e.free(used))}
         unset = [n for n in constants if n not in values]
         if flag == "--law" and unset:
             # the law's curve depends on these values: a guessed 1.0 (or a misspelt
@@ -217,7 +236,7 @@ def _structure_offline(args: argparse.Namespace, source: str) -> int:
     rng = np.random.default_rng(0)
     probes = {n: rng.uniform(*ranges[n], 200) for n in used}
     law = Expression(args.law)
-    constants = {n: values.get(n, 1.0) for n in sorted(law.names - set(used))}
+    constants = {n: values.get(n, 1.0) for n in sorted(law.free(used))}
     hidden = structure.HiddenLaw(law, constants, {}, [structure.Piece(args.law, "stated", {})],
                                  used, "linear", {"": probes}, base=forms["--base"])
     outcome = structure.judge_structure(source, hidden)

@@ -51,8 +51,7 @@ def cmd_tasks_build(args: argparse.Namespace) -> int:
     if args.variants and not variants.exists():
         print(f"lawlab tasks build: --variants {variants}: no such file", file=sys.stderr)
         return 2
-    if variants.exists():
-        print(f"private variants: {variants} (they join the keyed draw)", flush=True)
+    print(private_note(variants, args.public), flush=True)
     done = [0]
 
     def progress(result: dict[str, Any]) -> None:
@@ -76,6 +75,20 @@ def cmd_tasks_build(args: argparse.Namespace) -> int:
     print(f"built {len(summary)} tasks ({len(worlds)} of {len(real)} real-data tasks with a "
           f"Parallel world) in {time.perf_counter() - start:.0f} s")
     return 0
+
+
+def private_note(variants: Path, public: bool) -> str:
+    """What `lawlab tasks build` (and `make tasks`) says about private variants (#50)."""
+    if variants.exists():
+        return f"private variants: {variants} (they join the keyed draw)"
+    if public:
+        return ("no private variants: the public development release (its key is published; "
+                "epochs on it are development epochs: lawlab epoch open NAME --development)")
+    return (f"NO PRIVATE VARIANTS ({variants} does not exist): every hidden law will be among "
+            "the repository's public candidates, so this library is a DEVELOPMENT release: "
+            "`lawlab epoch open` refuses it without --development. For a leaderboard write at "
+            "least one private variant per task there (docs/simulator-api.md, 'Private "
+            "variants') and rebuild")
 
 
 def cmd_tasks_validate(args: argparse.Namespace) -> int:
@@ -226,16 +239,29 @@ def cmd_tasks_import(args: argparse.Namespace) -> int:
     from lawlab.taskbuild.importer import import_all
 
     reports = import_all(Path(args.source), Path(args.out))
+    rows = []
     for r in reports:
-        print(f"{'ok  ' if r.ok else 'FAIL'}  {r.task_id}")
+        status = "converted" if r.ok else "FAILED"
+        why = r.error or (r.problems[0] if r.problems else "")
+        refs = f"{r.references_converted}/{r.references_total}" if not r.error else "-"
+        rubric = f"{r.rubric_executable}+{r.rubric_llm}" if not r.error else "-"
+        rows.append([r.task_id, status, refs, rubric, why[:90]])
+    print(_table(rows, ["task", "status", "references", "rubric exec+llm", "why not"]))
+    for r in reports:
+        print(f"\n{'ok  ' if r.ok else 'FAIL'}  {r.task_id}  ({r.source})")
+        if r.error:
+            print(f"      import failed: {r.error}")
         for line in r.converted:
             print(f"      converted: {line}")
         for line in r.unconvertible:
             print(f"      NOT converted: {line}")
+        for line in r.notes:
+            print(f"      note: {line}")
         for line in r.problems:
             print(f"      validation: {line}")
     good = sum(r.ok for r in reports)
-    print(f"imported {good} of {len(reports)} tasks into {args.out}")
+    print(f"\nimported {good} of {len(reports)} tasks into {args.out}"
+          + (f"; {len(reports) - good} failed" if good < len(reports) else ""))
     return 0 if reports and good == len(reports) else 1
 
 

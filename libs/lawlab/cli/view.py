@@ -23,12 +23,16 @@ def cmd_view(args: argparse.Namespace) -> int:
     signal.signal(signal.SIGTERM, signal.default_int_handler)
     with offline_agent(args.data_dir, args.tasks_dir):
         url = os.environ["LAWLAB_VIEW_HTTP"]
-        print(f"lawlab view: {url} (read-only over {args.data_dir}; every trial at "
-              f"{url}trials); Ctrl-C stops", flush=True)
+        # any local user can reach the loopback port: hidden structure (Parallel laws and
+        # S_S, the structure judge's evidence) only to a browser that opened this URL
+        opening = f"{url}?token={os.environ['LAWLAB_VIEW_TOKEN']}"
+        print(f"lawlab view: {opening} (read-only over {args.data_dir}; every trial at "
+              f"{url}trials; without the token in this URL the pages withhold Parallel "
+              "laws, S_S and the structure judge's evidence); Ctrl-C stops", flush=True)
         if args.open:
             import webbrowser
 
-            webbrowser.open(url)
+            webbrowser.open(opening)
         try:
             while True:
                 time.sleep(3600)

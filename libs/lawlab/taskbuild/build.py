@@ -362,6 +362,27 @@ def _naive_metric(spec: TaskSpec, parts: dict[str, pd.DataFrame]) -> float:
     return float(np.mean(values))
 
 
+# The answer keys of a built library (issue #50): a Parallel world (its law, residuals,
+# report and plot), the draw that chose it, and the held-out test rows. Readable by
+# their owner only (the services run as the user that built or copied the library).
+ANSWER_KEYS = ("*/simulator/*", "*/eval/synthesis.json", "*/data/test*.csv")
+
+
+def protect_answer_keys(out: Path) -> int:
+    """Mode 0600 on every answer key under ``out`` (0700 on its simulator folder);
+    returns how many files."""
+    n = 0
+    for pattern in ANSWER_KEYS:
+        for path in Path(out).glob(pattern):
+            if path.is_file():
+                path.chmod(0o600)
+                n += 1
+    for folder in Path(out).glob("*/simulator"):
+        if folder.is_dir():
+            folder.chmod(0o700)
+    return n
+
+
 def manifest(out: Path) -> dict[str, str]:
     files = sorted(p for p in out.rglob("*") if p.is_file() and p.name not in {"MANIFEST.json", ".stamp"})
     return {str(p.relative_to(out)): hashlib.sha256(p.read_bytes()).hexdigest() for p in files}
@@ -429,6 +450,7 @@ def build_all(out: Path, only: list[str] | None = None,
                             if p.parent.name not in built):
             log.info("removing a task no longer in the library", extra={"task_id": stale.name})
             shutil.rmtree(stale)
+    protect_answer_keys(out)
     files = manifest(out)
     _dump_json(suite, {"world_fingerprint": key.fingerprint,
                        "release": release_id(key.fingerprint, files)})

@@ -69,8 +69,9 @@ def catalogue(root: Path) -> str:
         "Each task's hidden law is its selected published base plus one to three cited "
         "mechanisms from the task's public catalogue (docs/worlds.md lists them with their "
         "citations and screens) and, for Type II tasks, a change of which parameters are "
-        "shared; an operator's private variants join the draw. Per task: how many mechanisms "
-        "the catalogue offers for the selected base, how many of them passed every screen on "
+        "shared; an operator's private variants join the draw (they are not counted here). Per "
+        "task: how many mechanisms the public catalogue offers for the selected base, how "
+        "many of them passed every screen on "
         "the real records (support, adequacy, shape on the widened support, rubric, integrity; "
         "these do not depend on the key), and whether the key's draw gave a world. Which "
         "mechanisms the world has, and its law, stay in the answer key; so does the number of "
@@ -84,8 +85,11 @@ def catalogue(root: Path) -> str:
     n_worlds, deep = 0, 0
     for t in real:
         rec = json.loads((t.root / "eval" / "synthesis.json").read_text())
+        # the operator's private variants are secret: neither counted nor named here
+        # (issue #50: their number beside the public ones told who had a secret piece)
         offered = [c for c in rec.get("catalogue", []) if not c["id"].startswith(("shared_",
-                                                                                  "per_group_"))]
+                                                                                  "per_group_"))
+                   and not c.get("private")]
         ok = [c for c in offered if c["id"] in rec.get("admissible", [])]
         if t.has_world():
             n_worlds += 1
@@ -122,6 +126,7 @@ def catalogue(root: Path) -> str:
             f"| `{m.task_id}` | {m.suite} | {m.discipline} | {m.target.name} | "
             f"{', '.join(m.input_names)} | {len(t.train)}/{len(t.heldout()['test'])}/"
             f"{0 if ood is None else len(ood)} | {_cell(m.source.split(';')[0])} |")
+    lines += OFFICIAL_RELEASE
     lines.append("")
     return "\n".join(lines)
 
@@ -271,3 +276,63 @@ def worlds_catalogue(root: Path) -> str:
                          f"{_cell(' '.join(str(v['citation']).split()))} |")
         lines.append("")
     return "\n".join(lines)
+
+
+# A hand-written section the catalogue ends with (issue #51): where the official
+# release comes from and what `lawlab tasks import` keeps of it
+OFFICIAL_RELEASE: tuple[str, ...] = (
+    '',
+    '## The official SciLaws-Bench release (imported, not built)',
+    '',
+    ('This section is written by hand (it is the constant `OFFICIAL_RELEASE` in '
+     '`lawlab/taskbuild/catalogue.py`, so the generated catalogue keeps it); the tables above '
+     "list lawlab's own tasks only."),
+    '',
+    ('The benchmark the paper defines is its official release: 118 task folders (66 Type I, 52 '
+     'Type II), each with `metadata.yaml`, `data/`, the published reference formulas, `eval/` '
+     'and `simulator/`. The data is the Hugging Face dataset `RealSR/SciLaws-Bench` (about 1.1 '
+     "GB, not reachable from lawlab's build machines); the harness is the GitHub repository "
+     '`yiyihum/SciLaws-Bench`. On a machine that can reach the hub:'),
+    '',
+    '```',
+    "hf download RealSR/SciLaws-Bench --repo-type dataset --local-dir scilaws --include 'tasks/*'",
+    'lawlab tasks import scilaws/tasks --out var/imported',
+    'lawlab tasks validate --tasks-dir var/imported',
+    '```',
+    '',
+    ('`lawlab tasks import` takes one task folder or a folder of them at any depth '
+     '(`tasks/typeI/<task>`, `tasks/typeII/<task>`). It imports every task it can, prints one '
+     'row per task (converted or FAILED, references converted, rubric sentences executable + for'
+     ' the LLM judge, and why not, with file and line) and a detailed report below, and exits 1 '
+     'when any task failed.'),
+    '',
+    'What the import keeps, as published:',
+    '',
+    ('- metadata: `type` (typeI/typeII), target and inputs with their units in UTF-8, the '
+     "declared `range` of each input (or its discrete `values` and `dtype`) as the input's min "
+     "and max, not the training records' extremes; a text-valued input (a region's name) is "
+     'coded 0..k-1 in the imported data, its names kept in `inputs[].categories`;'),
+    ('- under `official` in `metadata.yaml`: `caps` as given (lawlab applies '
+     '`max_law_constants`, `max_local_params` and `fit_timeout_seconds`; a null timeout is '
+     "reported and lawlab's 10 s applies), the candidate `priors`, `unseen_group_strategy`, the "
+     '`split` with its structure, `best_baseline`;'),
+    ("- the references: each formula's `predict` as a restricted expression (helper functions "
+     "inlined; `LAW_CONSTANTS` named, `OTHER_CONSTANTS` and the module's other numbers written "
+     'as numbers; `LOCAL_FITTABLE` with `init` a number, a list or None), numerical guards and '
+     'branches kept as `max`/`min`/`clip`/`where` and each reported with its line as a guard or '
+     'as part of the law, `np.where(..., np.nan)` domain guards read as their other branch; the '
+     'reference labels and the measured metrics (`eval/references.json`, '
+     "`eval/reference_metrics.json` beside lawlab's own recomputation); what cannot be converted"
+     ' is reported with file, line and reason;'),
+    ('- the validity rubric: every sentence of `validity_rubrics` (or '
+     '`eval/validity_rubrics.json`) verbatim in `eval/validity_rubrics.json`; a sentence becomes'
+     ' an executable item (`eval/rubric.json`) only where it converts exactly, the others are '
+     'for the LLM judge, and `lawlab judge validity` reports them as not judged when no judge '
+     'model is configured.'),
+    '',
+    ('Not done by the import: the Parallel worlds of the official `simulator/` are not served '
+     "(the hidden law is converted to `eval/imported_hidden_law.json` where it can be); lawlab's"
+     ' sandbox still refuses a `LOCAL_FITTABLE` start list longer than one (the official caps '
+     "allow `max_init_size_per_param`). The importer's tests run on fixtures of lawlab's own "
+     'making in the official layout, `tests/fixtures/scilaws/`.'),
+)

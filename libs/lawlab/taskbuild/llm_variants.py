@@ -124,7 +124,7 @@ def parse(reply: str, req: ProposalRequest) -> tuple[list[Piece], list[dict[str,
             if not isinstance(item, dict):
                 raise ExpressionError("each variant must be an object with expr and neutral")
             parsed = Expression(expr)
-            unknown = parsed.names - allowed
+            unknown = parsed.free(allowed)
             if unknown:
                 raise ExpressionError(f"unknown names {sorted(unknown)}")
             if h not in parsed.names:

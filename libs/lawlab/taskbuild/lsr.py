@@ -181,7 +181,7 @@ def solvable(expr: str, constants: dict[str, float], frame: pd.DataFrame, target
 def synth(s: Synth) -> Problem:
     text = _synth_expr(s)
     expr = Expression(text)
-    unknown = expr.names - set(s.inputs) - set(s.constants)
+    unknown = expr.free([*s.inputs, *s.constants])
     if unknown:
         raise ValueError(f"{s.problem_id}: unknown names {sorted(unknown)}")
     parts = _ode_frames(s, expr) if s.kind == "ode" else _static_frames(s, expr)

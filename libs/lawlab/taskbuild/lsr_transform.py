@@ -91,11 +91,12 @@ def symbols_of(eq: Equation) -> dict[str, sympy.Symbol]:
 def parse(text: str, symbols: dict[str, sympy.Symbol]) -> sympy.Expr:
     """Sympy expression of law text, names always the given symbols (never sympy's
     I, E, gamma, beta...)."""
-    local: dict[str, Any] = {**symbols, "pi": sympy.pi, "exp": sympy.exp, "log": sympy.log,
+    local: dict[str, Any] = {**symbols, "exp": sympy.exp, "log": sympy.log,
                              "sqrt": sympy.sqrt, "sin": sympy.sin, "cos": sympy.cos,
                              "tan": sympy.tan, "tanh": sympy.tanh, "asin": sympy.asin,
                              "acos": sympy.acos, "atanh": sympy.atanh, "asinh": sympy.asinh,
                              "acosh": sympy.acosh, "abs": sympy.Abs}
+    local.setdefault("pi", sympy.pi)  # a variable called pi stays the variable
     return sympy.sympify(text, locals=local)
 
 

@@ -45,7 +45,7 @@ from typing import Any
 import numpy as np
 import yaml
 
-from lawlab.expr import FUNCTIONS, NAMED_NUMBERS, Expression
+from lawlab.expr import BRANCHES, FUNCTIONS, NAMED_NUMBERS, Expression
 
 EDITS = ("replace", "substitute", "multiply", "add", "wrap")  # also the order they apply in
 FEATURES = frozenset({"maximum", "minimum", "sign_change", "pole"})
@@ -200,7 +200,7 @@ def parse_variant(raw: Mapping[str, Any], task_id: str, inputs: Sequence[str],
         raise CatalogueError(f"{where}: constants: at least one new constant with init and "
                              "neutral")
     taken = set(inputs) | {n for names in references.values() for n in names} | set(FUNCTIONS) \
-        | set(NAMED_NUMBERS) | {"F"}
+        | set(BRANCHES) | set(NAMED_NUMBERS) | {"F"}
     constants = []
     for name, spec in consts_raw.items():
         cw = f"{where}: constants.{name}"
@@ -228,7 +228,7 @@ def parse_variant(raw: Mapping[str, Any], task_id: str, inputs: Sequence[str],
                 str(raw["citation"]).strip(), str(raw["rationale"]).strip(), predicts,
                 tuple(str(x) for x in raw.get("excludes") or []), private)
     allowed = set(inputs) | set(references[base]) | {c.name for c in constants} \
-        | set(FUNCTIONS) | set(NAMED_NUMBERS) | ({"F"} if kind == "wrap" else set())
+        | set(FUNCTIONS) | set(BRANCHES) | set(NAMED_NUMBERS) | ({"F"} if kind == "wrap" else set())
     texts = [b for _, b in body] if isinstance(body, tuple) else [body]
     for text in texts:
         try:

@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from lawlab.expr import FUNCTIONS, NAMED_NUMBERS
+from lawlab.expr import BRANCHES, FUNCTIONS, NAMED_NUMBERS
 
 # stated plausibility criteria per edit kind (a prior weight in the keyed draw;
 # the screens decide admissibility, this decides how likely an admissible
@@ -136,7 +136,7 @@ class NameAllocator:
     PREFIXES = ("eta", "zeta", "kappa", "lam", "nu", "xi")
 
     def __init__(self, taken: set[str]) -> None:
-        self.taken = set(taken) | set(FUNCTIONS) | set(NAMED_NUMBERS)
+        self.taken = set(taken) | set(FUNCTIONS) | set(BRANCHES) | set(NAMED_NUMBERS)
         self.prefix = next(p for p in self.PREFIXES
                            if not any(t.startswith(p) for t in self.taken))
         self.count = 0

@@ -87,7 +87,17 @@ def validate_task(task: Task) -> Report:
     for col in [meta.target.name, *meta.input_names]:
         rep.check(col in task.train.columns, f"train.csv lacks column {col!r}")
     items = task.rubric()
-    rep.check(len(items) >= 3, f"rubric has {len(items)} items (at least 3 required)")
+    official = task.root / "eval" / "validity_rubrics.json"
+    if official.is_file():
+        # an imported official task: its rubric is the official sentences, kept verbatim;
+        # the executable items are only those that convert exactly (any number)
+        doc = json.loads(official.read_text(encoding="utf-8"))
+        sentences = doc.get("sentences", []) if isinstance(doc, dict) else []
+        ids = {i.get("id") for i in items}
+        rep.check(all(s.get("item_id") in ids for s in sentences if s.get("judge") == "executable"),
+                  "eval/validity_rubrics.json names executable items not in eval/rubric.json")
+    else:
+        rep.check(len(items) >= 3, f"rubric has {len(items)} items (at least 3 required)")
     for item in items:
         try:
             rubric_mod.validate_item(item, meta.input_names)

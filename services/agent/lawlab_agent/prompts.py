@@ -133,7 +133,12 @@ def _contract(task: SolverTask) -> str:
         "Write a law, not a table: lookup tables, interpolation between stored points "
         "(np.interp, scipy.interpolate, searchsorted, digitize), copied data statistics, data "
         "kept between fit() and predict(), or more numbers than the caps allow (plus 3 for unit "
-        "conversions) fail the validity gate and score S_V = 0.",
+        "conversions) fail the validity gate and score S_V = 0. Numbers written in text "
+        "(strings holding digits, parsing text) are refused.",
+        "On real data every number your law uses (declared constants, OTHER_CONSTANTS, "
+        "literals in predict and helpers; not small integers, simple fractions or physical "
+        "constants) is refitted on the training data before scoring, so fit it there. A "
+        "submission's exception is reported by its class only.",
     ]
     return "Submission contract (a Python module inside <final_formula>):\n" + "\n".join(
         f"- {r}" for r in rules)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 from pathlib import Path
 
 from lawlab import config
@@ -74,5 +75,6 @@ async def build(args: argparse.Namespace, settings: Settings) -> Built:
                                config.service_address("simulator"),
                                ca_file=own.simulator_ca or None),
                            settings.internal_token,
-                           trajectories=data_dir / "trajectories", view=view))
+                           trajectories=data_dir / "trajectories", view=view,
+                           view_token=os.environ.get("LAWLAB_VIEW_TOKEN", "") if view else ""))
     return [spec], [resume], [close]

@@ -27,22 +27,30 @@ STATE_COLOURS = {"running": "#2b7bb9", "finished": "#1e6b43", "failed": "#c0392b
                  "cancelled": "#7f8c8d", "interrupted": "#d68910"}
 
 
-def snapshot(store: TrialStore, recent: int = 20) -> dict:
+def snapshot(store: TrialStore, recent: int = 20, reveal: bool = True) -> dict:
+    """Campaigns and recent trials; without ``reveal`` (no internal token) the S_S of
+    every Parallel trial on unpublished worlds is withheld (trial_pages.sealed), and a
+    campaign's mean S_S when any of its trials is sealed (issue #50)."""
     campaigns = []
     for row in reversed(store.campaigns()):
         c = camp.summarize(row, store.tally(row.campaign_id))
         t = c.totals
+        sealed_mean = not reveal and any(trial_pages.sealed(r)
+                                         for r in store.campaign_trials(row.campaign_id))
         campaigns.append({
             "campaign_id": row.campaign_id, "state": row.state, "error": row.error,
             "total": t.total, "done": t.done, "running": t.running, "failed": t.failed,
             "retries": t.retries, "eta_seconds": c.eta_seconds,
             **{f"mean_{k}": t.means.get(k) for k in ("s_n", "s_v", "s_s")},
+            **({"mean_s_s": None, "s_s_withheld": True} if sealed_mean else {}),
         })
     trials = store.recent(recent)
     return {"generated": time.time(), "campaigns": campaigns, "recent_trials": [
         {"trial_id": r.trial_id, "task_id": r.task_id, "setting": r.setting,
          "agent": r.agent + (f"/{r.model}" if r.model else ""), "status": r.status,
-         "turns": r.turns, "s_n": r.s_n, "s_v": r.s_v, "s_s": r.s_s,
+         "turns": r.turns, "s_n": r.s_n, "s_v": r.s_v,
+         **({"s_s": None, "s_s_withheld": True} if not reveal and trial_pages.sealed(r)
+            else {"s_s": r.s_s}),
          "updated": r.updated} for r in trials]}
 
 
@@ -84,7 +92,9 @@ def without_teams(ext: dict) -> dict:
             "released": sum(t["released"] for t in teams), "teams": []}
 
 
-def _num(x: float | None) -> str:
+def _num(x: float | None, withheld: bool = False) -> str:
+    if withheld:
+        return "<span class=muted title='needs the internal token'>withheld</span>"
     return "&ndash;" if x is None else f"{x:.3f}"
 
 
@@ -126,7 +136,7 @@ def _campaign_rows(campaigns: list[dict]) -> list[str]:
             f"<span class=count>{c['done']}/{c['total']}</span></td>"
             f"<td>{c['running']}</td><td>{c['failed']}</td><td>{c['retries']}</td><td>{eta}</td>"
             f"<td>{_num(c['mean_s_n'])}</td><td>{_num(c['mean_s_v'])}</td>"
-            f"<td>{_num(c['mean_s_s'])}</td></tr>"
+            f"<td>{_num(c['mean_s_s'], c.get('s_s_withheld', False))}</td></tr>"
             + (f"<tr><td colspan=10 class=error>{e(c['error'])}</td></tr>" if c["error"] else ""))
     return rows
 
@@ -139,7 +149,7 @@ def render(data: dict, view: bool = False) -> str:
         f"<td><a href='/trial/{e(t['trial_id'])}'>{e(t['task_id'])}</a></td>"
         f"<td>{e(t['setting'])}</td><td>{e(t['agent'])}</td>"
         f"<td>{e(t['status'])}</td><td>{t['turns']}</td><td>{_num(t['s_n'])}</td>"
-        f"<td>{_num(t['s_v'])}</td><td>{_num(t['s_s'])}</td></tr>"
+        f"<td>{_num(t['s_v'])}</td><td>{_num(t['s_s'], t.get('s_s_withheld', False))}</td></tr>"
         for t in data["recent_trials"]]
     external = _external_section(data.get("external") or {"available": False,
                                                           "reason": "not configured"})
@@ -204,28 +214,61 @@ def simulator_fetch(address: str, timeout: float = 3.0, cache_seconds: float = 5
     return fetch
 
 
+COOKIE = "lawlab_token"
+
+
+def _cookie(environ: dict, name: str) -> str | None:
+    for part in environ.get("HTTP_COOKIE", "").split(";"):
+        key, _, value = part.strip().partition("=")
+        if key == name:
+            return unquote(value)
+    return None
+
+
 def make_app(store: TrialStore, external: Callable[[], list[dict]] | None = None,
              internal_token: str = "", trajectories: Path | None = None,
-             view: bool = False) -> Callable:
+             view: bool = False, view_token: str = "") -> Callable:
     """The status page, ``/api/status``, and the trial pages (lawlab_agent.trial_pages)
-    over ``trajectories``; ``view``: a read-only view of a stopped cluster's data."""
+    over ``trajectories``; ``view``: a read-only view of a stopped cluster's data.
+
+    A caller is trusted with the internal token (``Authorization: Bearer``) or, for a
+    browser, ``view_token`` (``lawlab view`` makes one per run and prints the URL that
+    carries it to the operator who started it): ``?token=`` sets an HttpOnly cookie.
+    Without trust no page shows team names, the structure judge's evidence, or a
+    Parallel trial's law, transcript or S_S on unpublished worlds (issue #50)."""
     note = "read-only view of a stopped cluster's data" if view else ""
-    token_hash = hashlib.sha256(internal_token.encode()).digest() if internal_token else b""
+    hashes = [hashlib.sha256(t.encode()).digest() for t in (internal_token, view_token) if t]
+
+    def _known(token: str | None) -> bool:
+        if not token:
+            return False
+        digest = hashlib.sha256(token.encode()).digest()
+        return any(hmac.compare_digest(digest, h) for h in hashes)
 
     def trusted(environ: dict) -> bool:
         token, _ = bearer_token([("authorization", environ.get("HTTP_AUTHORIZATION", ""))])
-        return bool(token_hash and token is not None and hmac.compare_digest(
-            hashlib.sha256(token.encode()).digest(), token_hash))
+        return _known(token) or bool(view_token and _known(_cookie(environ, COOKIE)))
 
     def full_snapshot(environ: dict) -> dict:
         ext = external_snapshot(external)
-        return {**snapshot(store), "external": ext if trusted(environ) else without_teams(ext)}
+        ok = trusted(environ)
+        return {**snapshot(store, reveal=ok), "external": ext if ok else without_teams(ext)}
 
     def app(environ: dict[str, Any], start_response: Callable[..., Any]) -> list[bytes]:
         path = environ.get("PATH_INFO", "/")
         if environ.get("REQUEST_METHOD", "GET") != "GET":
             start_response("405 Method Not Allowed", [("Content-Type", "text/plain")])
             return [b"GET only\n"]
+        given = parse_qs(environ.get("QUERY_STRING", "")).get("token")
+        if view_token and given:
+            if not _known(given[-1]):
+                start_response("403 Forbidden", [("Content-Type", "text/plain")])
+                return [b"not the token lawlab view printed\n"]
+            start_response("303 See Other", [
+                ("Location", path), ("Cache-Control", "no-store"),
+                ("Set-Cookie", f"{COOKIE}={quote(given[-1])}; HttpOnly; SameSite=Strict; "
+                               "Path=/")])
+            return [b""]
         if path == "/api/status":
             body = json.dumps(full_snapshot(environ)).encode()
             start_response("200 OK", [("Content-Type", "application/json"),
@@ -234,7 +277,8 @@ def make_app(store: TrialStore, external: Callable[[], list[dict]] | None = None
         if trajectories is not None and (path == "/trials" or path.startswith("/trial/")):
             query = {k: v[-1] for k, v in parse_qs(environ.get("QUERY_STRING", "")).items()}
             if path == "/trials":
-                page: str | None = trial_pages.trials_page(store, query, note)
+                page: str | None = trial_pages.trials_page(store, query, note,
+                                                           reveal=trusted(environ))
             else:
                 try:
                     attempt = int(query.get("attempt", "0") or 0)
@@ -243,7 +287,7 @@ def make_app(store: TrialStore, external: Callable[[], list[dict]] | None = None
                 # the structure judge's evidence names hidden mechanisms: the live page
                 # shows it only to a caller with the internal token
                 page = trial_pages.trial_page(store, trajectories, unquote(path[7:]), attempt,
-                                              note, reveal=view or trusted(environ))
+                                              note, reveal=trusted(environ))
             if page is None:
                 start_response("404 Not Found", [("Content-Type", "text/plain")])
                 return [b"no such trial: /trials lists them\n"]

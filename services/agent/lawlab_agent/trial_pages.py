@@ -14,6 +14,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from lawlab import vocab
+from lawlab.worldkey import public
 from lawlab_agent.store import TrialRecord, TrialStore
 
 FILTERS = ("campaign", "task", "agent", "setting", "status")
@@ -31,6 +33,20 @@ th { background: #f4f4f4; } .muted { color: #777; } .fail { color: #c0392b; }
 
 def _num(x: float | None) -> str:
     return "&ndash;" if x is None else f"{x:.3f}"
+
+
+WITHHELD = "<span class=muted title='needs the internal token'>withheld</span>"
+SEALED = ("a Parallel trial on worlds that are not published: its law, transcript and S_S "
+          "are shown only with the internal token (`lawlab view` prints a URL that "
+          "carries one)")
+
+
+def sealed(record: TrialRecord) -> bool:
+    """A Parallel trial whose world is not lawlab's published development release: its
+    law and S_S would tell anyone the hidden law of that world (issue #50). A trial
+    with no recorded fingerprint counts as unpublished."""
+    return (record.setting == vocab.Setting.PARALLEL
+            and record.world_fingerprint != public().fingerprint)
 
 
 def _page(title: str, body: str, note: str) -> str:
@@ -54,7 +70,8 @@ def select(store: TrialStore, query: Mapping[str, str]) -> list[TrialRecord]:
     return sorted(rows, key=lambda r: r.updated, reverse=True)
 
 
-def trials_page(store: TrialStore, query: Mapping[str, str], note: str = "") -> str:
+def trials_page(store: TrialStore, query: Mapping[str, str], note: str = "",
+                reveal: bool = True) -> str:
     e = html.escape
     rows = select(store, query)
     campaigns = [c.campaign_id for c in store.campaigns()]
@@ -70,7 +87,8 @@ def trials_page(store: TrialStore, query: Mapping[str, str], note: str = "") -> 
         f"<td>{e(r.task_id)}</td><td>{e(r.setting)}</td>"
         f"<td>{e(r.agent + (f'/{r.model}' if r.model else ''))}</td><td>{e(r.status)}"
         f"{(' (' + e(r.cause) + ')') if r.cause else ''}</td><td>{r.turns}</td>"
-        f"<td>{_num(r.s_n)}</td><td>{_num(r.s_v)}</td><td>{_num(r.s_s)}</td></tr>"
+        f"<td>{_num(r.s_n)}</td><td>{_num(r.s_v)}</td>"
+        f"<td>{WITHHELD if not reveal and sealed(r) else _num(r.s_s)}</td></tr>"
         for r in rows)
     table = ("<table><tr><th>trial</th><th>task</th><th>setting</th><th>agent</th>"
              "<th>status</th><th>turns</th><th>S_N</th><th>S_V</th><th>S_S</th></tr>"
@@ -148,11 +166,14 @@ def trial_page(store: TrialStore, trajectories: Path, trial_id: str, attempt: in
                note: str = "", reveal: bool = True) -> str | None:
     """One trial: its record, each attempt's transcript turn by turn, the scores with
     the judges' evidence (the structure judge's only when ``reveal``: it names hidden
-    mechanisms), and the submission; None for an unknown trial."""
+    mechanisms), and the submission; None for an unknown trial. Without ``reveal`` a
+    sealed trial (a Parallel one on unpublished worlds) shows neither its transcript
+    nor its submission nor its S_S."""
     e = html.escape
     record = store.get(trial_id)
     if record is None:
         return None
+    hide = not reveal and sealed(record)
     attempt = attempt if 1 <= attempt <= record.attempts else record.attempts
     meta = [("task", record.task_id), ("setting", record.setting),
             ("agent", record.agent + (f"/{record.model}" if record.model else "")),
@@ -164,7 +185,7 @@ def trial_page(store: TrialStore, trajectories: Path, trial_id: str, attempt: in
     head = "<table>" + "".join(f"<tr><th>{k}</th><td>{v if k == 'world' else e(v)}</td></tr>"
                                for k, v in meta) + "</table>"
     scores = (f"<p>S_N {_num(record.s_n)} &middot; S_V {_num(record.s_v)} &middot; "
-              f"S_S {_num(record.s_s)}</p>")
+              f"S_S {WITHHELD if hide else _num(record.s_s)}</p>")
     if record.error:
         scores += f"<p class=fail>{e(record.error)}</p>"
     links = " ".join(
@@ -172,7 +193,9 @@ def trial_page(store: TrialStore, trajectories: Path, trial_id: str, attempt: in
          f"<a href='/trial/{e(trial_id)}?attempt={n}'>attempt {n}</a>")
         for n in range(1, record.attempts + 1))
     path = trajectories / f"{trial_id}.attempt{attempt}.jsonl"
-    if not attempt or not path.exists():
+    if hide:
+        transcript = f"<p class=muted>({SEALED})</p>"
+    elif not attempt or not path.exists():
         transcript = "<p class=muted>no transcript of this attempt on this disk</p>"
     else:
         transcript = ""
@@ -190,7 +213,7 @@ def trial_page(store: TrialStore, trajectories: Path, trial_id: str, attempt: in
                 transcript += (f"<p class=muted>end: {e(str(ev.get('status')))} after "
                                f"{ev.get('turns')} turns, {ev.get('wall_seconds', 0):.1f} s</p>")
     submission = (f"<h2>Submission</h2><pre>{e(record.submission)}</pre>"
-                  if record.submission else "")
+                  if record.submission and not hide else "")
     body = (head + scores + (f"<p>{links}</p>" if record.attempts > 1 else "")
             + "<h2>Transcript</h2>" + transcript + submission)
     return _page(f"Trial {trial_id}", body, note)

@@ -10,7 +10,7 @@ from typing import TypeVar
 import grpc
 from prometheus_client import Counter, Histogram
 
-from lawlab import antihack, isolate, structure, validity
+from lawlab import antihack, isolate, jumps, structure, validity
 from lawlab.common.v1 import common_pb2
 from lawlab.convert import enum_value, from_enum
 from lawlab.errors import FailedPrecondition, InvalidArgument, NotFound, Unavailable
@@ -103,11 +103,17 @@ class JudgeServicer(judge_pb2_grpc.JudgeServiceServicer):
                             context: grpc.aio.ServicerContext) -> judge_pb2.ValidityVerdict:
         task, source = self._request(request)
         backend = self._backend(request)
-        if backend == JudgeBackend.LLM:
-            return await self._llm_validity(task, source, validity.gate(task, source))
-
         def run(jobs: Sequence[Job]) -> Awaitable[RunResult]:
             return run_jobs(self.sandbox, task.meta, source, jobs)
+
+        if backend == JudgeBackend.LLM:
+            gate = validity.gate(task, source)
+            if gate.passed and task.meta.suite == "real":  # the same dynamic table test
+                extra, probes = jumps.jobs(task)
+                table = jumps.verdict(task, probes, await run(extra))
+                if table:
+                    gate = antihack.GateVerdict(False, table, gate.fitted_numbers)
+            return await self._llm_validity(task, source, gate)
 
         verdict = await validity.assess(task, source, run)
         VERDICTS.labels("validity", verdict.status).inc()

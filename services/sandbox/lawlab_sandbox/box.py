@@ -40,6 +40,14 @@ RESULT_BYTES = 256 * 1024 * 1024  # submission mode: the results document
 MEMORY_BYTES = 4 * 1024**3
 SCRATCH_BYTES = 64 * 1024**2
 SCRATCH_INODES = 4096
+# A submission box is counted in CPU time (RLIMIT_CPU), and one that waits instead
+# (a module that reaches time.sleep through warnings.sys.modules) must not hold a
+# scoring slot on the wall clock (issue #50): past IDLE_GRACE seconds, a box whose
+# process tree has used less than IDLE_CPU_FRACTION of a core since it started is
+# stopped as idle, a failure like a timeout, never a score.
+IDLE_GRACE = 10.0
+IDLE_CPU_FRACTION = 0.2
+IDLE_POLL = 1.0
 
 
 class Scratch:
@@ -125,9 +133,73 @@ class BoxResult:
     stderr: bytes
     exit_code: int
     wall_seconds: float
+    idle: bool = False  # stopped by the idle watch (status TIMEOUT)
 
     def __post_init__(self) -> None:
         coerce(self)
+
+
+def _tree(root: int) -> tuple[float, bool] | None:
+    """CPU seconds (user and system, with reaped children's) of ``root`` and every
+    live process under it, and whether any of them is runnable now (state R: on a
+    CPU or waiting for one), from /proc; None when ``root`` is gone."""
+    tick = os.sysconf("SC_CLK_TCK")
+    children: dict[int, list[int]] = {}
+    cpu: dict[int, float] = {}
+    running: dict[int, bool] = {}
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/stat", "rb") as fh:
+                data = fh.read()
+        except OSError:
+            continue
+        rest = data[data.rfind(b")") + 2:].split()  # from field 3 (state) on
+        pid = int(entry.name)
+        children.setdefault(int(rest[1]), []).append(pid)
+        cpu[pid] = sum(int(v) for v in rest[11:15]) / tick  # utime stime cutime cstime
+        running[pid] = rest[0] == b"R"
+    if root not in cpu:
+        return None
+    total, runnable, stack = 0.0, False, [root]
+    while stack:
+        pid = stack.pop()
+        total += cpu.get(pid, 0.0)
+        runnable = runnable or running.get(pid, False)
+        stack += children.get(pid, [])
+    return total, runnable
+
+
+def tree_cpu_seconds(root: int) -> float | None:
+    """CPU seconds of ``root``'s process tree (:func:`_tree`); None when it is gone."""
+    tree = _tree(root)
+    return None if tree is None else tree[0]
+
+
+async def idle_watch(root: int, started: float, baseline: float = 0.0,
+                     grace: float | None = None, fraction: float | None = None) -> None:
+    """Returns once the process tree under ``root`` counts as idle: ``grace``
+    seconds of wall time after ``started`` (perf_counter), it has used less than
+    ``fraction`` of a core since (CPU above ``baseline``) *and* it was runnable in
+    less than half of the polls: a tree starved of CPU on a loaded machine (runnable,
+    waiting for a core) is computing, not idle. Never returns for a tree that
+    computes."""
+    grace = IDLE_GRACE if grace is None else grace
+    fraction = IDLE_CPU_FRACTION if fraction is None else fraction
+    polls = runnable = 0
+    while True:
+        await asyncio.sleep(IDLE_POLL)
+        tree = await asyncio.to_thread(_tree, root)
+        if tree is None:
+            continue
+        polls += 1
+        runnable += tree[1]
+        wall = time.perf_counter() - started
+        if wall < grace:
+            continue
+        if tree[0] - baseline < fraction * wall and runnable < polls / 2:
+            return
 
 
 def python_roots() -> list[str]:
@@ -219,20 +291,22 @@ async def _drain(stream: asyncio.StreamReader, cap: int, flood: asyncio.Event) -
 
 async def run_box(mode: str, request: bytes, data_file: Path | None = None,
                   timeout: float = DEFAULT_TIMEOUT, output_cap: int = HARD_OUTPUT_BYTES,
-                  uid: int | None = None) -> BoxResult:
+                  uid: int | None = None, idle: bool = False) -> BoxResult:
     """Run one box. ``uid``: the slot's host uid (None keeps the caller's uid,
-    for tools run by an unprivileged user)."""
+    for tools run by an unprivileged user); ``idle``: stop it when it waits
+    instead of computing (:func:`idle_watch`)."""
     if uid is None and os.geteuid() == 0:
         raise SandboxUnavailable("refusing to run a box as root: pass the slot's uid")
     scratch = Scratch(SCRATCH_ROOT, uid)
     try:
-        return await _run_box(mode, request, data_file, timeout, output_cap, uid, scratch)
+        return await _run_box(mode, request, data_file, timeout, output_cap, uid, scratch, idle)
     finally:
         scratch.release()
 
 
 async def _run_box(mode: str, request: bytes, data_file: Path | None, timeout: float,
-                   output_cap: int, uid: int | None, scratch: Scratch) -> BoxResult:
+                   output_cap: int, uid: int | None, scratch: Scratch,
+                   idle: bool = False) -> BoxResult:
     argv = limits_argv(int(timeout) + 5, uid) + bwrap_argv(mode, data_file, scratch=scratch)
     start = time.perf_counter()
     proc = await asyncio.create_subprocess_exec(
@@ -267,14 +341,20 @@ async def _run_box(mode: str, request: bytes, data_file: Path | None, timeout: f
     err_task = asyncio.ensure_future(_drain(proc.stderr, output_cap, flood))
     flood_task = asyncio.ensure_future(flood.wait())
     feeder = asyncio.ensure_future(feed())
+    watch = asyncio.ensure_future(idle_watch(proc.pid, start) if idle
+                                  else asyncio.Event().wait())
     status: ExecStatus | None = None
+    stopped_idle = False
     try:
         readers = asyncio.gather(out_task, err_task)
-        waited: set[asyncio.Future[Any]] = {readers, flood_task}
+        waited: set[asyncio.Future[Any]] = {readers, flood_task, watch}
         done, _ = await asyncio.wait(waited, timeout=timeout,
                                      return_when=asyncio.FIRST_COMPLETED)
         if flood_task in done:
             status = ExecStatus.OUTPUT_LIMIT
+            kill()
+        elif watch in done and readers not in done:
+            status, stopped_idle = ExecStatus.TIMEOUT, True
             kill()
         elif not done:
             status = ExecStatus.TIMEOUT
@@ -287,6 +367,7 @@ async def _run_box(mode: str, request: bytes, data_file: Path | None, timeout: f
     finally:
         feeder.cancel()
         flood_task.cancel()
+        watch.cancel()
     stdout, out_over = await out_task
     stderr, err_over = await err_task
     if status is None and (out_over or err_over):
@@ -298,7 +379,7 @@ async def _run_box(mode: str, request: bytes, data_file: Path | None, timeout: f
             status = ExecStatus.ERROR
         else:
             status = ExecStatus.KILLED
-    return BoxResult(status, stdout, stderr, rc, time.perf_counter() - start)
+    return BoxResult(status, stdout, stderr, rc, time.perf_counter() - start, stopped_idle)
 
 
 def _close_socket(sock: socket.socket) -> None:
@@ -320,6 +401,8 @@ class Zygote:
     hardened child forked per call. Any anomaly (timeout, flood, a dead or
     misbehaving zygote) kills it; the next call starts a fresh one. It is also
     recycled after ``max_calls`` calls."""
+
+    measures_cpu = True  # its calls' children are this host's processes (idle watch)
 
     def __init__(self, uid: int | None, data_file: Path | None, max_calls: int = 1000) -> None:
         self.uid = uid
@@ -361,7 +444,7 @@ class Zygote:
         self.proc, self.sock, self.scratch = None, None, None
 
     async def execute(self, request: bytes, timeout: float,
-                      output_cap: int = HARD_OUTPUT_BYTES) -> BoxResult:
+                      output_cap: int = HARD_OUTPUT_BYTES, idle: bool = False) -> BoxResult:
         if not self.alive or self.calls >= self.max_calls:
             await self.stop()
             await self.start()
@@ -369,12 +452,12 @@ class Zygote:
         self.calls += 1
         try:
             try:
-                result = await self._call(self.sock, request, timeout, output_cap)
+                result = await self._call(self.sock, request, timeout, output_cap, idle)
             except _NotSent:  # a zygote on its way out (no code ran): once more, in a new one
                 await self.stop()
                 await self.start()
                 assert self.sock is not None
-                result = await self._call(self.sock, request, timeout, output_cap)
+                result = await self._call(self.sock, request, timeout, output_cap, idle)
         except BaseException:
             # the caller gave up (cancelled) or the call failed half-way: its child
             # may still run, so the zygote goes rather than serve the next call behind it
@@ -387,8 +470,14 @@ class Zygote:
         return result
 
     async def _call(self, sock: socket.socket, request: bytes, timeout: float,
-                    output_cap: int) -> BoxResult:
+                    output_cap: int, idle: bool = False) -> BoxResult:
         start = time.perf_counter()
+        root = self.proc.pid if idle and self.measures_cpu and self.proc is not None else None
+        # the zygote's own CPU so far (its imports, earlier calls) is not this call's
+        baseline = 0.0
+        if root is not None:
+            measured: float | None = await asyncio.to_thread(tree_cpu_seconds, root)
+            baseline = measured or 0.0
         loop = asyncio.get_running_loop()
         out_r, out_w = os.pipe()
         err_r, err_w = os.pipe()
@@ -432,11 +521,16 @@ class Zygote:
         # after a kill the pending receive fails with EOF: that is expected, not an error
         reply.add_done_callback(lambda f: f.cancelled() or f.exception())
         flood_task = asyncio.ensure_future(flood.wait())
+        watch = asyncio.ensure_future(idle_watch(root, start, baseline) if root is not None
+                                      else asyncio.Event().wait())
+        stopped_idle = False
         try:
-            done, _ = await asyncio.wait({reply, flood_task}, timeout=timeout,
+            done, _ = await asyncio.wait({reply, flood_task, watch}, timeout=timeout,
                                          return_when=asyncio.FIRST_COMPLETED)
             if flood_task in done:
                 status = ExecStatus.OUTPUT_LIMIT
+            elif watch in done and reply not in done:
+                status, stopped_idle = ExecStatus.TIMEOUT, True
             elif not done:
                 status = ExecStatus.TIMEOUT
             else:
@@ -454,8 +548,9 @@ class Zygote:
             stderr, _ = await asyncio.wait_for(readers[1], timeout=30)
         finally:
             flood_task.cancel()
+            watch.cancel()
             if not reply.done():
                 reply.cancel()
         if status is None:
             status = ExecStatus.OK if rc == 0 else ExecStatus.ERROR if rc == 1 else ExecStatus.KILLED
-        return BoxResult(status, stdout, stderr, rc, time.perf_counter() - start)
+        return BoxResult(status, stdout, stderr, rc, time.perf_counter() - start, stopped_idle)

@@ -148,9 +148,11 @@ class DockerBackend:
 
     async def run_box(self, mode: str, request: bytes, data_file: Path | None = None,
                       timeout: float = box.DEFAULT_TIMEOUT,
-                      output_cap: int = box.HARD_OUTPUT_BYTES, uid: int | None = None) -> box.BoxResult:
+                      output_cap: int = box.HARD_OUTPUT_BYTES, uid: int | None = None,
+                      idle: bool = False) -> box.BoxResult:
         """A cold box: a fresh container for one call (``exec``) or one submission
-        run, removed afterwards."""
+        run, removed afterwards. (``idle``: not watched here; the container's
+        processes are the engine's, not this host process's children.)"""
         req = json.loads(request)
         req["_mode"] = mode
         zygote = DockerZygote(self, data_file)
@@ -163,6 +165,8 @@ class DockerBackend:
 class DockerZygote(box.Zygote):
     """A session's container: the bubblewrap zygote's protocol over a Unix socket
     that the containerised runner connects to."""
+
+    measures_cpu = False  # the container's processes are not under this process
 
     def __init__(self, backend: DockerBackend, data_file: Path | None) -> None:
         super().__init__(None, data_file)

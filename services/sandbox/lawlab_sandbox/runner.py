@@ -121,6 +121,10 @@ REQUIRED = ("USED_INPUTS", "LAW_CONSTANTS", "OTHER_CONSTANTS", "LOCAL_FITTABLE",
 TOOL_IMPORTS = ("pyoperon",)
 
 
+class _NotAllowed(ImportError):
+    """The import gate's refusal (its text is ours)."""
+
+
 def _install_import_gate(extra: tuple[str, ...] = ()) -> None:
     """A friendly error for imports outside the allowed list. Usability only:
     the box's isolation does not depend on it."""
@@ -131,7 +135,7 @@ def _install_import_gate(extra: tuple[str, ...] = ()) -> None:
         if level == 0 and globals is not None and globals.get("__name__") in (USER_MODULE, "submission"):
             top = name.split(".")[0]
             if top not in allowed:
-                raise ImportError(
+                raise _NotAllowed(
                     f"import of {name!r} is not allowed here; allowed modules: "
                     + ", ".join(allowed)
                 )
@@ -339,14 +343,30 @@ def _contract_problems(mod: dict, contract: dict) -> list[str]:
             if isinstance(init, (list, tuple)):
                 if len(init) > 1:
                     problems.append(f"LOCAL_FITTABLE[{k!r}] init list longer than 1")
+            elif init is None and isinstance(spec, dict) and "init" in spec:
+                pass  # the official contract's "fit() derives its own starts"
             elif not isinstance(init, (int, float)) or isinstance(init, bool):
-                problems.append(f"LOCAL_FITTABLE[{k!r}] needs a numeric 'init'")
+                problems.append(f"LOCAL_FITTABLE[{k!r}] needs a numeric 'init' (or None)")
     else:
         if "fit" in mod:
             problems.append("Type I submissions must not define fit")
         if local:
             problems.append("Type I submissions must leave LOCAL_FITTABLE empty")
     return problems
+
+
+class _ContractError(ValueError):
+    """The runner's own finding about a submission's output (its text is ours)."""
+
+
+def _error_text(err: BaseException) -> str:
+    """What a job's failure reports: the runner's own message, or the class of
+    the submission's exception only (issue #50: a fit spelled eight held-out
+    targets out in letters in an exception message; masking digits is not
+    enough, the text is the submission's channel)."""
+    if isinstance(err, (_ContractError, _NotAllowed)):
+        return str(err)[:500]
+    return f"{type(err).__name__} (raised by the submission; its text is not reported)"
 
 
 def run_submission(req: dict, out) -> int:
@@ -367,7 +387,7 @@ def run_submission(req: dict, out) -> int:
     try:
         exec(code, mod)
     except BaseException as err:  # noqa: BLE001  (the submission's own failure)
-        result.update(status="exec_error", message=f"{type(err).__name__}: {err}")
+        result.update(status="exec_error", message=_error_text(err))
         out.write(json.dumps(result))
         return 0
     problems = _contract_problems(mod, contract)
@@ -387,6 +407,11 @@ def run_submission(req: dict, out) -> int:
         return 0
     law = dict(mod["LAW_CONSTANTS"])
     other = dict(mod["OTHER_CONSTANTS"])
+    # OTHER_CONSTANTS go to predict only where it can take them (the official modules
+    # read them from their own namespace and take only LAW_CONSTANTS and local values)
+    params = inspect.signature(mod["predict"]).parameters
+    if not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+        other = {k: v for k, v in other.items() if k in params}
     names = list(mod["LOCAL_FITTABLE"])
     signal.signal(signal.SIGALRM, _on_alarm)
     for job in req["jobs"]:
@@ -400,7 +425,7 @@ def run_submission(req: dict, out) -> int:
             job_law = dict(law)
             for name, value in (job.get("law_constants") or {}).items():
                 if name not in law:  # the scorer's refit names only declared constants
-                    raise KeyError(f"law_constants: {name!r} is not in LAW_CONSTANTS")
+                    raise _ContractError(f"law_constants: {name!r} is not in LAW_CONSTANTS")
                 job_law[name] = float(value)
             if contract["type"] == "II":
                 fx = _matrix(job["fit_x"], used)
@@ -411,21 +436,23 @@ def run_submission(req: dict, out) -> int:
                 finally:
                     signal.setitimer(signal.ITIMER_REAL, 0)
                 if not isinstance(fitted, dict) or set(fitted) != set(names):
-                    got = sorted(fitted) if isinstance(fitted, dict) else type(fitted).__name__
-                    raise ValueError(f"fit must return a dict with keys {names}, got {got}")
+                    got = (f"{len(fitted)} keys" if isinstance(fitted, dict)
+                           else type(fitted).__name__)
+                    raise _ContractError(f"fit must return a dict with keys {names}, got {got}")
                 local = {k: float(v) for k, v in fitted.items()}
                 if not all(math.isfinite(v) for v in local.values()):
-                    raise ValueError("fit returned non-finite parameters")
+                    raise _ContractError("fit returned non-finite parameters")
             pred = np.asarray(mod["predict"](X, **job_law, **other, **local), dtype=float)
             if pred.shape != (X.shape[0],):
-                raise ValueError(f"predict returned shape {pred.shape}, expected ({X.shape[0]},)")
+                raise _ContractError(f"predict returned shape {pred.shape}, expected "
+                                     f"({X.shape[0]},)")
             if not np.all(np.isfinite(pred)):
-                raise ValueError(f"{int((~np.isfinite(pred)).sum())} non-finite predictions")
+                raise _ContractError(f"{int((~np.isfinite(pred)).sum())} non-finite predictions")
             entry.update(ok=True, predictions=pred.tolist(), local_params=local)
         except _FitTimeout:
             entry["error"] = f"fit exceeded the fit timeout of {contract['fit_timeout_seconds']} s"
         except BaseException as err:  # noqa: BLE001
-            entry["error"] = f"{type(err).__name__}: {err}"[:500]
+            entry["error"] = _error_text(err)
         result["results"].append(entry)
     out.write(json.dumps(result))
     return 0

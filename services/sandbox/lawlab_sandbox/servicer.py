@@ -81,8 +81,8 @@ class LocalBackend:
 
     async def run_box(self, mode: str, request: bytes, data_file: Path | None = None,
                       timeout: float = box.DEFAULT_TIMEOUT, output_cap: int = box.HARD_OUTPUT_BYTES,
-                      uid: int | None = None) -> box.BoxResult:
-        return await box.run_box(mode, request, data_file, timeout, output_cap, uid)
+                      uid: int | None = None, idle: bool = False) -> box.BoxResult:
+        return await box.run_box(mode, request, data_file, timeout, output_cap, uid, idle)
 
 
 class SandboxServicer(sandbox_pb2_grpc.SandboxServiceServicer):
@@ -128,12 +128,13 @@ class SandboxServicer(sandbox_pb2_grpc.SandboxServiceServicer):
         source (slots.py), or a cold box in cold mode. Each call is a fresh fork
         that alone reads its request, and scratch is wiped after it."""
         async with self.slots.slot(payload["source"]) as (uid, zygote):
+            # a submission box is stopped when it waits instead of computing (box.idle_watch)
             if zygote is None:
                 return await self.backend.run_box("submission", json.dumps(payload).encode(),
                                                   None, timeout, box.RESULT_BYTES,
-                                                  uid=self._box_uid(uid))
+                                                  uid=self._box_uid(uid), idle=True)
             request = json.dumps({**payload, "_mode": "submission"}).encode()
-            return await zygote.execute(request, timeout, box.RESULT_BYTES)
+            return await zygote.execute(request, timeout, box.RESULT_BYTES, idle=True)
 
     def _session(self, session_id: str) -> Session:
         if not session_id:
@@ -294,7 +295,12 @@ class SandboxServicer(sandbox_pb2_grpc.SandboxServiceServicer):
         for result in boxes:
             if result.status != "ok":
                 tail = result.stderr.decode(errors="replace")[-2000:].strip()
-                why = {"timeout": f"ran longer than its limit of {timeout:g} s (all of its "
+                idle = ("was idle (waiting, not computing: it used less than "
+                        f"{box.IDLE_CPU_FRACTION:.0%} of a core after "
+                        f"{box.IDLE_GRACE:g} s) and was stopped: scoring is counted in CPU "
+                        "time, and a submission may not hold a slot by waiting")
+                why = {"timeout": idle if result.idle else
+                       f"ran longer than its limit of {timeout:g} s (all of its "
                                   "jobs together) and was stopped: a loop that never ends, "
                                   "or fits too slow for the limit",
                        "output_limit": "printed more output than the sandbox keeps and was "

@@ -22,8 +22,10 @@ together, then the Jacobian at the accepted one (at most three runs per
 iteration, the same path as trying the steps one at a time).
 
 The fit is bounded by counts (MAX_ITERATIONS, DAMPING_TRIES), so S_N re-runs
-to the same value on any machine (issue #33); the wall-clock limit is a safety
-cap, and a refit it stops says so in its message. A law that will not run at
+to the same value on any machine (issue #33); the wall-clock limit is only a
+safety cap, and a refit it stops is a failure, not a score (issue #50: a law
+scored 0.1568 when slow and 0.1405 when fast, its refit cut at 150 s): S_N never
+depends on how fast the machine was. A law that will not run at
 other values of its constants (it breaks when a constant moves by a
 millionth) cannot be refitted, and its S_N is 0 with the reason.
 """
@@ -48,6 +50,7 @@ SECONDS = 150.0        # a safety cap (the sandbox limits each batch; the scorer
 MAX_GROUPS = 8         # Type II: training groups the shared constants are refitted on
 STEP = 1e-6            # relative finite-difference step
 TOL = 1e-9             # relative cost improvement that ends the fit
+JUMP = 1e-3            # a rise of the cost by this much for a STEP move is a jump, not a slope
 
 Runner = Callable[[Sequence[Job]], Awaitable[RunResult]]
 
@@ -60,7 +63,7 @@ class RefitOutcome:
     rss_submitted: float = float("nan")
     rss_refit: float = float("nan")
     iterations: int = 0
-    capped: bool = False  # stopped by the wall-clock safety cap, not by its counts
+    capped: bool = False  # stopped by the wall-clock safety cap (then not ok)
 
 
 def training_groups(task: Task) -> list[tuple[str, np.ndarray]]:
@@ -92,9 +95,17 @@ def _jobs(task: Task, parts: list[tuple[str, np.ndarray]], points: Sequence[dict
     return out
 
 
+def _label(name: str, constants: dict[str, float], lines: dict[str, int] | None) -> str:
+    if lines and name in lines:
+        return f"the number {constants[name]:.6g} on line {lines[name]}"
+    return name
+
+
 async def refit(task: Task, constants: dict[str, float], run: Runner,
-                seconds: float = SECONDS) -> RefitOutcome:
-    """LAW_CONSTANTS refitted on the training split from ``constants`` (module docstring)."""
+                seconds: float = SECONDS, lines: dict[str, int] | None = None) -> RefitOutcome:
+    """LAW_CONSTANTS refitted on the training split from ``constants`` (module
+    docstring). ``lines``: where each constant sits in the submission (the
+    scorer's rewrite, lawlab.literals), to name it in messages."""
     names = [n for n, v in constants.items() if math.isfinite(v)]
     if not names:
         return RefitOutcome(True, "no LAW_CONSTANTS to refit", {})
@@ -103,6 +114,7 @@ async def refit(task: Task, constants: dict[str, float], run: Runner,
     space = residual_space(task.meta.metric, y_all)
     y_t = np.concatenate([to_residual_space(y_all[rows], space) for _, rows in parts])
     big = 1e3 * (float(np.std(y_t)) or 1.0)
+    spread = float(np.sum((y_t - np.mean(y_t)) ** 2))  # the cost of a constant law
     deadline = time.monotonic() + seconds
 
     async def residuals(points: list[np.ndarray]) -> list[np.ndarray | None]:
@@ -131,7 +143,7 @@ async def refit(task: Task, constants: dict[str, float], run: Runner,
     if first[0] is None:
         return RefitOutcome(False, "the law does not run on the training split at its "
                                    "submitted constants, so it cannot be refitted there")
-    broken = [names[i] for i, r in enumerate(first[1:]) if r is None]
+    broken = [_label(names[i], constants, lines) for i, r in enumerate(first[1:]) if r is None]
     if broken:
         return RefitOutcome(False, f"the law stops running when {', '.join(broken)} moves by a "
                                    "millionth of its value: its constants cannot be refitted")
@@ -184,12 +196,24 @@ async def refit(task: Task, constants: dict[str, float], run: Runner,
         lam = max(lam_k / 10, 1e-12)
         if done or any(c is None for c in cols):
             break
+    # a law whose training cost jumps when one constant moves by a millionth is not
+    # at an optimum of a fit but guards its submitted values (issue #50): it
+    # resists the refit, and is not scored from constants it chose
+    jumps = [(_label(names[i], constants, lines), float(c @ c) / cost - 1.0)
+             for i, c in enumerate(cols) if c is not None
+             and float(c @ c) - cost > JUMP * cost + 1e-9 * spread]
+    if jumps:
+        what, rise = max(jumps, key=lambda j: j[1])
+        return RefitOutcome(False, f"the law's training error rises by {100 * rise:.3g}% when "
+                                   f"{what} moves by a millionth of its value: a law that gets "
+                                   "worse when its constants move resists the refit",
+                            dict(zip(names, map(float, theta))), cost0, cost, iterations)
     if capped:
-        return RefitOutcome(True, f"refitted on {sum(len(r) for _, r in parts)} training rows, "
-                                  f"stopped by its {seconds:g} s safety cap after {iterations} of "
-                                  f"{MAX_ITERATIONS} iterations, so this S_N may not re-run the "
-                                  "same on another machine", dict(zip(names, map(float, theta))),
-                            cost0, cost, iterations, capped=True)
+        return RefitOutcome(False, f"the refit on {sum(len(r) for _, r in parts)} training rows "
+                                   f"reached its {seconds:g} s safety cap after {iterations} of "
+                                   f"{MAX_ITERATIONS} iterations: a law this slow to evaluate "
+                                   "gets a failure, not a score that depends on the machine's "
+                                   "speed", {}, cost0, cost, iterations, capped=True)
     return RefitOutcome(True, f"refitted on {sum(len(r) for _, r in parts)} training rows in "
                               f"{iterations} iterations", dict(zip(names, map(float, theta))),
                         cost0, cost, iterations)

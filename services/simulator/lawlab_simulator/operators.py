@@ -17,11 +17,13 @@ from pathlib import Path
 import grpc
 
 from lawlab.convert import enum_value, from_enum, timestamp
-from lawlab.errors import InvalidArgument, NotFound, PermissionDenied, shown
+from lawlab.errors import FailedPrecondition, InvalidArgument, NotFound, PermissionDenied, shown
 from lawlab.simulator.v1 import operator_pb2, operator_pb2_grpc
+from lawlab.tasks import TaskLibrary
 from lawlab.vocab import Release, Role
 from lawlab_simulator.auth import caller
 from lawlab_simulator.store import AuditRow, EpochRow, Store, TokenRow
+from lawlab_simulator.store.epochs import validate as validate_epoch
 
 DEFAULT_SESSIONS = 8
 DEFAULT_QPS = 20.0
@@ -54,8 +56,8 @@ def token_proto(row: TokenRow) -> operator_pb2.Token:
         expired=row.expired())
 
 
-def epoch_proto(row: EpochRow, current: str | None) -> operator_pb2.Epoch:
-    return operator_pb2.Epoch(
+def epoch_proto(row: EpochRow, current: str | None, kind: str = "") -> operator_pb2.Epoch:
+    return operator_pb2.Epoch(release_kind=kind,
         epoch_id=row.epoch_id, opened=timestamp(row.opened), closed=timestamp(row.closed),
         release=enum_value(operator_pb2.Release, row.release),
         release_real=enum_value(operator_pb2.Release, row.release_real),
@@ -70,9 +72,14 @@ def audit_proto(a: AuditRow) -> operator_pb2.AuditEvent:
 
 
 class OperatorServicer(operator_pb2_grpc.OperatorServiceServicer):
-    def __init__(self, store: Store, trajectories: Path | None = None) -> None:
+    def __init__(self, store: Store, trajectories: Path | None = None,
+                 library: TaskLibrary | None = None) -> None:
         self.store = store
         self.trajectories = trajectories  # where the submissions room keeps uploads
+        self.library = library  # the task library the simulator serves (its kind)
+
+    def _kind(self) -> str:
+        return self.library.kind if self.library is not None else ""
 
     async def CreateToken(self, request: operator_pb2.CreateTokenRequest,
                           context: grpc.aio.ServicerContext) -> operator_pb2.CreateTokenResponse:
@@ -93,6 +100,15 @@ class OperatorServicer(operator_pb2_grpc.OperatorServiceServicer):
             raise PermissionDenied("operator tokens are made with lawlab's internal token "
                                    "(the operator's own machine: lawlab token create --role "
                                    "operator where `lawlab up` keeps its data directory)")
+        if caller().role != Role.INTERNAL:
+            # a token for a team that exists acts as that team: only the operator's own
+            # machine (the internal token) may issue one (issue #50)
+            tokens = await asyncio.to_thread(self.store.tokens.all)
+            if any(t.team == request.team for t in tokens):
+                raise PermissionDenied(
+                    f"team {shown(request.team)} exists: another token for it is made with "
+                    "lawlab's internal token (lawlab token create --team NAME where `lawlab "
+                    "up` keeps its data directory); an operator token creates new teams only")
         expires = time.time() + request.expires_days * 86400 if request.expires_days else None
         try:
             secret, row = await asyncio.to_thread(
@@ -130,7 +146,9 @@ class OperatorServicer(operator_pb2_grpc.OperatorServiceServicer):
                          context: grpc.aio.ServicerContext) -> operator_pb2.ListEpochsResponse:
         rows = await asyncio.to_thread(self.store.epochs.all)
         current = await asyncio.to_thread(self.store.epochs.current)
-        return operator_pb2.ListEpochsResponse(epochs=[epoch_proto(r, current) for r in rows])
+        kind = await asyncio.to_thread(self._kind)
+        return operator_pb2.ListEpochsResponse(epochs=[epoch_proto(r, current, kind)
+                                                       for r in rows])
 
     async def OpenEpoch(self, request: operator_pb2.OpenEpochRequest,
                         context: grpc.aio.ServicerContext) -> operator_pb2.Epoch:
@@ -141,11 +159,29 @@ class OperatorServicer(operator_pb2_grpc.OperatorServiceServicer):
         release_real = (from_enum(Release, operator_pb2.Release, request.release_real,
                                   "release_real") or Release.IMMEDIATE)
         try:
-            row = await asyncio.to_thread(self.store.epochs.open, request.epoch_id, release,
-                                          release_real, caller().team)
+            validate_epoch(request.epoch_id, release, release_real)
         except ValueError as err:
             raise _refused(err) from None
-        return epoch_proto(row, row.epoch_id)
+        kind = await asyncio.to_thread(self._kind)
+        if kind == "development" and not request.development:
+            assert self.library is not None
+            missing = await asyncio.to_thread(self.library.without_private)
+            what = (f"{len(missing)} Parallel worlds have no private piece (e.g. "
+                    f"{', '.join(missing[:3])}): their hidden laws are among the "
+                    "repository's candidates" if missing else
+                    "the library was built with lawlab's published key")
+            raise FailedPrecondition(
+                f"this library is a development release ({what}); a leaderboard needs "
+                "private variants for every task (world-variants.yaml beside the world key, "
+                "docs/simulator-api.md) and a rebuild. Open it as a development epoch with "
+                "`lawlab epoch open NAME --development` (OpenEpochRequest.development)")
+        try:
+            row = await asyncio.to_thread(self.store.epochs.open, request.epoch_id, release,
+                                          release_real, caller().team,
+                                          kind if kind else "")
+        except ValueError as err:
+            raise _refused(err) from None
+        return epoch_proto(row, row.epoch_id, kind)
 
     async def CloseEpoch(self, request: operator_pb2.CloseEpochRequest,
                          context: grpc.aio.ServicerContext) -> operator_pb2.Epoch:
@@ -157,7 +193,8 @@ class OperatorServicer(operator_pb2_grpc.OperatorServiceServicer):
         except KeyError:
             raise NotFound(f"no epoch {shown(request.epoch_id)} (ListEpochs, "
                            "`lawlab epoch list`, lists them)") from None
-        return epoch_proto(row, await asyncio.to_thread(self.store.epochs.current))
+        return epoch_proto(row, await asyncio.to_thread(self.store.epochs.current),
+                           await asyncio.to_thread(self._kind))
 
     async def ListAudit(self, request: operator_pb2.ListAuditRequest,
                         context: grpc.aio.ServicerContext) -> operator_pb2.ListAuditResponse:

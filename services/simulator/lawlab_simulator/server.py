@@ -97,6 +97,6 @@ async def build(args: argparse.Namespace, settings: Settings) -> Built:
                        interceptors=[identity], max_receive_bytes=max_receive or None)
     operators = ServiceSpec(operator_pb2_grpc.add_OperatorServiceServicer_to_server,
                             OperatorServicer(store, Path(args.data_dir).resolve() / "simulator"
-                                             / "submissions"),
+                                             / "submissions", library),
                             operator_pb2.DESCRIPTOR.services_by_name["OperatorService"])
     return [spec, operators], [start], [close]

@@ -11,6 +11,7 @@ own services, which the ledger keeps.
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import grpc
@@ -78,8 +79,10 @@ class SimulatorServicer(simulator_pb2_grpc.SimulatorServiceServicer):
     async def GetTask(self, request: simulator_pb2.GetTaskRequest,
                       context: grpc.aio.ServicerContext) -> simulator_pb2.GetTaskResponse:
         task = self._task(request.task_id)
+        kind = await asyncio.to_thread(lambda: self.library.kind)
         return simulator_pb2.GetTaskResponse(task=convert.meta_to_proto(task.meta, task.group_ids,
-                                                                        task.has_world()))
+                                                                        task.has_world()),
+                                             release_kind=kind)
 
     # ---- sessions --------------------------------------------------------------
     async def OpenSession(self, request: simulator_pb2.OpenSessionRequest,

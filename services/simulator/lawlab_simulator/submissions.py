@@ -17,6 +17,7 @@ import asyncio
 import json
 import logging
 import math
+import os
 import re
 import time
 from pathlib import Path
@@ -122,13 +123,16 @@ def redact(text: str, limit: int = 500) -> str:
 
 def fair_order(rows: list[SubmissionRow], served: dict[str, float]) -> list[SubmissionRow]:
     """Queued submissions in the order they are taken: each team's oldest first,
-    the team served least recently first (a team never served before by its oldest
-    submission's age), then each team's next, and so on: round robin, so one
-    team's slow submissions delay another's by at most one job."""
+    the team served least recently first, then each team's next, and so on: round
+    robin, so one team's slow submissions delay another's by at most one job. A team
+    never served starts behind every served team (issue #50: new teams, cheap to
+    make, went first, and four of them held an established team's law for 111 s);
+    never-served teams among themselves by their oldest submission's age."""
     by_team: dict[str, list[SubmissionRow]] = {}
     for row in sorted(rows, key=lambda r: r.received):
         by_team.setdefault(row.owner, []).append(row)
-    teams = sorted(by_team, key=lambda t: (served.get(t, -math.inf), by_team[t][0].received))
+    teams = sorted(by_team, key=lambda t: (t not in served, served.get(t, 0.0),
+                                           by_team[t][0].received))
     out: list[SubmissionRow] = []
     depth = max((len(v) for v in by_team.values()), default=0)
     for i in range(depth):
@@ -151,7 +155,8 @@ class SubmissionScorer:
         self._channels: list[grpc.aio.Channel] = []
         self._scorer: scorer_pb2_grpc.ScorerServiceStub | None = None
         self._judge: judge_pb2_grpc.JudgeServiceStub | None = None
-        self._served: dict[str, float] = {}
+        self._served: dict[str, float] = {}  # team -> when it was last served (monotonic)
+        self._seeded = False
         self._running: dict[str, asyncio.Task[None]] = {}  # team -> its scoring task
         self._down_until = 0.0
         self._delay = 1.0
@@ -190,6 +195,12 @@ class SubmissionScorer:
         for team, task in list(self._running.items()):
             if task.done():
                 del self._running[team]
+        if not self._seeded:  # teams served before a restart stay ahead of new ones
+            last = await asyncio.to_thread(self.store.submissions.last_served)
+            offset = time.monotonic() - time.time()
+            for team, at in last.items():
+                self._served.setdefault(team, at + offset)
+            self._seeded = True
         rows = await asyncio.to_thread(self.store.submissions.find, None, None, "queued")
         self._gauges(rows)
         if time.monotonic() < self._down_until:
@@ -280,8 +291,8 @@ class SubmissionScorer:
                           f", gate failed: {valid.anti_hacking_reason}"))
             if abs(score.s_n_refit - score.s_n_submitted) > 1e-9:
                 message += (f"; S_N {score.s_n_submitted:.4f} as submitted, "
-                            f"{score.s_n_refit:.4f} with LAW_CONSTANTS refitted on the training "
-                            "split (the smaller counts)")
+                            f"{score.s_n_refit:.4f} with every number it chose refitted on the "
+                            "training split (the smaller counts)")
             if score.message:
                 message += f"; {redact(score.message)}"
             await asyncio.to_thread(
@@ -306,11 +317,16 @@ def check_trajectory(events: list[str]) -> None:
 
 
 def write_trajectory(data_dir: Path, submission_id: str, events: list[str]) -> str:
-    """Kept beside the audit log, one event per line; returns the path."""
+    """Kept beside the audit log, one event per line, readable by the simulator's user
+    only (mode 0600 in a 0700 folder: a team's run is its own); returns the path."""
     folder = data_dir / "submissions"
-    folder.mkdir(parents=True, exist_ok=True)
+    folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+    folder.chmod(0o700)
     path = folder / f"{submission_id}.jsonl"
-    path.write_text("".join(e.rstrip("\n") + "\n" for e in events))
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        fh.write("".join(e.rstrip("\n") + "\n" for e in events))
+    os.chmod(path, 0o600)
     return str(path)
 
 

@@ -44,6 +44,17 @@ def close_sessions(ex: Executor, epoch_id: str) -> None:
     ex("UPDATE sessions SET state = 'closed' WHERE epoch = ? AND state = 'open'", (epoch_id,))
 
 
+def validate(epoch_id: str, release: str, release_real: str) -> None:
+    """ValueError naming the field for an epoch that could not be opened."""
+    bare = epoch_id.replace("-", "").replace("_", "").replace(".", "")
+    if not (0 < len(epoch_id) <= MAX_EPOCH_ID and bare.isascii() and bare.isalnum()):
+        raise ValueError(f"epoch: 1 to {MAX_EPOCH_ID} ASCII letters, digits, '-', '_' and "
+                         "'.' (it names the round in URLs, files and the CLI)")
+    for name, value in (("release", release), ("release_real", release_real)):
+        if value not in RELEASES:
+            raise ValueError(f"{name}: one of {', '.join(RELEASES)}")
+
+
 class EpochRepository:
     def __init__(self, db: Database) -> None:
         self.db = db
@@ -63,15 +74,12 @@ class EpochRepository:
         return EpochRow(*r) if r else None
 
     def open(self, epoch_id: str, release: str = Release.ON_CLOSE,
-                   release_real: str = Release.IMMEDIATE, actor: str = "operator") -> EpochRow:
-        """Start a new round: the current epoch closes, every budget starts afresh."""
-        bare = epoch_id.replace("-", "").replace("_", "").replace(".", "")
-        if not (0 < len(epoch_id) <= MAX_EPOCH_ID and bare.isascii() and bare.isalnum()):
-            raise ValueError(f"epoch: 1 to {MAX_EPOCH_ID} ASCII letters, digits, '-', '_' and "
-                             "'.' (it names the round in URLs, files and the CLI)")
-        for name, value in (("release", release), ("release_real", release_real)):
-            if value not in RELEASES:
-                raise ValueError(f"{name}: one of {', '.join(RELEASES)}")
+                   release_real: str = Release.IMMEDIATE, actor: str = "operator",
+                   kind: str = "") -> EpochRow:
+        """Start a new round: the current epoch closes with its open sessions; budgets
+        are not renewed (they belong to team, task and release); ``kind`` (the
+        library's: leaderboard or development) goes to the audit log."""
+        validate(epoch_id, release, release_real)
         now = time.time()
         with self.db.tx() as ex:
             self.db.lock_key(ex, "lawlab-epochs")
@@ -85,7 +93,8 @@ class EpochRepository:
             ex("INSERT INTO epochs (epoch_id, opened, release, release_real) VALUES (?, ?, ?, ?)",
                (epoch_id, now, release, release_real))
             audit.write(ex, actor, "epoch_open", None,
-                        detail=f"{epoch_id} release={release} release_real={release_real}")
+                        detail=f"{epoch_id} release={release} release_real={release_real}"
+                               + (f" kind={kind}" if kind else ""))
         return EpochRow(epoch_id, now, None, Release(release), Release(release_real))
 
     def close(self, epoch_id: str, actor: str = "operator") -> EpochRow:

@@ -44,10 +44,23 @@ class SubmissionRow:
         coerce(self)
 
 
+# A team's share of the scoring queue (issue #50): at most this many of its
+# submissions wait to be scored at once, and it submits at most RATE_LIMIT in any
+# RATE_WINDOW seconds; lawlab's own services ("internal") are not limited.
+MAX_QUEUED_PER_TEAM = 3
+RATE_LIMIT = 20
+RATE_WINDOW = 3600.0
+
+
 class SubmissionRepository:
-    def __init__(self, db: Database, sessions: SessionRepository) -> None:
+    def __init__(self, db: Database, sessions: SessionRepository,
+                 max_queued: int = MAX_QUEUED_PER_TEAM, rate_limit: int = RATE_LIMIT,
+                 rate_window: float = RATE_WINDOW) -> None:
         self.db = db
         self.sessions = sessions
+        self.max_queued = max_queued
+        self.rate_limit = rate_limit
+        self.rate_window = rate_window
 
     def submit(self, session_id: str, actor: str, request_id: str, source: str,
                trajectory: str = "", client: str = "") -> tuple[SubmissionRow, bool]:
@@ -58,8 +71,17 @@ class SubmissionRepository:
         Refuses, with a message saying what to do: an unknown or foreign session
         (NotFound), a session that is not open or whose epoch has closed, a Parallel
         submission before any experiment (FailedPrecondition), a second submission
-        (AlreadyExists), a reused request id with another module (InvalidArgument)."""
-        from lawlab.errors import AlreadyExists, FailedPrecondition, InvalidArgument, NotFound
+        (AlreadyExists), a reused request id with another module (InvalidArgument), a
+        team with ``max_queued`` submissions waiting or ``rate_limit`` received in the
+        last ``rate_window`` seconds (ResourceExhausted; a retried upload is never
+        refused by these)."""
+        from lawlab.errors import (
+            AlreadyExists,
+            FailedPrecondition,
+            InvalidArgument,
+            NotFound,
+            ResourceExhausted,
+        )
 
         digest = hashlib.sha256(source.encode()).hexdigest()
         now = time.time()
@@ -92,6 +114,24 @@ class SubmissionRepository:
             if row.setting == "parallel" and row.calls_used < 1:
                 raise FailedPrecondition("a Parallel submission needs at least one experiment "
                                          "(Query) on this task in this epoch")
+            if actor != "internal":
+                self.db.lock_key(ex, f"lawlab-submit-team:{row.owner}")
+                (queued,) = ex("SELECT COUNT(*) FROM submissions WHERE owner = ? AND "
+                               "state = 'queued'", (row.owner,)).fetchone()
+                if queued >= self.max_queued:
+                    raise ResourceExhausted(
+                        f"team {row.owner} has {queued} submissions waiting to be scored (at "
+                        f"most {self.max_queued}); submit again when one is scored "
+                        "(GetSubmission shows its state)", retry_after_ms=30_000)
+                since = now - self.rate_window
+                recent = ex("SELECT received FROM submissions WHERE owner = ? AND received > ? "
+                            "ORDER BY received", (row.owner, since)).fetchall()
+                if len(recent) >= self.rate_limit:
+                    wait = recent[len(recent) - self.rate_limit][0] + self.rate_window - now
+                    raise ResourceExhausted(
+                        f"team {row.owner} has made {len(recent)} submissions in the last "
+                        f"{self.rate_window / 60:g} minutes (at most {self.rate_limit})",
+                        retry_after_ms=max(1000, int(wait * 1000)))
             submission_id = "sub-" + secrets.token_hex(8)
             ex("INSERT INTO submissions (submission_id, owner, task_id, setting, epoch, "
                "session_id, request_id, source_sha256, source, state, trajectory, received) "
@@ -101,6 +141,15 @@ class SubmissionRepository:
             audit.write(ex, row.owner, "submit", row, detail=submission_id, client=client)
             out = ex(f"{_SUBMISSION_SELECT} WHERE submission_id = ?", (submission_id,)).fetchone()
         return SubmissionRow(*out), False
+
+    def last_served(self) -> dict[str, float]:
+        """Each team's latest scoring verdict (wall-clock time): the scorer's fair
+        order starts from it after a restart, so a team served before stays ahead
+        of a new one."""
+        with self.db.read() as ex:
+            rows = ex("SELECT owner, MAX(scored) FROM submissions WHERE scored IS NOT NULL "
+                      "GROUP BY owner").fetchall()
+        return {str(owner): float(at) for owner, at in rows}
 
     def set_trajectory(self, submission_id: str, path: str) -> None:
         with self.db.tx() as ex:

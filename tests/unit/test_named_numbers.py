@@ -1,0 +1,82 @@
+"""Names never shadow numbers: a variable called ``e`` or ``pi`` that the caller binds
+means the variable everywhere a law is read (evaluation, sympy, generated modules,
+``lawlab fit --expr``, the importer); an unbound ``e``/``pi`` is the number."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+import sympy
+
+from lawlab.cli import main
+from lawlab.contract import law_module
+from lawlab.expr import Expression
+from lawlab.structure import form_from_expression
+from lawlab.taskbuild.importer import convert_module
+
+
+def test_bound_e_and_pi_are_the_variables():
+    assert Expression("1 - e**2").evaluate({"e": 0.5}) == pytest.approx(0.75)
+    assert Expression("2 * pi * r").evaluate({"pi": 2.0, "r": 1.0}) == pytest.approx(4.0)
+    # unbound, they are the numbers, and nobody has to give them
+    assert Expression("2 * pi * r").evaluate({"r": 1.0}) == pytest.approx(2 * math.pi)
+    assert Expression("e").evaluate({}) == pytest.approx(math.e)
+    expr = Expression("e * pi + x")
+    assert expr.names == {"e", "pi", "x"} and expr.named_numbers == {"e", "pi"}
+    assert expr.free(["x"]) == set() and expr.free([]) == {"x"}
+
+
+def test_sympy_form_takes_the_binding():
+    e_sym = sympy.Symbol("e", real=True)
+    assert Expression("1 - e**2").to_sympy({"e": e_sym}) == 1 - e_sym ** 2
+    assert Expression("1 - e**2").to_sympy() == 1 - sympy.E ** 2
+    form = form_from_expression(Expression("k * (1 - e**2) + pi"), {"k": 2.0}, ["e", "pi"])
+    data = {"e": np.array([0.5, 0.0]), "pi": np.array([1.0, 0.0])}
+    assert np.allclose(form.evaluate(data, [2.0]), [2 * 0.75 + 1.0, 2.0])
+
+
+def test_generated_module_keeps_bound_names():
+    source = law_module(title="t", expr="k * (1 - e**2) + pi", used_inputs=["e", "pi"],
+                        constants={"k": 2.0})
+    scope: dict = {}
+    exec(compile(source, "law.py", "exec"), scope)  # noqa: S102  (our own generated module)
+    out = scope["predict"](np.array([[0.5, 1.0], [0.0, 0.0]]), k=2.0)
+    assert np.allclose(out, [2.5, 2.0])
+    # an unbound pi in a generated module is still np.pi
+    source = law_module(title="t", expr="pi * x", used_inputs=["x"], constants={})
+    scope = {}
+    exec(compile(source, "law.py", "exec"), scope)  # noqa: S102
+    assert np.allclose(scope["predict"](np.array([[1.0]])), [math.pi])
+
+
+def test_fit_cli_treats_columns_e_and_pi_as_inputs(tmp_path, capsys):
+    rng = np.random.default_rng(1)
+    e, pi = rng.uniform(0, 1, 40), rng.uniform(1, 2, 40)
+    path = tmp_path / "d.csv"
+    pd.DataFrame({"e": e, "pi": pi, "y": 3.0 * (1 - e ** 2) + pi
+                  + rng.normal(0, 0.01, 40)}).to_csv(path, index=False)
+    assert main(["fit", "--expr", "a * (1 - e**2) + pi", "--data", str(path), "--target", "y",
+                 "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["inputs"] == ["e", "pi"] and doc["constants"]["a"] == pytest.approx(3.0, abs=0.02)
+    # and where pi is no column, it is the number, never a fitted constant
+    x = np.linspace(1, 2, 30)
+    path = tmp_path / "d.csv"
+    noise = np.random.default_rng(2).normal(0, 0.01, 30)
+    pd.DataFrame({"x": x, "y": 1.5 * np.pi * x + noise}).to_csv(path, index=False)
+    assert main(["fit", "--expr", "a * pi * x", "--data", str(path), "--target", "y",
+                 "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert set(doc["constants"]) == {"a"} and doc["constants"]["a"] == pytest.approx(1.5, abs=0.01)
+
+
+def test_importer_input_named_e_with_np_e():
+    source = ("import numpy as np\nUSED_INPUTS = ['e']\nLAW_CONSTANTS = {'k': 2.0}\n"
+              "def predict(X, k=2.0):\n    ecc = X[:, 0]\n    return k * np.e * (1 - ecc ** 2)\n")
+    conv = convert_module(source, "m.py", ["e"])
+    value = Expression(conv.expr).evaluate({"e": np.array([0.5]), "k": 2.0})
+    assert np.allclose(value, [2.0 * math.e * 0.75])

@@ -1,0 +1,162 @@
+"""Official SciLaws-Bench task folders (fixtures of our own making in that layout,
+one per construct family, Type I and Type II) import, validate and score; the import
+goes on past a broken task and says which failed and why."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+
+from lawlab.taskbuild.importer import import_all
+from lawlab.tasks import TaskLibrary
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "scilaws"
+LAWLAB = str(Path(sys.executable).parent / "lawlab")
+OFFICIAL = ["runoff_partition_demo__evap_fraction", "orbit_distance_demo__r_mean_km",
+            "culture_growth_demo__od", "regional_yield_demo__yield_t_ha"]
+
+
+@pytest.fixture(scope="module")
+def imported(tmp_path_factory):
+    out = tmp_path_factory.mktemp("official")
+    return out, {r.task_id: r for r in import_all(FIXTURES, out)}
+
+
+def test_every_fixture_imports_and_validates(imported):
+    out, reports = imported
+    assert set(OFFICIAL) <= set(reports)
+    assert all(r.ok for r in reports.values()), {k: (r.error, r.problems) for k, r in reports.items()}
+    library = TaskLibrary(out)
+    assert not library.get("runoff_partition_demo__evap_fraction").meta.multi_group
+    assert library.get("culture_growth_demo__od").meta.multi_group
+    for task_id in OFFICIAL:
+        r = reports[task_id]
+        assert r.references_converted == r.references_total >= 2, (task_id, r.unconvertible)
+
+
+def test_guards_and_branches_are_kept_and_named(imported):
+    out, reports = imported
+    notes = reports["runoff_partition_demo__evap_fraction"].notes
+    assert any("fu_curve.py:16" in n and "numerical guard" in n for n in notes)
+    assert any("energy_water_limit.py:16" in n and "kept as min()" in n for n in notes)
+    refs = json.loads((out / "runoff_partition_demo__evap_fraction" / "eval"
+                       / "references.json").read_text())
+    assert {r["name"]: r["expr"] for r in refs}["energy_water_limit"] == "min(aridity, 1.0)"
+
+
+def test_input_named_e_is_the_eccentricity(imported):
+    out, _ = imported
+    m = json.loads((out / "orbit_distance_demo__r_mean_km" / "eval"
+                    / "reference_metrics.json").read_text())
+    best = m["references"]["time_average"]["heldout_metric"]
+    assert m["best_reference"] == "time_average" and best < m["naive_baseline"] / 20
+    refs = {r["name"]: r for r in json.loads((out / "orbit_distance_demo__r_mean_km" / "eval"
+                                               / "references.json").read_text())}
+    assert refs["time_average"]["constants"] == {"c2": 0.5}  # 1.0 / 2.0, folded
+    assert refs["circular"]["constants"] == pytest.approx({"k": 1.495978707e8})
+
+
+def test_type_ii_helpers_and_init_none(imported):
+    out, _ = imported
+    refs = {r["name"]: r for r in json.loads((out / "culture_growth_demo__od" / "eval"
+                                               / "references.json").read_text())}
+    assert refs["gompertz_curve"]["local"] == ["A", "lam", "mu"]
+    assert refs["gompertz_curve"]["expr"].startswith("A * exp(-exp(clip(")
+    assert refs["logistic_curve"]["local_starts"] == {"A": [0.5], "mu": [0.05], "lam": [3.0]}
+
+
+def test_nothing_the_paper_uses_is_dropped(imported):
+    out, reports = imported
+    root = out / "regional_yield_demo__yield_t_ha"
+    text = (root / "metadata.yaml").read_text(encoding="utf-8")
+    assert "t ha⁻¹" in text and "\\u" not in text
+    meta = yaml.safe_load(text)
+    official = meta["official"]
+    assert official["priors"][0]["name"] == "nitrogen_response_rate"
+    assert official["unseen_group_strategy"] == "error"
+    assert official["split"]["holdout"] == "every third site"
+    assert meta["split"]["kind"] == "cluster_holdout"
+    assert meta["caps"]["max_law_constants"] == 2 and meta["caps"]["max_local_params"] == 1
+    assert official["caps"]["max_init_size_per_param"] == 1
+    inputs = {v["name"]: v for v in meta["inputs"]}
+    assert (inputs["nitrogen_kg_ha"]["min"], inputs["nitrogen_kg_ha"]["max"]) == (0.0, 250.0)
+    assert inputs["n_applications"]["values"] == [1, 2, 3, 4]
+    assert inputs["n_applications"]["dtype"] == "int"
+    assert inputs["region"]["categories"] == ["north", "south", "east"]
+    train = TaskLibrary(out).get("regional_yield_demo__yield_t_ha").train
+    assert set(train["region"].unique()) <= {0.0, 1.0, 2.0}
+    refs = {r["name"]: r for r in json.loads((root / "eval" / "references.json")
+                                              .read_text(encoding="utf-8"))}
+    assert refs["mitscherlich"]["citation"].startswith("Mitscherlich response, Y = Ymax (1 − exp")
+    metrics = json.loads((root / "eval" / "reference_metrics.json").read_text())
+    assert metrics["references"]["mitscherlich"]["official_measured"] == {"rmse": 0.21, "r2": 0.97}
+    assert metrics["official_best_baseline"] == 0.21
+    runoff = yaml.safe_load((out / "runoff_partition_demo__evap_fraction" / "metadata.yaml")
+                            .read_text(encoding="utf-8"))
+    assert {v["name"]: v["unit"] for v in runoff["inputs"]}["tav_C"] == "°C"
+    assert runoff["official"]["caps"]["fit_timeout_seconds"] is None
+
+
+def test_official_rubric_kept_verbatim(imported):
+    out, _ = imported
+    for task_id in ("runoff_partition_demo__evap_fraction", "regional_yield_demo__yield_t_ha"):
+        source = yaml.safe_load((FIXTURES / task_id / "metadata.yaml").read_text())
+        kept = json.loads((out / task_id / "eval" / "validity_rubrics.json").read_text())
+        assert [s["text"] for s in kept["sentences"]] == source["validity_rubrics"]
+    kept = json.loads((out / "runoff_partition_demo__evap_fraction" / "eval"
+                       / "validity_rubrics.json").read_text())
+    assert [s["judge"] for s in kept["sentences"]] == ["llm", "executable", "llm", "executable",
+                                                       "executable"]
+    items = json.loads((out / "runoff_partition_demo__evap_fraction" / "eval"
+                        / "rubric.json").read_text())
+    mono = next(i for i in items if i["kind"] == "monotone")
+    assert (mono["input"], mono["direction"], mono["strict"]) == ("aridity", "increasing", False)
+    culture = json.loads((out / "culture_growth_demo__od" / "eval" / "validity_rubrics.json")
+                         .read_text())
+    assert culture["source"] == "eval/validity_rubrics.json" and len(culture["sentences"]) == 4
+
+
+def test_cli_goes_on_past_broken_tasks(tmp_path):
+    src = tmp_path / "tasks"
+    for task_id in OFFICIAL:
+        shutil.copytree(FIXTURES / task_id, src / task_id)
+    bad_yaml = src / "broken_yaml"
+    shutil.copytree(FIXTURES / "orbit_distance_demo__r_mean_km", bad_yaml)
+    text = (bad_yaml / "metadata.yaml").read_text().replace("type: typeI", "type: [typeI")
+    (bad_yaml / "metadata.yaml").write_text(text)
+    no_test = src / "broken_data"
+    shutil.copytree(FIXTURES / "culture_growth_demo__od", no_test)
+    (no_test / "data" / "test_test.csv").unlink()
+    run = subprocess.run([LAWLAB, "tasks", "import", str(src), "--out", str(tmp_path / "out")],
+                         capture_output=True, text=True, timeout=300)
+    assert run.returncode == 1, run.stdout + run.stderr
+    table = run.stdout.split("\n\n")[0]
+    for task_id in OFFICIAL:
+        assert any(line.startswith(task_id) and " converted " in line
+                   for line in table.splitlines()), table
+    assert any(line.startswith("orbit_distance_demo__r_mean_km") for line in table.splitlines())
+    assert "metadata.yaml:" in table and "not valid YAML" in table
+    assert "data/test_test.csv" in run.stdout and "FAILED" in table
+    assert "imported 4 of 6 tasks" in run.stdout
+
+
+@pytest.mark.parametrize("task_id, reference", [
+    ("orbit_distance_demo__r_mean_km", "time_average"),  # OTHER_CONSTANTS not a parameter
+    ("culture_growth_demo__od", "gompertz_curve"),  # "init": None
+])
+def test_imported_references_score(imported, task_id, reference):
+    out, _ = imported
+    run = subprocess.run([LAWLAB, "score", "--task", task_id, "--submission",
+                          str(out / task_id / "eval" / "references" / f"{reference}.py"),
+                          "--tasks-dir", str(out), "--json"],
+                         capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stdout + run.stderr
+    doc = json.loads(run.stdout[run.stdout.index("{"):])
+    assert doc["status"] == "ok" and np.isfinite(doc["s_n"]) and doc["s_n"] > 0
