@@ -144,7 +144,7 @@ def _skipped(tree: ast.Module) -> set[int]:
 def rewrite(source: str) -> Rewritten:
     """The submission with every non-structural number a refittable constant
     (module docstring). Raises RewriteError naming a construct it cannot handle."""
-    from lawlab.contract import parse
+    from lawlab.contract import parse, read_module
 
     tree = parse(source)
     skip = _skipped(tree)
@@ -177,12 +177,19 @@ def rewrite(source: str) -> Rewritten:
     body = ast.unparse(new)
     declared = {k: (int(v) if k in ints else v) for k, v in values.items()}
     multi = any(isinstance(n, ast.FunctionDef) and n.name == "fit" for n in tree.body)
+    # OTHER_CONSTANTS reach predict as the sandbox passes them: all where it takes
+    # **kwargs, else only those it names (official modules read them from the module)
+    pred = read_module(source).predict
+    takes: list[str] | None = None
+    if pred is not None and pred.args.kwarg is None:
+        takes = [a.arg for a in [*pred.args.posonlyargs, *pred.args.args, *pred.args.kwonlyargs]]
     wrapper = f'''"""A submission rewritten by the scorer (lawlab.literals): every number it
 can reach is a LAW_CONSTANT here."""
 _LAWLAB_SOURCE = {body!r}
 _LAWLAB_CODE = compile(_LAWLAB_SOURCE, "<submission>", "exec")
 LAW_CONSTANTS = {declared!r}
 _LAWLAB_INTS = {sorted(ints)!r}
+_LAWLAB_TAKES = {takes!r}
 _LAWLAB_CACHE = {{}}
 
 
@@ -208,7 +215,9 @@ LOCAL_FITTABLE = _LAWLAB_BASE["LOCAL_FITTABLE"]
 def predict(X, **kw):
     ns = _lawlab_module({{n: kw[n] for n in LAW_CONSTANTS}})
     local = {{n: kw[n] for n in LOCAL_FITTABLE if n in kw}}
-    return ns["predict"](X, **ns["LAW_CONSTANTS"], **ns["OTHER_CONSTANTS"], **local)
+    other = {{n: v for n, v in ns["OTHER_CONSTANTS"].items()
+             if _LAWLAB_TAKES is None or n in _LAWLAB_TAKES}}
+    return ns["predict"](X, **ns["LAW_CONSTANTS"], **other, **local)
 '''
     if multi:
         wrapper += '''

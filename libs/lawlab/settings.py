@@ -80,6 +80,7 @@ class AgentSettings:
     retain_jobs: bool = False  # LAWLAB_RETAIN_JOBS=1 keeps finished Jobs
     # LAWLAB_AGENT_VIEW=1: a read-only view of a stopped cluster's data (`lawlab view`)
     view: bool = False
+    view_token: str = ""  # LAWLAB_VIEW_TOKEN: `lawlab view`'s per-run token for its pages
     simulator_ca: str = ""  # LAWLAB_SIMULATOR_CA: the CA of a simulator that serves TLS
     llm: LLMEndpoint = field(default_factory=LLMEndpoint)
 
@@ -140,6 +141,7 @@ class Settings:
             agent_address=r.text("LAWLAB_AGENT_ADDR", "lawlab-agent:50053"),
             retain_jobs=r.text("LAWLAB_RETAIN_JOBS") == "1",
             view=r.text("LAWLAB_AGENT_VIEW") == "1",
+            view_token=r.text("LAWLAB_VIEW_TOKEN"),
             simulator_ca=r.text("LAWLAB_SIMULATOR_CA"),
             llm=llm)
         simulator = SimulatorSettings(

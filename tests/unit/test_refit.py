@@ -86,7 +86,8 @@ def test_a_capped_refit_makes_the_scoring_a_failure(library, monkeypatch):
 
     async def run_jobs(sandbox, meta, source, jobs, **kwargs):
         consts = {"A": 7.9, "B": 3000.0, "C": 270.0}
-        return RunResult("ok", "", {j.job_id: _antoine(j.x, j.law_constants or consts)
+        # the scorer's rewrite declares the law's numbers beside its constants
+        return RunResult("ok", "", {j.job_id: _antoine(j.x, {**consts, **(j.law_constants or {})})
                                     for j in jobs})
 
     monkeypatch.setattr(mod, "run_jobs", run_jobs)
@@ -101,7 +102,8 @@ def test_a_capped_refit_makes_the_scoring_a_failure(library, monkeypatch):
 
     real_refit = refit.refit
     monkeypatch.setattr(mod.refit, "refit",
-                        lambda task, c, run: real_refit(task, c, _slow(run), seconds=0.01))
+                        lambda task, c, run, **kw: real_refit(task, c, _slow(run), seconds=0.01,
+                                                              **kw))
     capped = asyncio.run(servicer.ScoreSubmission(request, SimpleNamespace()))
     assert capped.status == common_pb2.RUN_STATUS_EXEC_ERROR and capped.s_n == 0.0
     assert "safety cap" in capped.message

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import logging
-import os
 from pathlib import Path
 
 from lawlab import config
@@ -76,5 +75,5 @@ async def build(args: argparse.Namespace, settings: Settings) -> Built:
                                ca_file=own.simulator_ca or None),
                            settings.internal_token,
                            trajectories=data_dir / "trajectories", view=view,
-                           view_token=os.environ.get("LAWLAB_VIEW_TOKEN", "") if view else ""))
+                           view_token=own.view_token if view else ""))
     return [spec], [resume], [close]

@@ -225,6 +225,53 @@ def _cookie(environ: dict, name: str) -> str | None:
     return None
 
 
+def _trust(internal_token: str, view_token: str
+           ) -> tuple[Callable[[str | None], bool], Callable[[dict], bool]]:
+    """Whether a token is one of the page's, and whether a request carries one (the
+    internal token as a bearer, or ``lawlab view``'s in its cookie)."""
+    hashes = [hashlib.sha256(t.encode()).digest() for t in (internal_token, view_token) if t]
+
+    def known(token: str | None) -> bool:
+        if not token:
+            return False
+        digest = hashlib.sha256(token.encode()).digest()
+        return any(hmac.compare_digest(digest, h) for h in hashes)
+
+    def trusted(environ: dict) -> bool:
+        token, _ = bearer_token([("authorization", environ.get("HTTP_AUTHORIZATION", ""))])
+        return known(token) or bool(view_token and known(_cookie(environ, COOKIE)))
+
+    return known, trusted
+
+
+def _token_redirect(path: str, given: str, known: Callable[[str | None], bool],
+                    start_response: Callable[..., Any]) -> list[bytes]:
+    """``?token=`` from the URL ``lawlab view`` printed: an HttpOnly cookie, then the page."""
+    if not known(given):
+        start_response("403 Forbidden", [("Content-Type", "text/plain")])
+        return [b"not the token lawlab view printed\n"]
+    start_response("303 See Other", [
+        ("Location", path), ("Cache-Control", "no-store"),
+        ("Set-Cookie", f"{COOKIE}={quote(given)}; HttpOnly; SameSite=Strict; Path=/")])
+    return [b""]
+
+
+def _trial_route(store: TrialStore, trajectories: Path, path: str, environ: dict, note: str,
+                 reveal: bool) -> str | None:
+    """/trials or /trial/ID (None: no such trial)."""
+    query = {k: v[-1] for k, v in parse_qs(environ.get("QUERY_STRING", "")).items()}
+    if path == "/trials":
+        return trial_pages.trials_page(store, query, note, reveal=reveal)
+    try:
+        attempt = int(query.get("attempt", "0") or 0)
+    except ValueError:
+        attempt = 0
+    # the structure judge's evidence names hidden mechanisms: the live page shows it
+    # only to a caller with the internal token
+    return trial_pages.trial_page(store, trajectories, unquote(path[7:]), attempt, note,
+                                  reveal=reveal)
+
+
 def make_app(store: TrialStore, external: Callable[[], list[dict]] | None = None,
              internal_token: str = "", trajectories: Path | None = None,
              view: bool = False, view_token: str = "") -> Callable:
@@ -237,17 +284,7 @@ def make_app(store: TrialStore, external: Callable[[], list[dict]] | None = None
     Without trust no page shows team names, the structure judge's evidence, or a
     Parallel trial's law, transcript or S_S on unpublished worlds (issue #50)."""
     note = "read-only view of a stopped cluster's data" if view else ""
-    hashes = [hashlib.sha256(t.encode()).digest() for t in (internal_token, view_token) if t]
-
-    def _known(token: str | None) -> bool:
-        if not token:
-            return False
-        digest = hashlib.sha256(token.encode()).digest()
-        return any(hmac.compare_digest(digest, h) for h in hashes)
-
-    def trusted(environ: dict) -> bool:
-        token, _ = bearer_token([("authorization", environ.get("HTTP_AUTHORIZATION", ""))])
-        return _known(token) or bool(view_token and _known(_cookie(environ, COOKIE)))
+    known, trusted = _trust(internal_token, view_token)
 
     def full_snapshot(environ: dict) -> dict:
         ext = external_snapshot(external)
@@ -261,33 +298,14 @@ def make_app(store: TrialStore, external: Callable[[], list[dict]] | None = None
             return [b"GET only\n"]
         given = parse_qs(environ.get("QUERY_STRING", "")).get("token")
         if view_token and given:
-            if not _known(given[-1]):
-                start_response("403 Forbidden", [("Content-Type", "text/plain")])
-                return [b"not the token lawlab view printed\n"]
-            start_response("303 See Other", [
-                ("Location", path), ("Cache-Control", "no-store"),
-                ("Set-Cookie", f"{COOKIE}={quote(given[-1])}; HttpOnly; SameSite=Strict; "
-                               "Path=/")])
-            return [b""]
+            return _token_redirect(path, given[-1], known, start_response)
         if path == "/api/status":
             body = json.dumps(full_snapshot(environ)).encode()
             start_response("200 OK", [("Content-Type", "application/json"),
                                       ("Cache-Control", "no-store")])
             return [body]
         if trajectories is not None and (path == "/trials" or path.startswith("/trial/")):
-            query = {k: v[-1] for k, v in parse_qs(environ.get("QUERY_STRING", "")).items()}
-            if path == "/trials":
-                page: str | None = trial_pages.trials_page(store, query, note,
-                                                           reveal=trusted(environ))
-            else:
-                try:
-                    attempt = int(query.get("attempt", "0") or 0)
-                except ValueError:
-                    attempt = 0
-                # the structure judge's evidence names hidden mechanisms: the live page
-                # shows it only to a caller with the internal token
-                page = trial_pages.trial_page(store, trajectories, unquote(path[7:]), attempt,
-                                              note, reveal=trusted(environ))
+            page = _trial_route(store, trajectories, path, environ, note, trusted(environ))
             if page is None:
                 start_response("404 Not Found", [("Content-Type", "text/plain")])
                 return [b"no such trial: /trials lists them\n"]

@@ -7,6 +7,7 @@ import hashlib
 import secrets
 import time
 from dataclasses import dataclass
+from typing import Any
 
 from lawlab.db import Database
 from lawlab.vocab import Setting, SubmissionState, coerce
@@ -75,13 +76,7 @@ class SubmissionRepository:
         team with ``max_queued`` submissions waiting or ``rate_limit`` received in the
         last ``rate_window`` seconds (ResourceExhausted; a retried upload is never
         refused by these)."""
-        from lawlab.errors import (
-            AlreadyExists,
-            FailedPrecondition,
-            InvalidArgument,
-            NotFound,
-            ResourceExhausted,
-        )
+        from lawlab.errors import AlreadyExists, FailedPrecondition, InvalidArgument, NotFound
 
         digest = hashlib.sha256(source.encode()).hexdigest()
         now = time.time()
@@ -115,23 +110,7 @@ class SubmissionRepository:
                 raise FailedPrecondition("a Parallel submission needs at least one experiment "
                                          "(Query) on this task in this epoch")
             if actor != "internal":
-                self.db.lock_key(ex, f"lawlab-submit-team:{row.owner}")
-                (queued,) = ex("SELECT COUNT(*) FROM submissions WHERE owner = ? AND "
-                               "state = 'queued'", (row.owner,)).fetchone()
-                if queued >= self.max_queued:
-                    raise ResourceExhausted(
-                        f"team {row.owner} has {queued} submissions waiting to be scored (at "
-                        f"most {self.max_queued}); submit again when one is scored "
-                        "(GetSubmission shows its state)", retry_after_ms=30_000)
-                since = now - self.rate_window
-                recent = ex("SELECT received FROM submissions WHERE owner = ? AND received > ? "
-                            "ORDER BY received", (row.owner, since)).fetchall()
-                if len(recent) >= self.rate_limit:
-                    wait = recent[len(recent) - self.rate_limit][0] + self.rate_window - now
-                    raise ResourceExhausted(
-                        f"team {row.owner} has made {len(recent)} submissions in the last "
-                        f"{self.rate_window / 60:g} minutes (at most {self.rate_limit})",
-                        retry_after_ms=max(1000, int(wait * 1000)))
+                self._within_quota(ex, row.owner, now)
             submission_id = "sub-" + secrets.token_hex(8)
             ex("INSERT INTO submissions (submission_id, owner, task_id, setting, epoch, "
                "session_id, request_id, source_sha256, source, state, trajectory, received) "
@@ -141,6 +120,28 @@ class SubmissionRepository:
             audit.write(ex, row.owner, "submit", row, detail=submission_id, client=client)
             out = ex(f"{_SUBMISSION_SELECT} WHERE submission_id = ?", (submission_id,)).fetchone()
         return SubmissionRow(*out), False
+
+    def _within_quota(self, ex: Any, owner: str, now: float) -> None:
+        """A team's queued submissions and submission rate (ResourceExhausted past
+        either, with when to retry), inside the submitting transaction."""
+        from lawlab.errors import ResourceExhausted
+
+        self.db.lock_key(ex, f"lawlab-submit-team:{owner}")
+        (queued,) = ex("SELECT COUNT(*) FROM submissions WHERE owner = ? AND "
+                       "state = 'queued'", (owner,)).fetchone()
+        if queued >= self.max_queued:
+            raise ResourceExhausted(
+                f"team {owner} has {queued} submissions waiting to be scored (at most "
+                f"{self.max_queued}); submit again when one is scored (GetSubmission shows "
+                "its state)", retry_after_ms=30_000)
+        recent = ex("SELECT received FROM submissions WHERE owner = ? AND received > ? "
+                    "ORDER BY received", (owner, now - self.rate_window)).fetchall()
+        if len(recent) >= self.rate_limit:
+            wait = recent[len(recent) - self.rate_limit][0] + self.rate_window - now
+            raise ResourceExhausted(
+                f"team {owner} has made {len(recent)} submissions in the last "
+                f"{self.rate_window / 60:g} minutes (at most {self.rate_limit})",
+                retry_after_ms=max(1000, int(wait * 1000)))
 
     def last_served(self) -> dict[str, float]:
         """Each team's latest scoring verdict (wall-clock time): the scorer's fair
