@@ -5,22 +5,17 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
-from lawlab.taskbuild.importer import Unconvertible, convert_module, convert_rubric_item, import_all
+from lawlab.taskbuild.importer import Unconvertible, convert_module, convert_rubric_item
 from lawlab.tasks import TaskLibrary
-
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "scilaws"
-LAWLAB = str(Path(sys.executable).parent / "lawlab")
+from tests.support.official import FIXTURES, LAWLAB, import_fixtures
 
 
 @pytest.fixture(scope="module")
 def imported(tmp_path_factory):
-    out = tmp_path_factory.mktemp("imported")
-    return out, {r.task_id: r for r in import_all(FIXTURES, out)}
+    return import_fixtures(tmp_path_factory, "imported")
 
 
 def test_fixtures_import_and_validate(imported):

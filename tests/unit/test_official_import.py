@@ -7,26 +7,21 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 import yaml
 
-from lawlab.taskbuild.importer import import_all
 from lawlab.tasks import TaskLibrary
+from tests.support.official import FIXTURES, LAWLAB, import_fixtures
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "scilaws"
-LAWLAB = str(Path(sys.executable).parent / "lawlab")
 OFFICIAL = ["runoff_partition_demo__evap_fraction", "orbit_distance_demo__r_mean_km",
             "culture_growth_demo__od", "regional_yield_demo__yield_t_ha"]
 
 
 @pytest.fixture(scope="module")
 def imported(tmp_path_factory):
-    out = tmp_path_factory.mktemp("official")
-    return out, {r.task_id: r for r in import_all(FIXTURES, out)}
+    return import_fixtures(tmp_path_factory, "official")
 
 
 def test_every_fixture_imports_and_validates(imported):
