@@ -22,7 +22,8 @@ from tests.support.machines import another_machine, build_public, differing, rel
 
 ROOT = Path(__file__).resolve().parents[2]
 
-pytestmark = pytest.mark.release
+# two whole builds, one on a single process: past the default per-test timeout
+pytestmark = [pytest.mark.release, pytest.mark.timeout(3600)]
 
 
 def _named(doc: str) -> set[str]:
