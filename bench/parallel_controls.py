@@ -108,7 +108,8 @@ def service_judge(cluster) -> Callable[..., tuple[float, str]]:
 def score(tasks: Sequence, judge: Callable[..., tuple[float, str]], progress=sys.stderr
           ) -> tuple[dict[str, dict[str, float]], dict[str, dict[str, str]]]:
     """S_S of every Parallel control on every world: {control: {task: S_S}} and the
-    judge's explanations. A control that cannot be built for a task scores 0."""
+    judge's explanations. A control that cannot be built, or whose verdict fails (the
+    judge's error), scores 0 as a trial's failed submission does; its reason is kept."""
     from lawlab.taskbuild import controls
 
     levels: dict[str, dict[str, float]] = {n: {} for n in controls.PARALLEL_CONTROLS}
@@ -117,9 +118,16 @@ def score(tasks: Sequence, judge: Callable[..., tuple[float, str]], progress=sys
     for i, task in enumerate(tasks, 1):
         for name, build in controls.PARALLEL_CONTROLS.items():
             try:
-                levels[name][task.task_id], why[name][task.task_id] = judge(task, build(task))
+                source = build(task)
             except Exception as err:  # noqa: BLE001  (a control that cannot be built scores 0)
                 levels[name][task.task_id], why[name][task.task_id] = 0.0, f"not built: {err}"
+                continue
+            try:
+                levels[name][task.task_id], why[name][task.task_id] = judge(task, source)
+            except Exception as err:  # noqa: BLE001  (a failed verdict scores 0, as in a trial)
+                details = getattr(err, "details", None)
+                levels[name][task.task_id] = 0.0
+                why[name][task.task_id] = f"judge error: {details() if details else err}"
         if progress is not None:
             print(f"\rparallel controls: {i}/{len(tasks)} worlds ({task.task_id}; "
                   f"{time.perf_counter() - t0:.0f} s)" + " " * 10, end="", file=progress,
