@@ -38,7 +38,7 @@ import subprocess
 import sys
 import time
 from collections import Counter, defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -111,6 +111,18 @@ def score_controls(cluster: Cluster, library: TaskLibrary, only: list[str]
         per_task = list(pool.map(one, tasks))
     print()
     return {c: [t[c] for t in per_task if c in t] for c in CONTROLS}
+
+
+def score_parallel_controls(cluster: Cluster, library: TaskLibrary, only: list[str]
+                            ) -> dict[str, dict[str, float]]:
+    """S_S of the Parallel zero-data controls (lawlab.taskbuild.controls:
+    PARALLEL_CONTROLS: a straight line, the published base, the public-catalogue sink)
+    on every world, through the real judge service (bench/parallel_controls.py)."""
+    from parallel_controls import score, service_judge
+
+    worlds = [t for t in library if t.meta.suite == "real" and t.has_world()
+              and (only == ["all"] or t.task_id in only)]
+    return score(worlds, service_judge(cluster), progress=sys.stdout)[0]
 
 
 # agents whose answer on problems without a literature is another agent's: they
@@ -226,6 +238,8 @@ class Run:
     sample: list[str]
     lsr_sample: list[str]
     controls: dict
+    # {control: {task: S_S}} of the Parallel zero-data controls (issue #48)
+    parallel_controls: dict = field(default_factory=dict)
 
 
 def run(args: argparse.Namespace) -> Run:
@@ -259,8 +273,10 @@ def run(args: argparse.Namespace) -> Run:
                 drawn = [a for a in agents if seed == args.seed or (a, REAL) not in DETERMINISTIC]
                 lsr_trials += _campaign(stub, f"{args.name}-lsr-seed{seed}", drawn, lsr, [REAL],
                                         seed, args)
+        fresh = TaskLibrary(library.root)
         return Run(main, seeded, lsr_trials, sample, lsr,
-                   score_controls(cluster, TaskLibrary(library.root), list(args.tasks)))
+                   score_controls(cluster, fresh, list(args.tasks)),
+                   score_parallel_controls(cluster, fresh, list(args.tasks)))
     finally:
         cluster.stop()
 
@@ -448,6 +464,73 @@ def _interval(values: list[float]) -> str:
     return f"{lo:.3f}-{hi:.3f}"
 
 
+def _rate(values: list[float]) -> str:
+    full = sum(1 for v in values if v >= 1.0)
+    return f"{full} of {len(values)} = {full / len(values):.3f}" if values else "-"
+
+
+def _full(values: list[float]) -> list[float]:
+    return [float(v >= 1.0) for v in values]
+
+
+def parallel_section(agent_s_s: dict[str, list[float]],
+                     control_s_s: dict[str, dict[str, float]]) -> list[str]:
+    """docs/baselines.md's Parallel table (issue #48): each agent's S_S per world
+    (``agent_s_s``, seed 1) beside the zero-data controls' (``control_s_s``, by
+    control then task), through the same judge: the full-recovery rate (S_S = 1) and
+    the mean S_S, each with its task-bootstrap interval, and one sentence naming the
+    agents that beat every control on both figures. The generator's upper bound is
+    not passed here: it is reported apart."""
+    from lawlab.taskbuild.controls import PARALLEL_LABELS
+
+    controls = {PARALLEL_LABELS.get(n, n): list(v.values()) for n, v in control_s_s.items() if v}
+    lines = ["", "## Parallel: the agents against zero-data controls", "",
+             "Every world's S_S (seed 1) beside three laws submitted with no observation, judged "
+             "by the same structure judge (`libs/lawlab/taskbuild/controls.py`, "
+             "`bench/parallel_controls.py`; each reads public information only, never the "
+             "world): a straight line in every input (the intercept per group on Type II), the "
+             "published base the world is built on (docs/worlds.md names it), and the "
+             "public-catalogue sink, the base with every admissible public mechanism of "
+             "docs/worlds.md composed (the largest compatible set). The base alone reaches "
+             "at most 0.5 on a world with an added mechanism; the sink contains the hidden "
+             "law where the draw took compatible public mechanisms and kept the base's "
+             "sharing, which the judge grades 0.75 (extra terms), or 1 where the draw took "
+             "the whole sink. Intervals: 95% bootstrap over worlds.", "",
+             "| law | worlds | S_S = 1 (full recovery) | rate 95% interval | mean S_S | "
+             "mean 95% interval | S_S levels 1 / 0.75 / 0.5 / 0.25 / 0 |",
+             "|---|---|---|---|---|---|---|"]
+
+    def row(name: str, values: list[float]) -> str:
+        levels = " / ".join(str(sum(abs(v - lv) < 1e-9 for v in values))
+                            for lv in (1.0, 0.75, 0.5, 0.25, 0.0))
+        mean = f"{statistics.mean(values):.3f}" if values else "-"
+        return (f"| {name} | {len(values)} | {_rate(values)} | {_interval(_full(values))} | "
+                f"{mean} | {_interval(values)} | {levels} |")
+
+    for a, values in agent_s_s.items():
+        lines.append(row(a, values))
+    for name, values in controls.items():
+        lines.append(row(name, values))
+    if not controls:
+        return lines + ["", "The zero-data controls were not scored in this run."]
+
+    def figures(values: list[float]) -> tuple[float, float]:
+        return (statistics.mean(_full(values)), statistics.mean(values)) if values else (0.0, 0.0)
+
+    best_rate = max(figures(v)[0] for v in controls.values())
+    best_mean = max(figures(v)[1] for v in controls.values())
+    winners = [a for a, v in agent_s_s.items()
+               if figures(v)[0] > best_rate and figures(v)[1] > best_mean]
+    bar = (f"the best control's full-recovery rate is {best_rate:.3f} and its best mean S_S "
+           f"{best_mean:.3f}")
+    if winners:
+        sentence = (f"Beating every control on both figures (point estimates; {bar}): "
+                    + ", ".join(f"`{a}`" for a in winners) + ".")
+    else:
+        sentence = f"No agent beats every control on both figures (point estimates; {bar})."
+    return lines + ["", sentence]
+
+
 def _seeds_section(r: Run, agents: list[str], args: argparse.Namespace) -> list[str]:
     """The 10-task sample at every seed: how much the seed moves each score."""
     from baselines_lsr import summary
@@ -597,10 +680,13 @@ def write(r: Run, args: argparse.Namespace) -> None:
                      f"{beats} of {len(real)} | "
                      f"{full} of {len(par)} | {med:.1f} s | "
                      f"{per_hour:.0f} |")
+    lines += parallel_section(
+        {a: [val(t, "s_s") for t in trials if t.agent == a and t.setting == PARALLEL]
+         for a in agents}, getattr(r, "parallel_controls", {}) or {})
     lines += _seeds_section(r, agents, args)
     for a in bound:
         par = [t for t in trials if t.agent == a and t.setting == PARALLEL]
-        full = sum(1 for t in par if val(t, "s_s") == 1.0)
+        s_s = [val(t, "s_s") for t in par]
         lines += ["", f"## The generator's upper bound: `{a}`", "",
                   f"`{a}` is handed the published forms and the task's public catalogue of "
                   "mechanisms, the very space the world builder draws from; it enumerates it "
@@ -609,10 +695,11 @@ def write(r: Run, args: argparse.Namespace) -> None:
                   "baselines above and excluded from their goals, and it runs in Parallel only "
                   "(seed 1); against an operator's private variants it cannot recover a world "
                   "(tests/unit/test_private_variants.py).", "",
-                  "| agent | mean S_S (Parallel) | 95% task bootstrap | S_S = 1 |",
-                  "|---|---|---|---|",
+                  "| agent | mean S_S (Parallel) | 95% task bootstrap | S_S = 1 | "
+                  "rate 95% interval |",
+                  "|---|---|---|---|---|",
                   f"| {a} | {strict_mean(par, 's_s'):.3f} | "
-                  f"{_interval([val(t, 's_s') for t in par])} | {full} of {len(par)} |"]
+                  f"{_interval(s_s)} | {_rate(s_s)} | {_interval(_full(s_s))} |"]
     lines += _validity_labels(library)
     labels = {"constant": "constant (training mean, 3 significant figures)",
               "lookup_table": "lookup table (binned training means, np.interp)",

@@ -164,3 +164,162 @@ def rubric_audit(task: Task, items: Sequence[Mapping[str, Any]] | None = None) -
     out.append(LawAudit("constant", validity.evaluate(items, task.train, inputs, meta.multi_group,
                                                       pred, ranges)))
     return out
+
+
+# ---- Parallel controls (issue #48) ----------------------------------------------------------
+#
+# Zero-data laws judged for structure beside the agents: what S_S a solver gets
+# without a single observation, from public information only. Each reads the
+# task's metadata, its published references (eval/references.json: the forms and
+# the constants fitted on the public training split) and the public catalogue of
+# mechanisms (the task specification's ``variants``; which published form is the
+# world's base and which mechanisms passed every screen are the two facts
+# docs/worlds.md prints for each task, read here from the same record it is
+# generated from, eval/synthesis.json's ``base`` and ``admissible``, nothing else
+# of it). None reads simulator/world.json: the hidden law's expression, its
+# constants, its drawn pieces and its sharing are the world key's secret. The
+# structure judge refits every constant, so the starting values only help its fit.
+
+
+def _residual_space(task: Task) -> str:
+    """The task's residual space from public metadata (the metric and the target's range)."""
+    from lawlab.world import residual_space
+
+    t = task.meta.target
+    return residual_space(task.meta.metric, np.array([t.min, t.max], dtype=float))
+
+
+def published_base(task: Task):
+    """The published reference the world is built on: the ``Base:`` docs/worlds.md
+    prints (eval/synthesis.json's ``base``), else the best published reference."""
+    refs = {r.name: r for r in task.references()}
+    path = task.root / "eval" / "synthesis.json"
+    if path.exists():
+        name = json.loads(path.read_text()).get("base")
+        if name in refs:
+            return refs[name]
+    best = json.loads((task.root / "eval" / "reference_metrics.json").read_text())["best_reference"]
+    return refs[best]
+
+
+def public_mechanisms(task: Task, base: str) -> list:
+    """The public catalogue's mechanisms of ``base`` that docs/worlds.md marks
+    admissible, in catalogue order (the specification's variants; an operator's
+    private variants are never read, and the generated changes of sharing are not
+    catalogued mechanisms)."""
+    from lawlab.taskbuild import mechanisms
+    from lawlab.taskbuild.specs import SPECS
+
+    spec = next((s for s in SPECS if s.task_id == task.task_id), None)
+    path = task.root / "eval" / "synthesis.json"
+    if spec is None or not path.exists():
+        return []
+    admissible = set(json.loads(path.read_text()).get("admissible", []))
+    names = {r.name: [*r.global_names, *r.local_names] for r in spec.references}
+    catalogue = mechanisms.parse_catalogue(spec.variants, spec.task_id, task.meta.input_names,
+                                           names)
+    return [v for v in catalogue if v.id in admissible and v.base == base and not v.private]
+
+
+def compatible_sink(variants: Sequence[Any]) -> list:
+    """The largest compatible set of ``variants`` (mechanisms.compatible: one replace,
+    one wrap, one substitution per input, no exclusions), the earliest in catalogue
+    order among equals."""
+    from itertools import combinations
+
+    from lawlab.taskbuild import mechanisms
+
+    for k in range(len(variants), 0, -1):
+        for subset in combinations(variants, k):
+            if mechanisms.compatible(subset):
+                return list(subset)
+    return []
+
+
+def _reference_start(ref) -> tuple[dict[str, float], dict[str, float]]:
+    """A reference's published constants (fitted on the training split) and its
+    per-group starting values (the LOCAL_FITTABLE inits of its module)."""
+    from lawlab.contract import read_module
+
+    local = {n: float(v) for n, v in read_module(ref.module).local_init().items()}
+    glob = {n: float(ref.constants.get(n, ref.init.get(n, 1.0))) for n in ref.global_names}
+    for n in ref.local_names:
+        local.setdefault(n, float(ref.init.get(n, 1.0)))
+    return glob, local
+
+
+def _used(expr: str, inputs: Sequence[str]) -> list[str]:
+    from lawlab.expr import Expression
+
+    names = Expression(expr).names
+    return [i for i in inputs if i in names]
+
+
+def parallel_line_source(task: Task) -> str:
+    """Control: a straight line in every input, ``a + sum_i b_i x_i`` (Type II: the
+    intercept per group). Reads the metadata only: the input names, the target's
+    stated range for the intercept's start (its midpoint) and the metric."""
+    from lawlab.contract import law_module
+
+    meta = task.meta
+    inputs = meta.input_names
+    taken = set(inputs)
+    a = next(n for n in ("a", "a0", "line_a") if n not in taken)
+    slopes = {}
+    for i, name in enumerate(inputs):
+        b = next(n for n in (f"b{i}", f"line_b{i}") if n not in taken)
+        slopes[name] = b
+    t = meta.target
+    mid = 0.5 * (t.min + t.max) if np.isfinite(t.min) and np.isfinite(t.max) else 1.0
+    expr = " + ".join([a, *(f"{b} * {x}" for x, b in slopes.items())])
+    constants = dict.fromkeys(slopes.values(), 0.0)
+    local = {a: mid} if meta.multi_group else None
+    if local is None:
+        constants = {a: mid, **constants}
+    return law_module(title="Control: a straight line in every input (no observation)",
+                      expr=expr, used_inputs=inputs, constants=constants, local_init=local,
+                      space=_residual_space(task))
+
+
+def parallel_base_source(task: Task) -> str:
+    """Control: the published base alone (:func:`published_base`) with its published
+    constants and per-group split as the reference states them. Reads the
+    reference (eval/references.json and its module) and synthesis.json's ``base``."""
+    from lawlab.contract import law_module
+
+    ref = published_base(task)
+    glob, local = _reference_start(ref)
+    return law_module(title=f"Control: the published base {ref.name} (no observation)",
+                      expr=ref.expr, used_inputs=_used(ref.expr, task.meta.input_names),
+                      constants=glob, local_init=local or None, space=_residual_space(task))
+
+
+def parallel_sink_source(task: Task) -> str:
+    """Control: the public-catalogue sink, the published base with every admissible
+    public mechanism of it composed (mechanisms.compose; the largest compatible set,
+    :func:`compatible_sink`). The base's constants start at the reference's published
+    values, each mechanism's at its catalogued ``init``; a mechanism constant marked
+    ``local`` is per group. Reads the reference, the task specification's catalogue
+    and synthesis.json's ``base`` and ``admissible`` (what docs/worlds.md prints)."""
+    from lawlab.contract import law_module
+    from lawlab.taskbuild import mechanisms
+
+    ref = published_base(task)
+    glob, local = _reference_start(ref)
+    chosen = compatible_sink(public_mechanisms(task, ref.name))
+    for v in chosen:
+        for c in v.constants:
+            (local if c.local and task.meta.multi_group else glob)[c.name] = float(c.init)
+    expr = mechanisms.compose(ref.expr, chosen)
+    ids = ", ".join(v.id for v in chosen) or "none admissible"
+    return law_module(title=f"Control: the catalogue sink, {ref.name} + {ids} (no observation)",
+                      expr=expr, used_inputs=_used(expr, task.meta.input_names),
+                      constants=glob, local_init=local or None, space=_residual_space(task))
+
+
+PARALLEL_CONTROLS = {"parallel_line": parallel_line_source,
+                     "parallel_base": parallel_base_source,
+                     "parallel_sink": parallel_sink_source}
+PARALLEL_LABELS = {"parallel_line": "control: straight line",
+                   "parallel_base": "control: published base",
+                   "parallel_sink": "control: catalogue sink"}
