@@ -43,6 +43,7 @@ from typing import Any, cast
 
 import numpy as np
 import sympy
+import scipy.special
 from scipy.optimize import least_squares
 from scipy.stats import spearmanr
 
@@ -54,6 +55,8 @@ from lawlab.vocab import Confidence, coerce
 # parameter values: a list or an array
 Params = Sequence[float] | np.ndarray
 
+# sympy's printer names erf and erfc, which numpy lacks: scipy's, as lawlab.expr uses
+_MODULES: list[Any] = [{"erf": scipy.special.erf, "erfc": scipy.special.erfc}, "numpy"]
 MATCH_TOL = 1e-4  # RMS misfit relative to the target's spread, in residual space
 # ... or less: a fraction of the hidden law's smallest piece's effect after a refit
 # (HiddenLaw.tolerance), never below what the fits reach on exact curves
@@ -119,7 +122,7 @@ class Form:
             try:
                 syms = [sympy.Symbol(n, real=True) for n in self.inputs]
                 grads = [sympy.diff(self.expr, p) for p in self.params]
-                self._gradient = sympy.lambdify([*syms, *self.params], grads, modules="numpy")
+                self._gradient = sympy.lambdify([*syms, *self.params], grads, modules=_MODULES)
             except Exception:  # noqa: BLE001  (finite differences then)
                 self._gradient = False
         if self._gradient is False:
@@ -139,7 +142,7 @@ class Form:
     def evaluate(self, data: Mapping[str, np.ndarray], theta: Params) -> np.ndarray:
         if self._compiled is None:  # lambdify once: evaluate runs inside the refit loops
             syms = [sympy.Symbol(n, real=True) for n in self.inputs]
-            self._compiled = sympy.lambdify([*syms, *self.params], self.expr, modules="numpy")
+            self._compiled = sympy.lambdify([*syms, *self.params], self.expr, modules=_MODULES)
         fn = self._compiled
         n = len(next(iter(data.values())))
         with np.errstate(all="ignore"):

@@ -83,3 +83,19 @@ def test_a_unit_offset_is_not_a_free_constant_in_either_reading():
     for free in (False, True):
         form = structure.translate(source, free_literals=free, free_exponents=free)
         assert len(form.params) == 2, (free, form.expr)
+
+
+def test_a_law_with_erf_is_evaluated_and_differentiated():
+    """sympy prints erf, which numpy lacks: a probit law crashed every refit with a
+    TypeError (issue #48's probit family found it; a submission would have too)."""
+    import numpy as np
+
+    from lawlab import structure
+    from lawlab.expr import Expression
+
+    form = structure.form_from_expression(
+        Expression("c + (d - c) * (1 - erf(b * log(x / e50))) / 2"),
+        {"c": 0.1, "d": 1.0, "b": 1.0, "e50": 2.0}, ["x"], [])
+    x = {"x": np.array([0.5, 2.0, 5.0])}
+    assert np.allclose(form.evaluate(x, form.init), [0.9775290, 0.55, 0.1877652], atol=1e-6)
+    assert form.gradient(x, form.init) is not None
