@@ -57,6 +57,7 @@ Params = Sequence[float] | np.ndarray
 
 # sympy's printer names erf and erfc, which numpy lacks: scipy's, as lawlab.expr uses
 _MODULES: list[Any] = [{"erf": scipy.special.erf, "erfc": scipy.special.erfc}, "numpy"]
+FREEZE_NUDGE = 1e-9
 MATCH_TOL = 1e-4  # RMS misfit relative to the target's spread, in residual space
 # ... or less: a fraction of the hidden law's smallest piece's effect after a refit
 # (HiddenLaw.tolerance), never below what the fits reach on exact curves
@@ -705,8 +706,19 @@ def _freeze(form: Form, names: Sequence[str], values: Mapping[str, float]) -> Fo
     """``form`` (whose parameters stand for ``names``) with the named ones held at
     ``values``."""
     subs = {p: values[n] for p, n in zip(form.params, names) if n in values}
+    expr = form.expr.subs(subs)
+    if expr.has(sympy.zoo, sympy.nan, sympy.oo):
+        # a neutral value at a removable singularity (F (1 - exp(-1 / (kd F))) at kd =
+        # 0): approached from the side the law lives on, by a relative 1e-9, which
+        # numpy then evaluates to its limit (exp(-1e11 / F) is 0)
+        for p, n, init in zip(form.params, names, form.init):
+            if n in values and form.expr.subs(p, values[n]).has(sympy.zoo, sympy.nan,
+                                                                  sympy.oo):
+                side = float(init) - values[n]
+                subs[p] = values[n] + FREEZE_NUDGE * (side if side else 1.0)
+        expr = form.expr.subs(subs)
     keep = [i for i, n in enumerate(names) if n not in values]
-    return Form(form.expr.subs(subs), [form.params[i] for i in keep],
+    return Form(expr, [form.params[i] for i in keep],
                 [form.init[i] for i in keep], form.inputs, [form.local[i] for i in keep],
                 [form.names[i] for i in keep] if form.names else [])
 
