@@ -163,9 +163,13 @@ def noise_k(n: int) -> int:
 
 def smoothed_draw(pool: np.ndarray, near: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     """One draw per row of ``near`` (indices into ``pool``): a uniformly chosen
-    neighbour's residual plus Gaussian jitter with Silverman's bandwidth for the
-    neighbourhood (0.9 SD k^-1/5), shrunk towards the neighbourhood's mean so that
-    the draws' mean and variance equal the neighbourhood's."""
+    neighbour's residual less the neighbourhood's mean, plus Gaussian jitter with
+    Silverman's bandwidth for the neighbourhood (0.9 SD k^-1/5), shrunk so that
+    the draws' variance equals the neighbourhood's. The draws have mean zero at
+    every point: the world's regression function is the hidden law itself. (A
+    neighbourhood's mean is the residue of a finite sample of debiased residuals,
+    A.3; served as it was, it put a smooth systematic wiggle into every world that
+    a flexible rival fitted better than the hidden law, issue #48.)"""
     values = pool[near]                                    # (rows, k)
     k = values.shape[1]
     m = values.mean(axis=1)
@@ -174,7 +178,7 @@ def smoothed_draw(pool: np.ndarray, near: np.ndarray, rng: np.random.Generator) 
     pick = values[np.arange(len(values)), rng.integers(0, k, size=len(values))]
     jitter = h * rng.standard_normal(len(values))
     ratio = np.divide(h, sd, out=np.zeros_like(h), where=sd > 0)
-    out: np.ndarray = m + (pick - m + jitter) / np.sqrt(1.0 + ratio**2)
+    out: np.ndarray = (pick - m + jitter) / np.sqrt(1.0 + ratio**2)
     return out
 
 
@@ -289,14 +293,13 @@ class World:
 
     def noise_moments(self, inputs: Mapping[str, np.ndarray], groups: Sequence[str] | None
                       ) -> tuple[np.ndarray, np.ndarray]:
-        """The mean and variance of the unscaled draws R(x) at each point: those
-        of the point's neighbourhood, which :func:`smoothed_draw` preserves exactly."""
+        """The mean and variance of the unscaled draws R(x) at each point: zero, and
+        the point's neighbourhood's variance, which :func:`smoothed_draw` preserves
+        exactly."""
         q = self.coords.transform(inputs)
-        mean, var = np.empty(len(q)), np.empty(len(q))
+        mean, var = np.zeros(len(q)), np.empty(len(q))
         for _, rows, residuals, near in self._near(q, groups):
-            values = residuals[near]
-            mean[rows] = values.mean(axis=1)
-            var[rows] = values.var(axis=1)
+            var[rows] = residuals[near].var(axis=1)
         return mean, var
 
     def expected_r2(self, inputs: Mapping[str, np.ndarray], groups: Sequence[str] | None,

@@ -39,8 +39,24 @@ def test_calibrated_scale_reaches_the_target_exactly_and_never_amplifies():
     assert world.expected_r2(f, s * m, s**2 * v) == pytest.approx(world.RHO_TARGET, abs=1e-9)
     # small noise is kept as it is
     assert world.calibrated_scale(f, 1e-6 * m, 1e-12 * v) == 1.0
-    # the offset of a neighbourhood's mean counts as error: with it the scale is smaller
-    assert world.calibrated_scale(f, 0 * m, v) > s
+    # a mean offset in the draws would count as error: with one the scale is smaller
+    assert world.calibrated_scale(f, m + np.sqrt(v.mean()), v) < s
+
+
+def test_the_world_regression_function_is_the_hidden_law():
+    """The noise has mean zero at every point (issue #48: a neighbourhood's mean
+    served as it was put a systematic wiggle into the world that a flexible rival
+    fitted better than the hidden law)."""
+    w = _synthetic_world(0.6)
+    points = {"x": np.linspace(0, 10, 7)}
+    m, v = w.noise_moments(points, None)
+    assert np.all(m == 0) and np.all(v > 0)
+    reps = 4000
+    rep = {"x": np.repeat(points["x"], reps)}
+    y = w.sample(rep, None, np.random.default_rng(3)).reshape(len(points["x"]), reps)
+    f = w.mean(points, None)
+    se = y.std(axis=1) / np.sqrt(reps)
+    assert np.all(np.abs(y.mean(axis=1) - f) < 5 * se), (y.mean(axis=1) - f, se)
 
 
 def test_structure_ratio_separates_structured_from_white_residuals():

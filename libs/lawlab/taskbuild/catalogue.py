@@ -75,8 +75,11 @@ def catalogue(root: Path) -> str:
         "the real records (support, adequacy, shape on the widened support, rubric, integrity; "
         "these do not depend on the key), and whether the key's draw gave a world. Which "
         "mechanisms the world has, and its law, stay in the answer key; so does the number of "
-        "mechanisms per world (only the library's total is shown). A world whose noise had to "
-        "be lowered to be identifiable against its rivals says by how much (A.4).",
+        "mechanisms per world (only the library's total is shown). Every world serves the "
+        "calibrated noise (A.4's s; the noise scale column is 1 throughout: it is never "
+        "lowered) and is identifiable there against the published references, the standard "
+        "families of the task's kind and the catalogue (docs/protocol.md, section 5); a task "
+        "without a world says which screen refused it.",
         "",
         "| task | base | mechanisms offered | admissible | world | noise scale | "
         "calibration s (min) |",

@@ -21,6 +21,11 @@ import pandas as pd  # noqa: E402
 
 from lawlab.taskbuild.mechanisms import departure_text  # noqa: E402
 from lawlab.tasks import GROUP_COL  # noqa: E402
+
+
+def _num(value: object, fmt: str) -> str:
+    """A recorded figure, or '-' where the record has none (an older release)."""
+    return "-" if not isinstance(value, (int, float)) else format(float(value), fmt)
 from lawlab.world import World, is_multi_decade  # noqa: E402
 
 
@@ -100,12 +105,15 @@ def markdown(task_id: str, spec: dict[str, Any], ref_scores: dict[str, Any],
         f"Shared: {', '.join(law.get('global', []))}; per group: "
         f"{', '.join(law.get('local_names', [])) or '-'}. {law['rationale']}.",
         "",
-        "| mechanism | edit | importance (residual SD) | citation |",
-        "|---|---|---|---|",
+        "| mechanism | edit | effect after refit (noise SD) | effect (share of spread) | "
+        "BIC gap of the law without it (median budget) | citation |",
+        "|---|---|---|---|---|---|",
     ]
     for p in law.get("pieces", []):
         lines.append(f"| {p['description']}{' (private)' if p.get('private') else ''} | "
-                     f"`{p.get('edit', '')}` | {p['importance']:.2f} | {p.get('citation', '')} |")
+                     f"`{p.get('edit', '')}` | {_num(p.get('effect_noise_sd'), '.2f')} | "
+                     f"{_num(p.get('effect_share_of_spread'), '.2%')} | "
+                     f"{_num(p.get('bic_gap_without'), '.1f')} | {p.get('citation', '')} |")
     step = law.get("noise_scale_for_identifiability", 1.0)
     lines += [
         "",
@@ -113,9 +121,15 @@ def markdown(task_id: str, spec: dict[str, Any], ref_scores: dict[str, Any],
         f"({', '.join(f'{v} of {k}' for k, v in combos.items())}) of "
         f"{len(record.get('admissible', []))} admissible mechanisms; each drawn combination is "
         "screened as a whole. "
-        + ("The noise is the calibrated scale." if step == 1.0 else
-           f"The noise scale was lowered to {step:g} of the calibrated one so that the hidden "
-           "law is identifiable against its rivals within the budget (A.4)."),
+        + ("The noise is the calibrated scale (A.4's s), never lowered." if step == 1.0 else
+           f"The noise scale was lowered to {step:g} of the calibrated one (a release built "
+           "before issue #48)."),
+        "",
+        "A mechanism's effect after refit is the law without it, its other constants refitted "
+        "to the law on the judge's probes: RMS in noise SDs of the served noise there, and as "
+        "a share of the law's spread. The BIC gap is the hidden law's advantage over the law "
+        "without that piece in the simulated honest budgets (a change of sharing has no "
+        "effect of its own: its gap measures it).",
         "",
         "| catalogued mechanism | supported departure | screen |",
         "|---|---|---|",
@@ -130,8 +144,12 @@ def markdown(task_id: str, spec: dict[str, Any], ref_scores: dict[str, Any],
     for i, d in enumerate(record.get("draws", []), 1):
         screen = ", ".join(f"{k}: {val}" for k, val in d.get("screen", {}).items()
                            if val != "pass") or "pass"
-        ident = "; ".join(f"noise x{e['noise_scale']:g}: {'pass' if e['passed'] else 'fail'}"
-                          for e in d.get("identifiability", [])) or "-"
+        ident = "; ".join(
+            (f"{'pass' if e['passed'] else 'fail'}: the worst rival won "
+             f"{min(e['budgets_won'].values())} of {e['budgets']} budgets"
+             if e.get("budgets_won") else
+             f"noise x{e['noise_scale']:g}: {'pass' if e['passed'] else 'fail'}")
+            for e in d.get("identifiability", [])) or "-"
         lines.append(f"| {i} | {', '.join(d['mechanisms'])} | {d['magnitude']:.2f} | {screen} "
                      f"| {ident} |")
     lines += [
