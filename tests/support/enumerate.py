@@ -7,7 +7,9 @@ from an operator's private variants it must do no better than chance."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
+from collections.abc import Collection
 from dataclasses import dataclass
 
 import numpy as np
@@ -30,12 +32,16 @@ class Guess:
     matched: tuple[str, ...] = ()  # the hidden pieces the judge found in the guess
 
 
-def public_candidates(task_id: str, extra: list[mechanisms.Variant] | None = None
+def public_candidates(task_id: str, extra: list[mechanisms.Variant] | None = None,
+                      withheld: Collection[str] = ()
                       ) -> tuple[worlds.WorldBuilder, list[worlds.Candidate]]:
     """Every published form, each with every single public mechanism and every
     compatible pair of them, and with each generic grammar edit (plus ``extra``
-    variants, to show what the enumeration finds when they are public)."""
+    variants, to show what the enumeration finds when they are public; without the
+    ``withheld`` ones, which an operator kept private)."""
     spec = next(s for s in SPECS if s.task_id == task_id)
+    spec = dataclasses.replace(spec, variants=[v for v in spec.variants
+                                               if v["id"] not in withheld])
     parts = build.split_parts(spec)
     from lawlab import worldkey
 

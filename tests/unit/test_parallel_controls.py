@@ -19,7 +19,7 @@ from lawlab.tasks import GROUP_COL, Task
 ROOT = Path(__file__).resolve().parents[2]
 # a Type I world with one mechanism, a Type II world with one, a Type II world
 # with mechanisms and a change of sharing
-WORLDS = ("alga_cadmium", "cefamandole_pk", "dnase_elisa")
+WORLDS = ("mercury_vapour_pressure", "metal_fatigue_crack", "dnase_elisa")
 
 
 @pytest.fixture(scope="module")

@@ -6,6 +6,7 @@ enumeration recovers it when the variant is public."""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -17,24 +18,25 @@ from lawlab.taskbuild.specs import SPECS
 from lawlab.tasks import Task
 from tests.support.enumerate import enumerate_and_guess, public_candidates
 
-TASK = "brain_body_allometry"
+TASK = "heart_rate_baroreflex"
 KEY = worldkey.WorldKey(b"lawlab private-variants test key.")
-PRIVATE = [{
-    # a private mechanism outside the public catalogue (and nested in none of it)
-    "id": "metabolic_penalty", "mechanism": "a brain-size penalty growing with body mass",
-    "rationale": "the metabolic cost of neural tissue weighs more on a large body (an "
-                 "operator's private variant for this test)",
-    "citation": "test fixture (an operator would cite the source here)",
-    "base": "power_law", "edit": {"multiply": "exp(-fe * body ** 0.25)"},
-    "constants": {"fe": {"init": 0.001, "neutral": 0.0, "min": 0.0}},
-}]
+# At the real data's noise most mechanisms are invisible (issue #48: 12 of 41 tasks
+# have a world), so the fixture's private variant is one known to make a world: the
+# asymmetric baroreflex gain, which the operator here keeps private (withheld from
+# the public catalogue the outsider enumerates) under another name.
+WITHHELD = "asymmetric_gain"
+SPEC = next(s for s in SPECS if s.task_id == TASK)
+PRIVATE = [{**next(v for v in SPEC.variants if v["id"] == WITHHELD),
+            "id": "private_gain_asymmetry",
+            "citation": "test fixture (an operator would cite the source here)"}]
+PUBLIC_SPEC = dataclasses.replace(SPEC, variants=[v for v in SPEC.variants
+                                                  if v["id"] != WITHHELD])
 
 
 @pytest.fixture(scope="module")
 def private_world(tmp_path_factory) -> Task:
     out = tmp_path_factory.mktemp("private")
-    spec = next(s for s in SPECS if s.task_id == TASK)
-    build_task(spec, out, key=KEY, private=PRIVATE)
+    build_task(PUBLIC_SPEC, out, key=KEY, private=PRIVATE)
     return Task(out / TASK)
 
 
@@ -43,25 +45,22 @@ def test_private_variants_join_the_draw_and_are_drawn(private_world):
     pieces = private_world.hidden_law().pieces
     # where the operator gave an admissible private variant, every world has one
     assert any(p.get("private") for p in pieces), pieces
-    assert "metabolic_penalty" in {p["id"] for p in pieces}
+    assert "private_gain_asymmetry" in {p["id"] for p in pieces}
 
 
 def test_enumerating_the_public_space_does_not_recover_a_private_world(private_world):
-    _, public = public_candidates(TASK)
-    assert not any("metabolic_penalty" in c.ids for c in public)
+    _, public = public_candidates(TASK, withheld={WITHHELD})
+    assert not any("private_gain_asymmetry" in c.ids or WITHHELD in c.ids for c in public)
     private = PRIVATE[0]["mechanism"]
     guess = enumerate_and_guess(private_world, public)
     assert guess.level < 1.0 and private not in guess.matched, guess
     # the same enumeration with the variant made public finds it: the attack works,
-    # it is the private space that defeats it. (The world's public piece may still
-    # be taken for a near-equivalent rival, as with this key's lean-body-mass bend:
-    # then the level is 0.75, with the private piece recovered.)
-    spec = next(s for s in SPECS if s.task_id == TASK)
-    names = {r.name: [*r.global_names, *r.local_names] for r in spec.references}
-    extra = mechanisms.parse_catalogue(PRIVATE, TASK, ["body"], names)
-    _, widened = public_candidates(TASK, extra)
+    # it is the private space that defeats it
+    names = {r.name: [*r.global_names, *r.local_names] for r in SPEC.references}
+    extra = mechanisms.parse_catalogue(PRIVATE, TASK, ["pressure"], names)
+    _, widened = public_candidates(TASK, extra, withheld={WITHHELD})
     found = enumerate_and_guess(private_world, widened)
-    assert "metabolic_penalty" in found.label and private in found.matched, found
+    assert "private_gain_asymmetry" in found.label and private in found.matched, found
     assert found.level > guess.level, (found, guess)
 
 

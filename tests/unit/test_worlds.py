@@ -25,8 +25,8 @@ from lawlab.world import World
 
 SPEC = {s.task_id: s for s in SPECS}
 # fast tasks; the rebuilds below take 10-30 s each
-SAMPLE = ["hill_race_times", "island_species_area", "mammal_running_speed",
-          "heart_rate_baroreflex"]
+SAMPLE = ["mercury_vapour_pressure", "heart_rate_baroreflex", "metal_fatigue_crack",
+          "mare_follicles"]
 
 
 def _law(root: Path, task_id: str) -> dict | None:
@@ -114,16 +114,21 @@ def test_names_of_added_constants_never_collide(library):
 
 
 @pytest.mark.world_key
-def test_every_real_task_has_a_world_and_a_third_have_several_pieces(library):
-    """Issue #29: the paper instantiates every problem in both settings; partial
-    recovery (0.75) is measurable only on worlds with several pieces."""
+def test_every_task_has_a_world_or_the_reason_it_has_none(library):
+    """Issue #48: at the real data's noise and against the whole literature, a task
+    has a world only where one of its mechanisms can be seen; every other task
+    says why it has none (eval/synthesis.json, docs/tasks.md). The public release
+    has 12 of 41 (bench/RESULTS.md); a fresh key draws other combinations and
+    magnitudes, not other tasks. Partial recovery (0.75) needs several pieces:
+    a quarter of the worlds have them."""
     real = [t for t in library if t.meta.suite == "real"]
-    missing = {t.task_id: json.loads((t.root / "eval" / "synthesis.json").read_text())
-               .get("no_world") for t in real if not t.has_world()}
-    assert not missing, missing
+    reasons = {t.task_id: json.loads((t.root / "eval" / "synthesis.json").read_text())
+               .get("no_world", "") for t in real if not t.has_world()}
+    assert all(reasons.values()), reasons
     counts = [len(t.hidden_law().pieces) for t in real if t.has_world()]
+    assert len(counts) >= 10, (len(counts), reasons)
     assert all(1 <= c <= 3 for c in counts)
-    assert sum(c >= 2 for c in counts) >= len(real) / 3, counts
+    assert sum(c >= 2 for c in counts) >= len(counts) / 4, counts
 
 
 @pytest.mark.world_key
@@ -234,12 +239,13 @@ def test_draws_have_no_small_reusable_support_and_keep_the_calibration(library):
     x = {name: np.full(4000, mid)}
     draws = w.noise(x, None, np.random.default_rng(1))
     assert len(np.unique(draws)) == len(draws)  # a continuous distribution
-    # the smoothed draws keep the neighbourhood's mean and variance
+    # the smoothed draws keep the neighbourhood's variance, with mean zero (issue #48:
+    # the world's regression function is the hidden law)
     pool, search = w._pool(world_mod.GLOBAL_GROUP)
     k = world_mod.noise_k(len(pool))
     near = search.query(w.coords.transform(x)[:1], k)
     neighbours = w.pool_residuals[pool[np.asarray(near).ravel()]]
-    assert abs(draws.mean() - neighbours.mean()) < 4 * neighbours.std() / np.sqrt(len(draws))
+    assert abs(draws.mean()) < 4 * neighbours.std() / np.sqrt(len(draws))
     assert draws.std() == pytest.approx(neighbours.std(), rel=0.06)
 
 

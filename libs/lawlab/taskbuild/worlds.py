@@ -684,15 +684,7 @@ class WorldBuilder:
                            "leaves the range its meaning allows")
             return
         sc["adequacy"] = self._adequacy(cand, final, base_fit)
-        med = {**cand.constants, **{n: float(np.median(list(t.values())))
-                                    for n, t in cand.local.items()}}
-        bmed = {**base_fit.constants, **{n: float(np.median(list(t.values())))
-                                         for n, t in base_fit.local.items()}}
-        predicts = frozenset().union(*(v.predicts for v in cand.variants))
-        law_e, base_e = Expression(cand.expr), Expression(base.expr)
-        why = mechanisms.shape_failure(lambda e: law_e.evaluate({**e, **med}),
-                                       lambda e: base_e.evaluate({**e, **bmed}),
-                                       self.box, self.units, predicts)
+        why = self.shape_failure(cand, base, base_fit)
         sc["shape"] = "pass" if not why else f"fail: {why}"
         why = self.rubric_failure(cand.expr, cand.constants, cand.local)
         sc["rubric"] = "pass" if not why else f"fail: {why}"
@@ -702,6 +694,17 @@ class WorldBuilder:
         if all(v == "pass" for v in sc.values()):
             why = self.integrity_failure(cand, refs)
             sc["integrity"] = "pass" if not why else f"fail: {why}"
+
+    def shape_failure(self, cand: Candidate, base: Reference, base_fit: Fitted) -> str:
+        """The shape screen (mechanisms.shape_failure) at the candidate's constants."""
+        med = {**cand.constants, **{n: float(np.median(list(t.values())))
+                                    for n, t in cand.local.items()}}
+        bmed = self._medians(base_fit)
+        predicts = frozenset().union(*(v.predicts for v in cand.variants))
+        law_e, base_e = Expression(cand.expr), Expression(base.expr)
+        return mechanisms.shape_failure(lambda e: law_e.evaluate({**e, **med}),
+                                        lambda e: base_e.evaluate({**e, **bmed}),
+                                        self.box, self.units, predicts)
 
     @staticmethod
     def _medians(fitted: Fitted) -> dict[str, float]:
@@ -788,10 +791,10 @@ class WorldBuilder:
     def factors(self, cand: Candidate, base: Reference, base_fit: Fitted,
                 refs: Sequence[Reference]) -> list[float]:
         """The ladder's factors at which ``cand`` (screened at 1) stays within its
-        ranges, about as good a fit to the records as the base, and its published
-        constants keep their meaning: every factor up to 1, then upwards until the
-        first that fails (the misfit grows with the factor beyond the supported
-        departure)."""
+        ranges, about as good a fit to the records as the base, its published
+        constants keep their meaning, and it keeps its shape and the task's rubric:
+        every factor up to 1, then upwards until the first that fails (the misfit
+        grows with the factor beyond the supported departure)."""
         out = [f for f in MAGNITUDE_LADDER if f <= 1.0]
         for f in (f for f in MAGNITUDE_LADDER if f > 1.0):
             trial = compose(base, cand.variants)
@@ -802,7 +805,9 @@ class WorldBuilder:
             moved = self._magnitude(trial, free, f)
             base_names = [n for n in trial.global_names if n in base.global_names]
             if moved is None or not self.adequate(moved, base_fit) \
-                    or self.drifted(trial, base_fit, base_names):
+                    or self.drifted(trial, base_fit, base_names) \
+                    or self.shape_failure(trial, base, base_fit) \
+                    or self.rubric_failure(trial.expr, trial.constants, trial.local):
                 break
             out.append(f)
         return out
