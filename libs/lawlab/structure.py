@@ -42,8 +42,8 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 import numpy as np
-import sympy
 import scipy.special
+import sympy
 from scipy.optimize import least_squares
 from scipy.stats import spearmanr
 

@@ -31,7 +31,7 @@ import numpy as np
 import pandas as pd
 
 from lawlab import validity
-from lawlab.tasks import GROUP_COL, Task
+from lawlab.tasks import GROUP_COL, Reference, Task
 
 
 def _round(value: float, digits: int = 3) -> float:
@@ -189,7 +189,7 @@ def _residual_space(task: Task) -> str:
     return residual_space(task.meta.metric, np.array([t.min, t.max], dtype=float))
 
 
-def published_base(task: Task):
+def published_base(task: Task) -> Reference:
     """The published reference the world is built on: the ``Base:`` docs/worlds.md
     prints (eval/synthesis.json's ``base``), else the best published reference."""
     refs = {r.name: r for r in task.references()}
@@ -202,7 +202,7 @@ def published_base(task: Task):
     return refs[best]
 
 
-def public_mechanisms(task: Task, base: str) -> list:
+def public_mechanisms(task: Task, base: str) -> list[Any]:
     """The public catalogue's mechanisms of ``base`` that docs/worlds.md marks
     admissible, in catalogue order (the specification's variants; an operator's
     private variants are never read, and the generated changes of sharing are not
@@ -221,7 +221,7 @@ def public_mechanisms(task: Task, base: str) -> list:
     return [v for v in catalogue if v.id in admissible and v.base == base and not v.private]
 
 
-def compatible_sink(variants: Sequence[Any]) -> list:
+def compatible_sink(variants: Sequence[Any]) -> list[Any]:
     """The largest compatible set of ``variants`` (mechanisms.compatible: one replace,
     one wrap, one substitution per input, no exclusions), the earliest in catalogue
     order among equals."""
@@ -236,7 +236,7 @@ def compatible_sink(variants: Sequence[Any]) -> list:
     return []
 
 
-def _reference_start(ref) -> tuple[dict[str, float], dict[str, float]]:
+def _reference_start(ref: Reference) -> tuple[dict[str, float], dict[str, float]]:
     """A reference's published constants (fitted on the training split) and its
     per-group starting values (the LOCAL_FITTABLE inits of its module)."""
     from lawlab.contract import read_module

@@ -829,9 +829,9 @@ class WorldBuilder:
         for g in hidden.groups:
             points = hidden.probes[g]
             n = len(next(iter(points.values())))
-            m, v = world.noise_moments(points, None if not self.multi else [g] * n)
+            mean, var = world.noise_moments(points, None if not self.multi else [g] * n)
             scale = world.s.get(g or world_mod.GLOBAL_GROUP, 1.0)
-            power.append(scale**2 * (m**2 + v))
+            power.append(scale**2 * (mean**2 + var))
         noise_sd = float(np.sqrt(np.mean(np.concatenate(power))))
         out = []
         for v in cand.variants:
