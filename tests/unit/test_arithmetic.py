@@ -20,7 +20,7 @@ from lawlab.taskbuild import arithmetic
 from tests.support.machines import another_machine, build_public, differing, release
 
 # a Type II task whose pooled fit stops on a flat objective, and a Type I one
-TASKS = ["chick_growth", "alga_cadmium"]
+TASKS = ["chick_growth", "metal_fatigue_crack"]
 
 
 @pytest.mark.skipif(os.uname().machine != "x86_64", reason="the masked features are x86-64's")

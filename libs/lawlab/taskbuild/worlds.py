@@ -1126,19 +1126,23 @@ def synthesize(builder: WorldBuilder, refs: Sequence[Reference],
                 continue
             ladder = builder.factors(cand, base, base_fit, refs)
             entry["admissible_factors"] = ladder
+            supported, supported_entry, supported_no = cand, entry, draw_no
             for f in keyed_factors(ladder, builder.key.uniform(
                     "magnitude", builder.task_id, *sorted(v.id for v in chosen)))[:MAX_IDENTIFY]:
-                if f != 1.0:
-                    cand = compose(base, chosen)
-                    builder.screen(cand, base, base_fit, refs, f)
-                    entry = {"mechanisms": [v.id for v in chosen], "magnitude": cand.magnitude,
-                             "screen": dict(cand.screen)}
-                    record["draws"].append(entry)
+                if f == 1.0:  # the candidate screened above (a refused factor's is not it)
+                    trial, trial_entry, trial_no = supported, supported_entry, supported_no
+                else:
+                    trial = compose(base, chosen)
+                    builder.screen(trial, base, base_fit, refs, f)
+                    trial_entry = {"mechanisms": [v.id for v in chosen],
+                                   "magnitude": trial.magnitude, "screen": dict(trial.screen)}
+                    record["draws"].append(trial_entry)
                     draw_no += 1
-                    if not cand.admissible:
+                    trial_no = draw_no
+                    if not trial.admissible:
                         continue
-                built = _world(builder, cand, base, base_fit, base_scores, pool, entry,
-                               draw_no, record, refs)
+                built = _world(builder, trial, base, base_fit, base_scores, pool, trial_entry,
+                               trial_no, record, refs)
                 if built is not None:
                     return built
     raise NoWorld(f"no drawn combination passed every screen in {len(record['draws'])} draws "
