@@ -1013,16 +1013,21 @@ def literature_rivals(builder: WorldBuilder, base: Reference, refs: Sequence[Ref
     the standard families of the task's kind (lawlab.taskbuild.families), fitted to
     the records from their data-driven starts: what a scientist of the field would
     try before anything new."""
+    def rival(expr: str, global_names: Sequence[str], local_names: Sequence[str], name: str,
+              public: Mapping[str, float], fitted: Fitted) -> Candidate:
+        cand = Candidate([], expr, list(global_names), list(local_names), {}, name=name,
+                         public=dict(public))
+        cand.constants, cand.local, cand.rss = fitted.constants, fitted.local, fitted.rss
+        cand.records_fit = builder._medians(fitted)
+        return cand
+
     out = []
     for ref in refs:
         fitted = builder.ref_fits.get(ref.name)
         if ref.name == base.name or fitted is None or not np.isfinite(fitted.rss):
             continue
-        cand = Candidate([], ref.expr, list(ref.global_names), list(ref.local_names), {},
-                         name=f"reference {ref.name}", public=dict(ref.init))
-        cand.constants, cand.local, cand.rss = fitted.constants, fitted.local, fitted.rss
-        cand.records_fit = builder._medians(fitted)
-        out.append(cand)
+        out.append(rival(ref.expr, ref.global_names, ref.local_names, f"reference {ref.name}",
+                         ref.init, fitted))
     taken = {*builder.inputs, *(n for r in refs for n in (*r.global_names, *r.local_names))}
     for fam in families.rivals_for(builder.task_id, builder.inputs, builder.data, builder.y,
                                    builder.multi, taken):
@@ -1031,13 +1036,9 @@ def literature_rivals(builder: WorldBuilder, base: Reference, refs: Sequence[Ref
                                  n_starts=2)
         except (FitError, ValueError):
             continue
-        if not np.isfinite(fitted.rss):
-            continue
-        cand = Candidate([], fam.expr, list(fam.global_names), list(fam.local_names), {},
-                         name=f"family {fam.name}", public=dict(fam.init))
-        cand.constants, cand.local, cand.rss = fitted.constants, fitted.local, fitted.rss
-        cand.records_fit = builder._medians(fitted)
-        out.append(cand)
+        if np.isfinite(fitted.rss):
+            out.append(rival(fam.expr, fam.global_names, fam.local_names, f"family {fam.name}",
+                             fam.init, fitted))
     return out
 
 
