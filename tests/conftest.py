@@ -59,7 +59,17 @@ def tasks_dir() -> Path:
     path = Path(os.environ.get("LAWLAB_TASKS_DIR", ROOT / "var" / "tasks")).resolve()
     if not (path / "MANIFEST.json").exists():
         pytest.fail(f"no task library at {path}; run `make tasks` (make test does it)")
+    # the tests run Parallel trials on these; whether a task has a world never depends
+    # on the key (lawlab.taskbuild.worlds), so a library without one is a builder defect
+    missing = [t for t in PARALLEL_TASKS if not (path / t / "simulator" / "world.json").exists()]
+    if missing:
+        pytest.fail(f"the task library at {path} has no Parallel world for {missing}, which "
+                    "the tests query (eval/synthesis.json of each says why)")
     return path
+
+
+# the tasks the integration tests open Parallel sessions on
+PARALLEL_TASKS = ("mercury_vapour_pressure", "mauna_loa_co2", "theophylline_pk", "chick_growth")
 
 
 @pytest.fixture(scope="session")

@@ -46,10 +46,12 @@ Rivals come from the whole literature: the published base and every other
 published reference of the task, the standard families of the task's kind
 (:mod:`lawlab.taskbuild.families`), the task's catalogue, the generic grammar,
 and the hidden law without each of its pieces (so that a piece the noise hides
-is no structure). Where the keyed magnitude is refused, the ladder's largest is
-tried (so that whether a task has a world does not depend on the key); a
-combination no admissible magnitude makes identifiable is refused with the
-reason. Each piece's effect
+is no structure). Whether a combination makes a world is decided at rungs of its
+ladder that the key plays no part in (the largest, then 4 and 16 times smaller);
+the key's magnitude lies below the first that passes (within RUNG_STEP of it;
+up to KEYED_TRIES draws, each nearer it, where one is refused) and is used where its world
+passes too, so whether a task has a world never depends on the key; a combination
+no rung makes identifiable is refused with the reason. Each piece's effect
 after a refit (the law without it, refitted to it) is recorded in noise SDs at
 the served noise and as a share of the law's spread.
 """
@@ -111,8 +113,10 @@ PINNED = 1e-4
 # (one mechanism only where none of them passes every screen: the S_S ladder's 0.75,
 # part of the structure, exists only beside several pieces)
 SIZES = {2: 0.6, 3: 0.4}
-MAX_DRAWS = 100  # screened candidates per task
-MAX_IDENTIFY = 2  # magnitudes of one combination taken to the identifiability screen
+MAX_COMBINATIONS = 64  # combinations screened per task (the library's most has 27)
+MAX_RUNGS = 3  # magnitudes that decide whether a combination makes a world
+RUNG_STEP = 4.0  # each that much smaller than the one before
+KEYED_TRIES = 4  # keyed magnitudes below the rung that made a world
 # identifiability: the hidden law beats every rival by IDENTIFY_BIC (Kass and
 # Raftery's "strong" evidence, JASA 90:773) in at least IDENTIFY_PASS of
 # IDENTIFY_REPS simulated honest budgets at the served noise
@@ -1108,14 +1112,15 @@ def synthesize(builder: WorldBuilder, refs: Sequence[Reference],
         wanted = int(several[int(builder.rng.choice(len(several), p=weights / weights.sum()))])
         order = [wanted, *sorted(k for k in several if k > wanted),
                  *sorted((k for k in several if k < wanted), reverse=True), *order]
-    draw_no = 0
+    draw_no, tried = 0, 0
     # every combination, in the key's order (the key's size first): whether a task has
     # a world never depends on the key, only which world it is
     for size in order:
         keyed = list(combos.get(size, []))
         for pick in builder.rng.permutation(len(keyed)):
-            if draw_no >= MAX_DRAWS:
+            if tried >= MAX_COMBINATIONS:
                 break
+            tried += 1
             chosen = [admissible[i].variants[0] for i in keyed[int(pick)]]
             cand = compose(base, chosen)
             builder.screen(cand, base, base_fit, refs, 1.0)
@@ -1127,41 +1132,87 @@ def synthesize(builder: WorldBuilder, refs: Sequence[Reference],
                 continue
             ladder = builder.factors(cand, base, base_fit, refs)
             entry["admissible_factors"] = ladder
-            supported, supported_entry, supported_no = cand, entry, draw_no
-            for f in keyed_factors(ladder, builder.key.uniform(
-                    "magnitude", builder.task_id, *sorted(v.id for v in chosen)))[:MAX_IDENTIFY]:
-                if f == 1.0:  # the candidate screened above (a refused factor's is not it)
-                    trial, trial_entry, trial_no = supported, supported_entry, supported_no
-                else:
-                    trial = compose(base, chosen)
-                    builder.screen(trial, base, base_fit, refs, f)
-                    trial_entry = {"mechanisms": [v.id for v in chosen],
-                                   "magnitude": trial.magnitude, "screen": dict(trial.screen)}
-                    record["draws"].append(trial_entry)
-                    draw_no += 1
-                    trial_no = draw_no
-                    if not trial.admissible:
-                        continue
-                built = _world(builder, trial, base, base_fit, base_scores, pool, trial_entry,
-                               trial_no, record, refs)
-                if built is not None:
-                    return built
+            entry["screening_rungs"] = screening_rungs(ladder)
+            found: BuiltWorld | None = None
+            # whether the combination makes a world: its rungs, the largest first (the
+            # key plays no part); then the key's own magnitude below the first that passes
+            for f in entry["screening_rungs"]:
+                found, draw_no = _try_magnitude(builder, cand, entry, draw_no, chosen, f,
+                                                base, base_fit, base_scores, pool, record, refs)
+                if found is not None:
+                    break
+            if found is None:
+                continue
+            passed_at = found.spec["law"]["magnitude"]
+            for attempt in range(KEYED_TRIES):
+                magnitude = keyed_factor(ladder, passed_at, builder.key.uniform(
+                    "magnitude", attempt, builder.task_id, *sorted(v.id for v in chosen)),
+                    attempt)
+                if magnitude == passed_at:
+                    break
+                record_then = {k: v for k, v in record.items() if k != "draws"}
+                again, draw_no = _try_magnitude(builder, cand, entry, draw_no, chosen, magnitude,
+                                                base, base_fit, base_scores, pool, record, refs)
+                if again is not None:
+                    return again
+                record.update(record_then)
+            # every keyed magnitude refused: the rung itself, which the public could
+            # recompute (eval/synthesis.json's key_independent_magnitude says so)
+            record["key_independent_magnitude"] = True
+            return found
     raise NoWorld(f"no drawn combination passed every screen in {len(record['draws'])} draws "
                   f"(base {base.name}; {len(admissible)} admissible mechanisms)", record)
 
 
-def keyed_factors(ladder: Sequence[float], u: float) -> list[float]:
-    """The magnitudes a combination is tried at: the key's factor, log-uniform over
-    the upper half of its admissible ladder (the larger, the more visible;
-    continuous, so that two keys drawing one mechanism still differ in its
-    magnitude), then the ladder's largest, where the key's is refused (so that
-    whether a combination makes a world does not depend on the key: the effect
-    grows with the factor)."""
+def screening_rungs(ladder: Sequence[float]) -> list[float]:
+    """The magnitudes that decide whether a combination makes a world, tried in
+    this order: the ladder's largest, then each RUNG_STEP times smaller, at most
+    MAX_RUNGS of them, none below the upper half of the ladder. They depend on the
+    records alone, never on the key, so whether a task has a world does not either
+    (the effect grows with the factor, but the screen's fits from the public start
+    can fail at the very largest: mercury's thermal transpiration at 1024 x)."""
     if not ladder:
         return []
-    lo, hi = ladder[len(ladder) // 2], ladder[-1]
-    keyed = float(lo * (hi / lo) ** u) if hi > lo else float(hi)
-    return list(dict.fromkeys([keyed, float(hi)]))
+    lo, out, f = ladder[len(ladder) // 2], [], float(ladder[-1])
+    while f >= lo and len(out) < MAX_RUNGS:
+        out.append(f)
+        f = max((x for x in ladder if x <= f / RUNG_STEP), default=0.0)
+    return out
+
+
+def keyed_factor(ladder: Sequence[float], ceiling: float, u: float, attempt: int = 0) -> float:
+    """The key's magnitude: log-uniform below ``ceiling``, the largest rung that
+    made a world (continuous, so that two keys drawing one mechanism still differ
+    in its magnitude). The first draw reaches RUNG_STEP times below it (never below
+    the ladder's upper half); where its world is refused, each next draw reaches
+    half as far (in log) below it, nearer the rung that passed."""
+    if not ladder:
+        return float(ceiling)
+    lo = max(float(ladder[len(ladder) // 2]), ceiling / RUNG_STEP ** (0.5 ** attempt))
+    lo = min(lo, float(ceiling))
+    return float(lo * (ceiling / lo) ** u) if ceiling > lo else float(ceiling)
+
+
+def _try_magnitude(builder: WorldBuilder, supported: Candidate, supported_entry: dict[str, Any],
+                   draw_no: int, chosen: Sequence[Variant], f: float, base: Reference,
+                   base_fit: Fitted, base_scores: dict[str, Any], pool: Sequence[Candidate],
+                   record: dict[str, Any], refs: Sequence[Reference]
+                   ) -> tuple[BuiltWorld | None, int]:
+    """The world of the combination at magnitude ``f``, if every screen passes."""
+    if f == 1.0:  # the candidate screened at the supported departure
+        trial, entry, no = supported, supported_entry, draw_no
+    else:
+        trial = compose(base, chosen)
+        builder.screen(trial, base, base_fit, refs, f)
+        entry = {"mechanisms": [v.id for v in chosen], "magnitude": trial.magnitude,
+                 "screen": dict(trial.screen)}
+        record["draws"].append(entry)
+        draw_no += 1
+        no = draw_no
+        if not trial.admissible:
+            return None, draw_no
+    return _world(builder, trial, base, base_fit, base_scores, pool, entry, no, record,
+                  refs), draw_no
 
 
 def _world(builder: WorldBuilder, cand: Candidate, base: Reference, base_fit: Fitted,
