@@ -1173,7 +1173,8 @@ def screening_rungs(ladder: Sequence[float]) -> list[float]:
     can fail at the very largest: mercury's thermal transpiration at 1024 x)."""
     if not ladder:
         return []
-    lo, out, f = ladder[len(ladder) // 2], [], float(ladder[-1])
+    lo, f = ladder[len(ladder) // 2], float(ladder[-1])
+    out: list[float] = []
     while f >= lo and len(out) < MAX_RUNGS:
         out.append(f)
         f = max((x for x in ladder if x <= f / RUNG_STEP), default=0.0)
