@@ -27,8 +27,10 @@ from lawlab.report import (
     common_tasks,
     competition_ranks,
     finite,
+    is_error,
     mean,
     or_zero,
+    scored,
     task_means,
 )
 
@@ -70,11 +72,14 @@ def table2(rows: Sequence[Row]) -> list[dict[str, Any]]:
     every agent attempted in that setting, and the rank by each score's All (ties
     share a rank); sorted by the S_N rank, then S_S."""
     rows = _models(rows)
-    common = common_tasks(rows)
+    errors = {a: sum(1 for r in rows if r.agent == a and is_error(r)) for a in
+              {r.agent for r in rows}}
     agents = sorted({r.agent for r in rows})
+    rows = scored(rows)  # a trial in error is no score (counted in "errors")
+    common = common_tasks(rows)
     out = []
     for agent in agents:
-        entry: dict[str, Any] = {"agent": agent}
+        entry: dict[str, Any] = {"agent": agent, "errors": errors[agent]}
         for score, setting in SCORE_SETTING.items():
             mine = [r for r in rows if r.agent == agent and r.setting == setting]
             entry[f"{setting}_attempted"] = len({r.task_id for r in mine})
@@ -102,20 +107,22 @@ def table2_markdown(table: list[dict[str, Any]]) -> str:
     cols = [f"{s}_{sub}" for s in SCORE_SETTING for sub in ("single", "multi", "all")]
     best = {c: max((e[c] for e in table if finite(e[c])), default=float("nan")) for c in cols}
     lines = ["| model | S_N single | S_N multi | S_N all | S_V single | S_V multi | S_V all | "
-             "S_S single | S_S multi | S_S all | rank S_N/S_V/S_S |",
-             "|---|---|---|---|---|---|---|---|---|---|---|"]
+             "S_S single | S_S multi | S_S all | rank S_N/S_V/S_S | errors |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for e in table:
         cells = [(f"**{_pct(e[c])}**" if finite(e[c]) and round(e[c], 6) == round(best[c], 6)
                   else _pct(e[c])) for c in cols]
         ranks = "/".join(str(e[f"rank_{s}"]) if e[f"rank_{s}"] else "-" for s in SCORE_SETTING)
-        lines.append(f"| {e['agent']} | " + " | ".join(cells) + f" | {ranks} |")
+        lines.append(f"| {e['agent']} | " + " | ".join(cells)
+                     + f" | {ranks} | {e.get('errors', 0)} |")
     if table:
         e = table[0]
         lines += ["", f"Compared over the tasks every model attempted: Real "
                       f"{e['real_compared']}, Parallel {e['parallel_compared']} "
                       "(per model attempted: " + "; ".join(
                           f"{x['agent']} {x['real_attempted']} Real, {x['parallel_attempted']} "
-                          "Parallel" for x in table) + "). Strict means in percent; "
+                          "Parallel" for x in table) + "). Strict means in percent over the "
+                      "trials scored (a trial in error has no score: its own column); "
                       "ranks by All, ties sharing a rank."]
     return "\n".join(lines)
 

@@ -6,7 +6,10 @@ everything into one folder.
 
 Definitions (PROTOCOL.md section 4). Per-task means first (repeats of a task
 are averaged), then over tasks. ``strict_mean`` counts a missing, failed or
-non-finite score as 0; ``mean_scored`` averages finite scores only. Intervals
+non-finite score as 0; ``mean_scored`` averages finite scores only. A trial
+that ended in error (given up after an infrastructure failure: an endpoint
+down, a service unreachable) is no score: it is counted in its own column and
+kept out of every mean, rank, table and figure (errors are not scores). Intervals
 are task-bootstrap 95% percentile intervals (tasks resampled with
 replacement, 2,000 draws, a fixed seed so reports are reproducible).
 """
@@ -55,6 +58,31 @@ class Row:
 
 class MixedSuites(ValueError):
     """Parallel scores from worlds built with different keys cannot be compared."""
+
+
+def is_error(r: Row) -> bool:
+    """A trial given up after its attempts failed: an infrastructure error, no score."""
+    return r.status == TrialStatus.ERROR
+
+
+def scored(rows: Iterable[Row]) -> list[Row]:
+    """The trials the protocol scores (every one but those in error)."""
+    return [r for r in rows if not is_error(r)]
+
+
+def errors_banner(rows: Sequence[Row]) -> str:
+    """One line naming the trials in error per agent, or '' when there are none."""
+    per: dict[str, int] = defaultdict(int)
+    for r in rows:
+        if is_error(r):
+            per[r.agent] += 1
+    if not per:
+        return ""
+    total = sum(per.values())
+    return (f"**{total} of {len(rows)} trials ended in error** (given up after their attempts: "
+            "an endpoint or a service failed), so they have no score and are kept out of "
+            "every mean, rank and figure: " + ", ".join(f"{a} {n}" for a, n in sorted(per.items()))
+            + ". An agent with only errors is not ranked.")
 
 
 def suite_of(rows: Sequence[Row]) -> str:
@@ -151,14 +179,14 @@ def leaderboard(rows: Sequence[Row]) -> list[dict[str, Any]]:
     groups: dict[tuple[str, str, str], list[Row]] = defaultdict(list)
     for r in rows:
         groups[(r.agent, r.setting, r.context)].append(r)
-    common = common_tasks(rows)
+    common = common_tasks(scored(rows))
     out = []
     for (agent, setting, context), rs in sorted(groups.items()):
-        compared = [r for r in rs if r.task_id in common[setting]]
+        compared = [r for r in scored(rs) if r.task_id in common.get(setting, set())]
         entry: dict[str, Any] = {"agent": agent, "setting": setting, "context": context,
                                  "tasks": len({r.task_id for r in rs}),
                                  "tasks_compared": len({r.task_id for r in compared}),
-                                 "trials": len(rs)}
+                                 "trials": len(rs), "errors": sum(map(is_error, rs))}
         for score in SCORES[setting]:
             for subset, pick in (("all", lambda r: True), ("single", lambda r: not r.multi_group),
                                  ("multi", lambda r: r.multi_group)):
@@ -384,16 +412,16 @@ def _fmt(x: object) -> str:
 def leaderboard_markdown(board: list[dict[str, Any]]) -> str:
     """Ranked within each setting (by S_N in Real, S_S in Parallel; each score's own
     rank in its row); means over the tasks every row of the setting attempted."""
-    lines = ["| rank | agent | setting | context | tasks compared / attempted | trials | score | "
-             "strict mean (95% CI) | mean scored | single-group | multi-group | statuses |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    lines = ["| rank | agent | setting | context | tasks compared / attempted | trials | errors | "
+             "score | strict mean (95% CI) | mean scored | single-group | multi-group | statuses |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for e in board:
         for score in SCORES[e["setting"]]:
             rank = e.get(f"rank_{score}")
             lines.append(
                 f"| {rank if rank is not None else '-'} | {e['agent']} | {e['setting']} | "
                 f"{e['context']} | {e.get('tasks_compared', e['tasks'])} / {e['tasks']} | "
-                f"{e['trials']} | {score.upper()} | "
+                f"{e['trials']} | {e.get('errors', 0)} | {score.upper()} | "
                 f"{_fmt(e[f'{score}_strict_all'])} ({_fmt(e[f'{score}_ci_low'])}-"
                 f"{_fmt(e[f'{score}_ci_high'])}) | {_fmt(e[f'{score}_scored_all'])} | "
                 f"{_fmt(e[f'{score}_strict_single'])} | {_fmt(e[f'{score}_strict_multi'])} | "
@@ -460,7 +488,8 @@ def scores_figure(board: list[dict[str, Any]]) -> Any:
         entries = sorted((e for e in board if score in SCORES[e["setting"]]),
                          key=lambda e: (e.get(f"rank_{score}") or 10**9, e["agent"]))
         labels = [e["agent"] + ("" if e["context"] == "full" else f"\n({e['context']})")
-                  + f"\nn={e.get('tasks_compared', e['tasks'])}" for e in entries]
+                  + f"\nn={e.get('tasks_compared', e['tasks'])}"
+                  + (f"\n{e['errors']} in error" if e.get("errors") else "") for e in entries]
         vals = [e[f"{score}_strict_all"] for e in entries]
         lo = [max(0.0, v - e[f"{score}_ci_low"]) if finite(e[f"{score}_ci_low"]) else 0.0
               for e, v in zip(entries, vals)]
@@ -471,7 +500,7 @@ def scores_figure(board: list[dict[str, Any]]) -> Any:
                color=[colours[e["agent"]] for e in entries], edgecolor="black", lw=0.5)
         for i, v in enumerate(vals):
             # the value at the foot of its bar, where no error bar runs
-            ax.text(i, 0.015, f"{v:.2f}", ha="center", va="bottom", fontsize=8,
+            ax.text(i, 0.015, f"{v:.2f}" if finite(v) else "no score", ha="center", va="bottom", fontsize=8,
                     bbox={"facecolor": "white", "edgecolor": "none", "pad": 1, "alpha": 0.85})
         ax.set_xticks(x, labels, fontsize=7)
         ax.set_ylim(0, 1)
@@ -570,15 +599,19 @@ def write_report(rows: Sequence[Row], out: Path, title: str, select: Any = None
     # scored by Acc_tau and NMSE (their S_N is 0 by convention): pooled, they would
     # drag every mean down, so every table and figure here is over real-data tasks
     all_rows, rows = rows, [r for r in rows if r.suite == "real"]
-    board = leaderboard(rows)
+    board = leaderboard(rows)  # counts the trials in error, ranks on the rest
+    banner = errors_banner(rows)
+    from lawlab import paper
+
+    t2 = paper.table2(rows)  # likewise
+    rows = scored(rows)  # every other table and figure: errors are not scores
     conc = concordance(rows)
     bon = best_of_n(rows)
     study = selection_study(rows, select)
     disc = {s: per_discipline(rows, s) for s in ("s_n", "s_v", "s_s")}
-    from lawlab import paper
-
-    t2, curve, top = paper.table2(rows), paper.concordance_curve(rows), paper.domain_top3(rows)
-    (out / "table2.md").write_text(paper.table2_markdown(t2) + "\n")
+    curve, top = paper.concordance_curve(rows), paper.domain_top3(rows)
+    (out / "table2.md").write_text((banner + "\n\n" if banner else "")
+                                   + paper.table2_markdown(t2) + "\n")
     (out / "table2.json").write_text(strict_json(t2))
     (out / "concordance_curve.json").write_text(strict_json(curve))
     (out / "domains_top3.json").write_text(strict_json(top))
@@ -587,7 +620,8 @@ def write_report(rows: Sequence[Row], out: Path, title: str, select: Any = None
              "selection.json", "table2.md", "table2.json", "concordance_curve.json",
              "domains_top3.json"]
     (out / "selection.json").write_text(strict_json(study))
-    (out / "leaderboard.md").write_text(leaderboard_markdown(board) + "\n")
+    (out / "leaderboard.md").write_text((banner + "\n\n" if banner else "")
+                                        + leaderboard_markdown(board) + "\n")
     (out / "leaderboard.csv").write_text(leaderboard_csv(board))
     (out / "leaderboard.json").write_text(strict_json(board))
     (out / "per_discipline.json").write_text(strict_json(disc))
@@ -601,7 +635,7 @@ def write_report(rows: Sequence[Row], out: Path, title: str, select: Any = None
     (out / "trials.csv").write_text(buf.getvalue())
     pictures = figures(rows, board, out)
     others = len(all_rows) - len(rows)
-    md = [f"# Report: {title}", "",
+    md = [f"# Report: {title}", "", *([banner, ""] if banner else []),
           (f"{others} trials on LLM-SRBench-style problems are in trials.csv but not in "
            "these tables (they are scored by Acc_tau and NMSE, not S_N/S_V/S_S). "
            if others else "") + f"{len(rows)} trials, "

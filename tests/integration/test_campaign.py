@@ -612,3 +612,61 @@ def test_a_dry_run_previews_the_grid_and_every_dropped_cell(cluster, tmp_path):
         preview = stub.PreviewCampaign(agent_pb2.StartCampaignRequest(spec=spec(
             "p2", [("data-blind", "")], ["lsrs_phys_01"], settings=(PARALLEL,))))
         assert not preview.cells and len(preview.dropped) == 1
+
+
+def test_errors_are_not_scores_from_the_campaign_to_the_report(cluster, tmp_path):
+    """Issue #52, as a user runs it: one model's endpoint answers 500 on every
+    completion, another fails on one task only, a third answers. The campaign
+    exits non-zero (and 0 with enough --max-errors); the breaker stops the dead
+    model early; the report ranks no model on errors, ranks the partly failing one
+    on the rest, and shows every error count."""
+    import os
+    import subprocess
+    import sys
+
+    def respond(body):
+        if body["model"] == "down" or (body["model"] == "some"
+                                       and "uromycin" in json.dumps(body["messages"])):
+            return (500, "the server is out of memory")
+        turn = sum(1 for m in body["messages"] if m["role"] == "assistant")
+        return GOOD[min(turn, 1)]
+
+    lawlab = str(Path(sys.executable).parent / "lawlab")
+    tasks = "dnase_elisa,puromycin_enzyme_kinetics,brain_body_allometry,newton_cooling"
+    with ScriptedLLM(respond=respond) as llm, own_agent(
+            cluster, tmp_path, llm, LAWLAB_LLM_RETRIES="1", LAWLAB_LLM_BACKOFF="0",
+            LAWLAB_LLM_DEAD_TURNS="1") as c:
+        env = dict(os.environ, LAWLAB_INTERNAL_TOKEN=cluster.internal_token)
+        run = [lawlab, "campaign", "run", "--agent-addr", c.address("agent"), "--name", "errs",
+               "--agents", "openai:down,openai:some,openai:up", "--tasks", tasks,
+               "--settings", "real", "--max-attempts", "3", "--backoff-seconds", "0.05",
+               "--concurrency", "2", "--yes"]
+        out = subprocess.run(run, env=env, capture_output=True, text=True, timeout=600)
+        assert out.returncode == 1, out.stdout + out.stderr
+        assert "5 of 12 trials ended in error" in out.stderr, out.stderr
+        assert "openai/down: its endpoint failed 6 attempts in a row" in out.stdout, out.stdout
+        trials = stub_of(c).ListTrials(agent_pb2.ListTrialsRequest(campaign_id="errs")).trials
+        down = [t for t in trials if t.model == "down"]
+        assert all(t.status == agent_pb2.TRIAL_STATUS_ERROR for t in down)
+        assert sum(t.attempts for t in down) == 6  # not 4 trials x 3 attempts
+        # the same campaign, resumed, with errors allowed: exit 0
+        again = subprocess.run([*run, "--max-errors", "5"], env=env, capture_output=True,
+                               text=True, timeout=600)
+        assert again.returncode == 0, again.stdout + again.stderr
+        report = subprocess.run([lawlab, "report", "errs", "--agent-addr", c.address("agent"),
+                                 "--tasks-dir", str(cluster.tasks_dir),
+                                 "--out", str(tmp_path / "report")],
+                                env=env, capture_output=True, text=True, timeout=300)
+        assert report.returncode == 0, report.stderr
+    table = (tmp_path / "report" / "table2.md").read_text()
+    assert "**5 of 12 trials ended in error**" in table
+    lines = {line.split("|")[1].strip(): line for line in table.splitlines()
+             if line.startswith("| openai/")}
+    assert lines["openai/down"].rstrip().endswith("| -/-/- | 4 |"), table
+    assert "**" not in lines["openai/down"]
+    assert lines["openai/some"].rstrip().endswith("| 1 |")  # ranked, on the rest
+    assert "-/-/-" not in lines["openai/some"] and "-/-/-" not in lines["openai/up"]
+    board = json.loads((tmp_path / "report" / "leaderboard.json").read_text())
+    ranks = {e["agent"]: e["rank_s_n"] for e in board}
+    assert ranks["openai/down"] is None and ranks["openai/some"] and ranks["openai/up"]
+    assert {e["agent"]: e["tasks_compared"] for e in board}["openai/up"] == 3

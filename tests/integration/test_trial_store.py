@@ -92,7 +92,8 @@ def test_records_written_before_new_columns_are_migrated(tmp_path):
 
 def test_campaign_summary_is_counted_by_the_database(store):
     """summarize(tally) on both backends: states, strict means (a missing or NaN score
-    counts 0, unfinished trials are not averaged), retries and causes per slice."""
+    counts 0, unfinished trials and trials in error are not averaged), retries and
+    causes per slice."""
     from lawlab_agent import campaign as camp
     from lawlab_agent import wire
 
@@ -130,15 +131,16 @@ def test_campaign_summary_is_counted_by_the_database(store):
     t = out.totals
     assert (t.total, t.completed, t.unsubmitted, t.failed, t.running, t.pending) == (
         8, 3, 1, 1, 2, 1)
-    assert t.mean_s_n == pytest.approx((0.8 + 0.0 + 0.0 + 0.4) / 4)
-    assert t.mean_s_v == pytest.approx((1.0 + 0.0 + 0.0 + 0.5) / 4)
+    # the trial in error is no score (issue #52); the unsubmitted one counts 0
+    assert t.mean_s_n == pytest.approx((0.8 + 0.0 + 0.4) / 3)
+    assert t.mean_s_v == pytest.approx((1.0 + 0.0 + 0.5) / 3)
     assert t.mean_s_s == pytest.approx(0.75)
     assert t.retries == 2 and dict(out.retries_by_cause) == {"transport": 1, "crash": 1,
                                                              "rate_limit": 1}
     assert [(s.agent, s.setting, s.total, s.completed) for s in out.slices] == [
         ("sr", 1, 4, 1), ("sr", 2, 2, 1), ("template", 1, 2, 1)]
     sr_real = out.slices[0]
-    assert sr_real.retries == 2 and sr_real.mean_s_n == pytest.approx(0.8 / 3)
+    assert sr_real.retries == 2 and sr_real.mean_s_n == pytest.approx(0.8 / 2)
     assert not out.slices[1].HasField("mean_s_n") and out.slices[1].mean_s_s == 0.75
     assert out.eta_seconds == pytest.approx(10.0 * 3 / 2)  # 3 left, 2 at a time
     assert [r.trial_id for r in store.recent(2)] == [cells[7].trial_id, cells[2].trial_id]

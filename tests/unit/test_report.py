@@ -32,10 +32,48 @@ def test_strict_counts_missing_as_zero_and_scored_skips_it():
     assert task_means(rows, "s_n", strict=True) == {"t1": 0.4, "t2": 0.4, "t3": 0.0}
     assert task_means(rows, "s_n", strict=False) == {"t1": 0.8, "t2": 0.4}
     (entry,) = leaderboard(rows)
-    assert entry["s_n_strict_all"] == pytest.approx(0.8 / 3)
+    # the trial in error is no score (issue #52): t1's mean is its scored trial's
+    assert entry["s_n_strict_all"] == pytest.approx((0.8 + 0.4 + 0.0) / 3)
     assert entry["s_n_scored_all"] == pytest.approx(0.6)
     assert entry["status_counts"] == {"completed": 3, "error": 1}
-    assert entry["tasks"] == 3 and entry["trials"] == 4
+    assert entry["tasks"] == 3 and entry["trials"] == 4 and entry["errors"] == 1
+
+
+def test_errors_are_not_scores_in_any_table(tmp_path):
+    """Issue #52: an agent whose every trial ended in error is in no rank and no
+    mean, only in its errors column and the banner; an agent with some errors is
+    ranked on the rest, over the tasks every agent has a score on."""
+    from lawlab import paper
+
+    down = [row(t, None, None, agent="openai/down", status="error", score_status="")
+            for t in ("t1", "t2", "t3")]
+    some = [row("t1", 0.9, 1.0, agent="openai/some"), row("t2", 0.7, 0.5, agent="openai/some"),
+            row("t3", None, None, agent="openai/some", status="error", score_status="")]
+    fine = [row(t, 0.6, 0.5, agent="sr") for t in ("t1", "t2", "t3")]
+    rows = down + some + fine
+    board = {e["agent"]: e for e in leaderboard(rows)}
+    assert board["openai/down"]["rank_s_n"] is None and board["openai/down"]["errors"] == 3
+    assert math.isnan(board["openai/down"]["s_n_strict_all"])
+    # compared over t1 and t2, where both ranked agents have a score
+    assert board["openai/some"]["tasks_compared"] == 2 and board["openai/some"]["errors"] == 1
+    assert board["openai/some"]["s_n_strict_all"] == pytest.approx(0.8)
+    assert board["sr"]["s_n_strict_all"] == pytest.approx(0.6)
+    assert (board["openai/some"]["rank_s_n"], board["sr"]["rank_s_n"]) == (1, 2)
+    t2 = {e["agent"]: e for e in paper.table2(rows)}
+    assert t2["openai/down"]["rank_s_n"] is None and t2["openai/down"]["errors"] == 3
+    assert t2["openai/some"]["s_n_all"] == pytest.approx(0.8)
+    write_report(rows, tmp_path, "errors")
+    for name in ("report.md", "leaderboard.md", "table2.md"):
+        text = (tmp_path / name).read_text()
+        assert "4 of 9 trials ended in error" in text, name
+        assert "openai/down 3" in text and "openai/some 1" in text, name
+    table = (tmp_path / "table2.md").read_text()
+    down_line = next(line for line in table.splitlines() if line.startswith("| openai/down"))
+    assert "**" not in down_line and down_line.rstrip().endswith("| 3 |")
+    assert "| - | openai/down |" in (tmp_path / "leaderboard.md").read_text()
+    # no figure or analysis sees a trial in error
+    bon = json.loads((tmp_path / "best_of_n.json").read_text())
+    assert "openai/down" not in {b["agent"] for b in bon}
 
 
 def test_single_and_multi_group_subsets_and_settings_are_separate():
@@ -100,8 +138,8 @@ def test_per_discipline_and_the_written_folder(tmp_path):
                                                           ("a", "parallel")}
     # a tried t1 and t2, b only t1: the ranking compares both on t1 (coverage shown)
     text = (tmp_path / "report.md").read_text()
-    assert "| 1 | a | real | full | 1 / 2 | 2 | S_N | 0.600" in text
-    assert "| 2 | b | real | full | 1 / 1 | 1 | S_N | 0.400" in text
+    assert "| 1 | a | real | full | 1 / 2 | 2 | 0 | S_N | 0.600" in text
+    assert "| 2 | b | real | full | 1 / 1 | 1 | 0 | S_N | 0.400" in text
     for name in ("table2.md", "concordance_curve.json", "domains_top3.json",
                  "fig4a_concordance.png", "fig4b_domains.png"):
         assert name in files and (tmp_path / name).stat().st_size > 0

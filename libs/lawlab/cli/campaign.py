@@ -67,8 +67,11 @@ def render(c: agent_pb2.Campaign) -> str:
                      _fmt(s.mean_s_n if s.HasField("mean_s_n") else None),
                      _fmt(s.mean_s_v if s.HasField("mean_s_v") else None),
                      _fmt(s.mean_s_s if s.HasField("mean_s_s") else None)])
-    lines.append(table(rows, ["agent", "setting", "trials", "done", "unsubm.", "failed",
+    lines.append(table(rows, ["agent", "setting", "trials", "done", "unsubm.", "errors",
                               "running", "pending", "S_N", "S_V", "S_S"]))
+    if t.failed:
+        lines.append(f"{t.failed} trial(s) ended in error (given up after their attempts): "
+                     "no score, kept out of every mean")
     if c.retries_by_cause:
         lines.append("failed attempts by cause: " + ", ".join(
             f"{k} {v}" for k, v in sorted(c.retries_by_cause.items())))
@@ -303,7 +306,23 @@ def _start_and_watch(stub: agent_pb2_grpc.AgentServiceStub, args: argparse.Names
         print(json.dumps(MessageToDict(last), indent=2))
     else:
         print(render(last))
-    return 0 if last.state == agent_pb2.CAMPAIGN_STATE_FINISHED else 1
+    return exit_status(last, getattr(args, "max_errors", 0))
+
+
+def exit_status(last: agent_pb2.Campaign, max_errors: int) -> int:
+    """0 only when the campaign finished with at most ``max_errors`` trials in
+    error: a table over trials that never ran is not a result."""
+    from lawlab.agent.v1 import agent_pb2
+
+    if last.state != agent_pb2.CAMPAIGN_STATE_FINISHED:
+        return 1
+    if last.totals.failed > max_errors:
+        print(f"lawlab campaign: {last.totals.failed} of {last.totals.total} trials ended in "
+              f"error (more than --max-errors {max_errors}); exit status 1. `lawlab campaign "
+              f"trials {last.campaign_id}` names each one's cause; `--retry-failed` runs them again",
+              file=sys.stderr)
+        return 1
+    return 0
 
 
 def _run_embedded(args: argparse.Namespace) -> int:
@@ -662,6 +681,9 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
                    help="show the grid and every dropped cell with its reason; run nothing")
     p.add_argument("--yes", action="store_true",
                    help=f"do not ask before a grid of more than {CONFIRM_ABOVE} trials")
+    p.add_argument("--max-errors", dest="max_errors", type=int, default=0,
+                   help="trials that may end in error (infrastructure, after their attempts) "
+                        "with exit status 0 (default 0)")
     p.add_argument("--retry-failed", action="store_true",
                    help="also re-run trials that ended in error in an earlier run")
     p.add_argument("--json", action="store_true")

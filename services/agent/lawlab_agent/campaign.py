@@ -131,7 +131,10 @@ STATE_OF = {"completed": "completed", "completed_forced_final": "completed",
 @dataclass
 class Counts:
     """Trials of a campaign (or of one agent x setting slice) by state, and the
-    strict means of their scores (a missing or failed score counts 0)."""
+    strict means of their scores over the trials the protocol scores (a missing
+    score, an unsubmitted trial or an unusable formula counts 0; a trial given up
+    after an infrastructure error is no score: ``failed`` counts it, no mean
+    does)."""
 
     total: int = 0
     completed: int = 0
@@ -166,7 +169,7 @@ def counts(rows: list[tuple], retries: int) -> Counts:
         c.total += n
         state = STATE_OF.get(status, "pending")
         setattr(c, state, getattr(c, state) + n)
-        if status in FINISHED:
+        if status in FINISHED and status != "error":
             for name, value in ((("s_n", s_n), ("s_v", s_v)) if setting == "real"
                                 else (("s_s", s_s),)):
                 sums[name][0] += value

@@ -3,7 +3,9 @@
 A configuration error stops the campaign (no retry can fix it); an attempt that
 failed for any other cause is retried with jittered exponential backoff until
 the trial has had ``max_attempts`` attempts in this run of the campaign; then
-the trial is given up (status error)."""
+the trial is given up (status error). A model whose endpoint fails
+BREAKER_FAILURES attempts in a row (across its trials) is given up for the run:
+its remaining trials end in error with the reason, untried."""
 
 from __future__ import annotations
 
@@ -13,6 +15,11 @@ from dataclasses import dataclass
 from lawlab.vocab import Cause
 
 BACKOFF_CAP = 60.0
+# the breaker: after this many attempts of one model in a row failed by its endpoint,
+# its remaining trials in the run end in error without being tried (two trials' worth
+# of the default three attempts)
+BREAKER_FAILURES = 6
+ENDPOINT_CAUSES = frozenset({Cause.RATE_LIMIT, Cause.API_TIMEOUT, Cause.API_SERVER})
 
 
 def backoff(attempt: int, base: float, rng: random.Random) -> float:

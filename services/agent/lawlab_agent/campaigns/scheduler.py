@@ -121,7 +121,12 @@ class _Run:
     failure: list[str] = field(default_factory=list)
     delayed: list[tuple[float, Cell]] = field(default_factory=list)
     leases: dict[str, Lease] = field(default_factory=dict)
+    closing: int = 0  # attempts whose end is being recorded: the run is not over
+    opening: int = 0  # leases being granted (a cell off the queue): likewise
     tries: dict[str, int] = field(default_factory=dict)  # attempts in this run, per trial
+    # (agent, model) -> consecutive attempts failed by its endpoint; the breaker
+    streak: dict[tuple[str, str], int] = field(default_factory=dict)
+    tripped: dict[tuple[str, str], str] = field(default_factory=dict)  # -> why
     stop: asyncio.Event = field(default_factory=asyncio.Event)
 
 
@@ -259,7 +264,7 @@ class CampaignScheduler:
             if run.stop.is_set():
                 run.pending.clear()
                 run.delayed.clear()
-            if not run.pending and not run.delayed and not run.leases:
+            if not (run.pending or run.delayed or run.leases or run.closing or run.opening):
                 return
             waiting = len(run.pending) + len(run.delayed)
             if waiting and await self.launcher.alive(run.campaign_id) == 0:
@@ -278,7 +283,7 @@ class CampaignScheduler:
         elif current is not None and current.state == "cancelled":
             state, error = "cancelled", ""
         else:
-            state, error = "finished", ""
+            state, error = "finished", "; ".join(run.tripped.values())
         await asyncio.to_thread(self.store.set_campaign_state, run.campaign_id, state, error)
         log.info("campaign stopped", extra={"campaign_id": run.campaign_id, "state": state})
 
@@ -292,6 +297,13 @@ class CampaignScheduler:
             return Offer(done=row.state != "running", retry_after=2.0)
         if run.stop.is_set():
             return Offer(done=True)
+        run.opening += 1  # a cell off the queue, not leased yet: the run is not over
+        try:
+            return await self._grant(run, campaign_id, worker_id)
+        finally:
+            run.opening -= 1
+
+    async def _grant(self, run: _Run, campaign_id: str, worker_id: str) -> Offer:
         while run.pending:
             cell = run.pending.popleft()
             stored = await asyncio.to_thread(self.store.get, cell.trial_id)
@@ -304,6 +316,8 @@ class CampaignScheduler:
             if run.delayed:
                 wait = max(0.1, min(t for t, _ in run.delayed) - self.clock())
                 return Offer(retry_after=min(wait, 5.0))
+            if run.closing:  # an attempt's end is being recorded: a retry may follow
+                return Offer(retry_after=0.1)
             return Offer(done=True)
         record = TrialRecord(cell.trial_id, cell.task_id, cell.setting, cell.agent, cell.model,
                              cell.seed, context=cell.context, decoding=cell.decoding)
@@ -337,6 +351,17 @@ class CampaignScheduler:
             return False
         del run.leases[trial_id]
         RUNNING.dec()
+        # until its end is recorded (a retry queued), the run must not see itself
+        # empty and finish: a trial would stay "retrying" in a finished campaign
+        run.closing += 1
+        try:
+            await self._record_end(run, lease, trial_id, attempt_no, report)
+        finally:
+            run.closing -= 1
+        return True
+
+    async def _record_end(self, run: _Run, lease: Lease, trial_id: str, attempt_no: int,
+                          report: Report) -> None:
         record = await asyncio.to_thread(self.store.get, trial_id)
         assert record is not None
         path = self.trajectory_path(trial_id, attempt_no)
@@ -351,9 +376,9 @@ class CampaignScheduler:
             attempt.ATTEMPT_FAILURES.labels(report.cause).inc()
             await self._after_failure(run, lease.cell, record, report.cause)
         else:
+            run.streak.pop((lease.cell.agent, lease.cell.model), None)
             record_finished(record)
             self._notify(run.campaign_id)
-        return True
 
     async def _expire_leases(self, run: _Run) -> None:
         now = self.clock()
@@ -377,6 +402,13 @@ class CampaignScheduler:
         decision = retry.after_failure(cause, run.tries.get(cell.trial_id, 1),
                                        run.spec["max_attempts"], run.spec["backoff_seconds"],
                                        self.rng)
+        who = (cell.agent, cell.model)
+        if cause in retry.ENDPOINT_CAUSES:
+            run.streak[who] = run.streak.get(who, 0) + 1
+            if run.streak[who] >= retry.BREAKER_FAILURES and who not in run.tripped:
+                await self._trip(run, who, cause, record.error)
+        if who in run.tripped and decision.action == "retry":
+            decision = retry.Decision("give_up")
         if decision.action == "stop_campaign":
             run.failure.append(record.error)
             run.stop.set()
@@ -391,6 +423,33 @@ class CampaignScheduler:
                                "attempt": record.attempts, "delay_s": round(decision.delay, 2)})
             run.delayed.append((self.clock() + decision.delay, cell))
         self._notify(run.campaign_id)
+
+    async def _trip(self, run: _Run, who: tuple[str, str], cause: str, error: str) -> None:
+        """The breaker: a model whose endpoint failed BREAKER_FAILURES attempts in a
+        row gets no more attempts in this run; its queued and delayed trials end in
+        error with the reason (an endpoint down for an hour is not a table of zeros)."""
+        name = who[0] + (f"/{who[1]}" if who[1] else "")
+        why = (f"{name}: its endpoint failed {run.streak[who]} attempts in a row ({cause}: "
+               f"{error[:200]}); its remaining trials were not run (`lawlab campaign run "
+               f"--retry-failed` runs them again)")
+        run.tripped[who] = why
+        log.warning("breaker: a model's endpoint keeps failing",
+                    extra={"campaign_id": run.campaign_id, "agent": who[0], "model": who[1]})
+        stopped = [c for c in run.pending if (c.agent, c.model) == who]
+        stopped += [c for _, c in run.delayed if (c.agent, c.model) == who]
+        run.pending = deque(c for c in run.pending if (c.agent, c.model) != who)
+        run.delayed = [(t, c) for t, c in run.delayed if (c.agent, c.model) != who]
+        for cell in stopped:
+            record = await asyncio.to_thread(self.store.get, cell.trial_id)
+            if record is None:
+                record = TrialRecord(cell.trial_id, cell.task_id, cell.setting, cell.agent,
+                                     cell.model, cell.seed, context=cell.context,
+                                     decoding=cell.decoding)
+            elif record.status in FINAL_STATUSES:
+                continue
+            record.status, record.cause, record.error = TrialStatus.ERROR, Cause(cause), why
+            await asyncio.to_thread(self.store.put, record)
+            TRIALS.labels(record.setting, TrialStatus.ERROR).inc()
 
     # ---- progress --------------------------------------------------------------------
     def _notify(self, campaign_id: str) -> None:
