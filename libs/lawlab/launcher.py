@@ -61,6 +61,10 @@ class Cluster:
     # write the internal token to <data dir>/internal-token for `lawlab` commands run
     # from another terminal (not for a simulator started for one command)
     token_file: bool = True
+    # descriptors every service inherits (`lawlab up`'s data-dir lock: held while any
+    # service of the cluster lives)
+    pass_fds: tuple[int, ...] = ()
+    _lifeline: tuple[int, int] | None = field(default=None, repr=False)
 
     def address(self, name: str) -> str:
         return self.services[name].address
@@ -127,11 +131,17 @@ class Cluster:
         env.update(extra_env or {})
         log_path = self.log_dir / f"{name}.log"
         log_fh = open(log_path, "ab")
+        # the lifeline: a pipe whose write end only this process holds; a service reads
+        # its end and stops when it closes, i.e. when this process dies, even by SIGKILL
+        if self._lifeline is None:
+            self._lifeline = os.pipe()
+        env["LAWLAB_LIFELINE_FD"] = str(self._lifeline[0])
         proc = subprocess.Popen(
             [sys.executable, "-m", f"lawlab_{name}", "--port", str(port),
              "--metrics-port", str(metrics), "--ready-file", str(ready),
              "--tasks-dir", str(self.tasks_dir), "--data-dir", str(self.data_dir)],
-            env=env, stdout=log_fh, stderr=subprocess.STDOUT, start_new_session=True)
+            env=env, stdout=log_fh, stderr=subprocess.STDOUT, start_new_session=True,
+            pass_fds=(self._lifeline[0], *self.pass_fds))
         deadline = time.monotonic() + timeout
         try:
             while not ready.exists():

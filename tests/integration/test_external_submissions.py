@@ -153,6 +153,9 @@ def test_parallel_scores_are_withheld_until_the_epoch_closes(world):
     assert closed.returncode == 0, closed.stderr
     with _client(world, "beta") as sim:
         released = sim.submission(sub["submission_id"])
+        # with no epoch open, the listing shows the closed one's released scores (#52)
+        listed = {x["submission_id"]: x for x in sim.submissions()}
+    assert listed[sub["submission_id"]]["released"], listed
     assert released["released"] and released["scores"]["s_s"] in (0.0, 0.25, 0.5, 0.75, 1.0)
     assert released["scores"]["s_s"] == pytest.approx(stored.s_s)
     reopened = _cli(world["data"], "epoch", "open", "round2", "--development",
@@ -183,7 +186,12 @@ def test_refusals_say_why_and_nothing_is_scored_twice(world):
         sim.wait_scored(first["submission_id"], timeout=300)
         mine = sim.submissions()
         assert [s["submission_id"] for s in mine] == [first["submission_id"]]
-    audit = _cli(world["data"], "token", "audit", "--team", "gamma")
+    # the operator's command in the shell where the team's recipe exported its address
+    # and token (issue #52): it uses the data dir's simulator, never the team's variable
+    team_env = dict(os.environ, LAWLAB_SIMULATOR_ADDR=world["address"],
+                    LAWLAB_TOKEN=world["tokens"]["gamma"], LAWLAB_TLS_CA=world["ca"])
+    audit = _cli(world["data"], "token", "audit", "--team", "gamma", env=team_env)
+    assert audit.returncode == 0, audit.stderr
     actions = [json.loads(line)["action"] for line in audit.stdout.splitlines()]
     assert actions.count("submit") == 1 and actions.count("submission_scored") == 1
     assert actions.count("submit_refused") >= 6

@@ -135,6 +135,12 @@ def test_first_week(tmp_path, tasks_dir):
     # (this trial may be the one the sandbox's death interrupted: it resumed at turn 2)
     assert shown.returncode == 0 and "final_formula" in shown.stdout and "S_V" in shown.stdout, \
         shown.stdout[:4000]
+    # the agent's address exported (issue #52): a read falls back to the data dir, saying so
+    gone = f"127.0.0.1:{_closed_port()}"
+    named = subprocess.run([LAWLAB, "trial", "show", trial_id], cwd=home, capture_output=True,
+                           text=True, timeout=300, env=dict(env, LAWLAB_AGENT_ADDR=gone))
+    assert named.returncode == 0 and "final_formula" in named.stdout, named.stderr
+    assert f"the agent service at {gone} (LAWLAB_AGENT_ADDR) does not answer" in named.stderr
     _view_serves_the_stopped_cluster(lawlab, env, home, data, trial_id)
 
     # 5. the leaderboard, ranked, from the stopped cluster's campaign beside an epoch
@@ -146,6 +152,12 @@ def test_first_week(tmp_path, tasks_dir):
     # 8. a mistyped CA path: one line naming the file
     bad_ca = lawlab("sim", "tasks", "--ca", str(home / "nope.pem"))
     _one_line_error(bad_ca, f"cannot read {home / 'nope.pem'}")
+    # the likeliest typo (issue #52): the key beside the certificate, given as the CA
+    key = home / "server.key"
+    key.write_text("-----BEGIN PRIVATE KEY-----\nMC4CAQAwBQYDK2VwBCIEIA==\n"
+                   "-----END PRIVATE KEY-----\n")
+    key_as_ca = lawlab("sim", "tasks", "--ca", str(key))
+    _one_line_error(key_as_ca, f"{key} holds a private key, not a certificate")
 
 
 def _view_serves_the_stopped_cluster(lawlab, env: dict, home: Path, data: Path,

@@ -49,9 +49,17 @@ def offline_agent(data_dir: str, tasks_dir: str | None = None) -> Iterator[str]:
 
     data = Path(data_dir).resolve()
     store_url = Settings.from_env().agent.trial_store_url
+    runs = sorted(data.glob("run-*/agent/trials.sqlite"))
+    if not store_url and not (data / "agent" / "trials.sqlite").exists() and runs:
+        # `lawlab run` keeps each run in a folder of its own under the data dir
+        latest = runs[-1].parent.parent
+        print(f"[offline] {data} holds {len(runs)} run(s) of `lawlab run`; reading the latest, "
+              f"{latest.name} (--data-dir {data}/run-... names another)", file=sys.stderr)
+        data = latest
     if not store_url and not (data / "agent" / "trials.sqlite").exists():
         raise NoStoredData(f"no trials stored under {data} (no agent/trials.sqlite): pass "
-                           "--data-dir, the data dir of the cluster or campaign that ran them")
+                           "--data-dir, the data dir of the cluster or campaign that ran them, "
+                           "or start the services with `lawlab up`")
     token = os.environ.get("LAWLAB_INTERNAL_TOKEN") or secrets.token_urlsafe(24)
     with tempfile.TemporaryDirectory(prefix="lawlab-view-") as tmp:
         ready, log_path = Path(tmp) / "ready.json", Path(tmp) / "agent.log"
@@ -105,16 +113,25 @@ def _die_with_parent() -> None:
 def agent_or_offline(args: argparse.Namespace) -> contextlib.AbstractContextManager[str]:
     """The agent service to read results from: ``--agent-addr``; else a running one;
     else (or with ``--offline``) a read-only view of ``--data-dir``, said on stderr."""
+    import os
     import sys
 
     from lawlab.rpc.client import running_service
 
-    if getattr(args, "agent_addr", None) and not getattr(args, "offline", False):
-        return contextlib.nullcontext(args.agent_addr)
+    data_dir = getattr(args, "data_dir", None) or str(config.data_dir())
+    named = getattr(args, "agent_addr", None)
+    if named and not getattr(args, "offline", False):
+        if running_service("agent", address=named) is not None:
+            return contextlib.nullcontext(named)
+        # a read falls back to the data dir, saying which address did not answer
+        source = ("LAWLAB_AGENT_ADDR" if named == os.environ.get("LAWLAB_AGENT_ADDR")
+                  else "--agent-addr")
+        print(f"[offline] the agent service at {named} ({source}) does not answer: reading "
+              f"{data_dir} offline (read-only; --offline skips the attempt)", file=sys.stderr)
+        return offline_agent(data_dir, getattr(args, "tasks_dir", None))
     running = None if getattr(args, "offline", False) else running_service("agent")
     if running:
         return contextlib.nullcontext(running)
-    data_dir = getattr(args, "data_dir", None) or str(config.data_dir())
     print(f"no agent service running: reading {data_dir} offline (read-only)", file=sys.stderr)
     return offline_agent(data_dir, getattr(args, "tasks_dir", None))
 

@@ -3,7 +3,8 @@ client that ``lawlab leaderboard`` and ``lawlab campaign audit --epoch`` use.
 
 Every one of them talks to the simulator's OperatorService; none opens the
 simulator's store. The simulator is the one at ``--simulator-addr`` (env
-LAWLAB_SIMULATOR_ADDR), else the one serving DATA_DIR (its ready file in
+LAWLAB_OPERATOR_SIMULATOR_ADDR: never a team's LAWLAB_SIMULATOR_ADDR, which the
+one-machine recipe exports in the same shell), else the one serving DATA_DIR (its ready file in
 DATA_DIR/logs), else a simulator started over DATA_DIR for this one command
 (about 3 s), which is how an operator makes the first tokens before anything
 runs. The credential is ``--token`` (env LAWLAB_OPERATOR_TOKEN: an operator
@@ -78,18 +79,22 @@ def operator_channel(args: argparse.Namespace) -> Iterator[grpc.Channel]:
     from lawlab.rpc.client import sync_channel
 
     data = Path(args.data_dir).resolve()
-    if args.simulator_addr:
+    address, source = args.simulator_addr, "--simulator-addr"
+    if not address and os.environ.get("LAWLAB_OPERATOR_SIMULATOR_ADDR"):
+        address, source = os.environ["LAWLAB_OPERATOR_SIMULATOR_ADDR"], \
+            "LAWLAB_OPERATOR_SIMULATOR_ADDR"
+    if address:
         # an address given: an operator token given too (lawlab's internal token is
         # never sent to an address from the environment), and never in plaintext
         # beyond loopback
         if not args.token:
-            raise OperatorError("--simulator-addr needs an operator token: --token or "
-                                "LAWLAB_OPERATOR_TOKEN (lawlab token create --role operator)")
-        if not args.ca and not _loopback(args.simulator_addr):
-            raise OperatorError(f"--simulator-addr {args.simulator_addr} is not loopback: give "
-                                "its CA with --ca (LAWLAB_TLS_CA); a token never travels in "
-                                "plaintext")
-        with sync_channel(args.simulator_addr, token=args.token, ca_file=args.ca) as channel:
+            raise OperatorError(f"{source}={address} needs an operator token: --token or "
+                                "LAWLAB_OPERATOR_TOKEN (lawlab token create --role operator); "
+                                "without an address the simulator serving --data-dir is used")
+        if not args.ca and not _loopback(address):
+            raise OperatorError(f"{source}={address} is not loopback: give its CA with --ca "
+                                "(LAWLAB_TLS_CA); a token never travels in plaintext")
+        with sync_channel(address, token=args.token, ca_file=args.ca) as channel:
             yield channel
         return
     found = _serving(data)
@@ -250,9 +255,10 @@ def _token_verb(api: operator_pb2_grpc.OperatorServiceStub, args: argparse.Names
 
 def operator_args(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     """Where the operator API is, and the credential (module docstring)."""
-    p.add_argument("--simulator-addr", default=os.environ.get("LAWLAB_SIMULATOR_ADDR"),
-                   help="a running simulator (default: the one serving --data-dir, else one "
-                        "started for this command)")
+    p.add_argument("--simulator-addr",
+                   help="a running simulator (env LAWLAB_OPERATOR_SIMULATOR_ADDR, never the "
+                        "teams' LAWLAB_SIMULATOR_ADDR; default: the one serving --data-dir, "
+                        "else one started for this command)")
     p.add_argument("--token", default=os.environ.get("LAWLAB_OPERATOR_TOKEN", ""),
                    help="an operator token (env LAWLAB_OPERATOR_TOKEN; default: lawlab's "
                         "internal token)")

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import json
+import os
 import signal
 import sys
 import time
@@ -118,7 +121,9 @@ def cmd_up(args: argparse.Namespace) -> int:
                   file=sys.stderr)
             lock.close()
             return 1
-    cluster = Cluster(Path(args.tasks_dir).resolve(), data_dir, log_dir=data_dir / "logs")
+    # every service inherits the lock: the data dir stays locked while any of them lives
+    cluster = Cluster(Path(args.tasks_dir).resolve(), data_dir, log_dir=data_dir / "logs",
+                      pass_fds=(lock.fileno(),))
     if args.simulator_tls:
         problem = _simulator_tls(cluster, Path(args.simulator_tls))
         if problem:
@@ -157,6 +162,125 @@ def cmd_up(args: argparse.Namespace) -> int:
         print("stopped: " + ", ".join(f"{n}={c}" for n, c in codes.items()))
         lock.close()
     return rc
+
+
+def _services_of(data_dir: Path) -> list[dict[str, object]]:
+    """The services `lawlab up` recorded in ``data_dir`` (logs/<name>.ready.json),
+    each with whether its process still lives."""
+    out = []
+    for name in config.SERVICES:
+        path = data_dir / "logs" / f"{name}.ready.json"
+        try:
+            info = json.loads(path.read_text())
+        except (OSError, ValueError):
+            continue
+        pid = int(info.get("pid") or 0)
+        alive = False
+        if pid > 0:
+            try:
+                os.kill(pid, 0)
+                alive = True
+            except ProcessLookupError:
+                alive = False
+            except PermissionError:
+                alive = True
+        out.append({"name": name, "pid": pid, "alive": alive, "path": path,
+                    "grpc": f"{info.get('host', '127.0.0.1')}:{info.get('port')}",
+                    "metrics": f"127.0.0.1:{info.get('metrics_port')}"})
+    return out
+
+
+def cmd_ps(args: argparse.Namespace) -> int:
+    data_dir = Path(args.data_dir).resolve()
+    found = _services_of(data_dir)
+    if not found:
+        print(f"no services recorded in {data_dir / 'logs'} (`lawlab up --data-dir "
+              f"{data_dir}` starts them)")
+        return 0
+    print(_table([[str(f["name"]), str(f["grpc"]), str(f["metrics"]), str(f["pid"]),
+                   "running" if f["alive"] else "gone (stale record)"] for f in found],
+                 ["service", "grpc", "metrics", "pid", "state"]))
+    holder = _lock_holder(data_dir)
+    if holder:
+        print(f"supervised by lawlab up (pid {holder}); `lawlab down --data-dir {data_dir}` "
+              "stops it and them")
+    elif any(f["alive"] for f in found):
+        print(f"no lawlab up holds {data_dir}: the running services are orphans; `lawlab down "
+              f"--data-dir {data_dir}` stops them")
+    return 0
+
+
+def _lock_holder(data_dir: Path) -> int | None:
+    """The pid of the `lawlab up` holding ``data_dir``'s lock (its services hold it
+    too: it is free only when all are gone); None when the lock is free."""
+    import fcntl
+    import re
+
+    path = data_dir / "up.lock"
+    if not path.exists():
+        return None
+    with open(path, "a+", encoding="utf-8") as fh:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            fh.seek(0)
+            found = re.search(r"pid (\d+)", fh.read())
+            return int(found.group(1)) if found else 0
+        fcntl.flock(fh, fcntl.LOCK_UN)
+        return None
+
+
+def cmd_down(args: argparse.Namespace) -> int:
+    """Stops a data dir's cluster: SIGTERM to its `lawlab up` (which stops its
+    services in order), then to any service still alive (an orphan of a killed
+    supervisor), SIGKILL after the grace."""
+    data_dir = Path(args.data_dir).resolve()
+    deadline = time.monotonic() + args.grace
+    holder = _lock_holder(data_dir)
+    said = []
+    if holder:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(holder, signal.SIGTERM)
+        said.append(f"lawlab up (pid {holder})")
+        while _lock_holder(data_dir) is not None and time.monotonic() < deadline:
+            time.sleep(0.1)
+    found = _services_of(data_dir)
+    live = [f for f in found if f["alive"]]
+    for f in live:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(int(str(f["pid"])), signal.SIGTERM)
+    left = list(live)
+    while left and time.monotonic() < deadline:
+        time.sleep(0.1)
+        left = [f for f in left if _alive(int(str(f["pid"])))]
+    for f in left:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(int(str(f["pid"])), signal.SIGKILL)
+    for f in found:
+        Path(str(f["path"])).unlink(missing_ok=True)
+    said += [str(f["name"]) for f in live]
+    if not said:
+        print(f"nothing running for {data_dir}")
+        return 0
+    print(f"stopped {', '.join(said)}"
+          + (f" ({', '.join(str(f['name']) for f in left)} killed after {args.grace:g} s)"
+             if left else ""))
+    return 0
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    # a zombie of ours counts as gone
+    try:
+        with open(f"/proc/{pid}/stat", encoding="utf-8") as fh:
+            return fh.read().split(") ", 1)[1][:1] != "Z"
+    except OSError:
+        return False
 
 
 def _simulator_tls(cluster: Cluster, folder: Path) -> str:
@@ -246,6 +370,15 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
                         "and DIR/server.key (`make certs` writes var/certs); the rest stays on "
                         "plaintext loopback")
     p.set_defaults(func=cmd_up)
+
+    p = sub.add_parser("ps", help="the services `lawlab up` runs for a data dir")
+    with_dirs(p)
+    p.set_defaults(func=cmd_ps)
+    p = sub.add_parser("down", help="stop the services `lawlab up` started for a data dir")
+    with_dirs(p)
+    p.add_argument("--grace", type=float, default=20.0,
+                   help="seconds between SIGTERM and SIGKILL (default 20)")
+    p.set_defaults(func=cmd_down)
 
     p = sub.add_parser("run", help="the main job: all services, one Real and one Parallel trial")
     with_dirs(p)

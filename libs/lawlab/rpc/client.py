@@ -121,8 +121,18 @@ def _read_pem(path: str, setting: str, kind: str = "CERTIFICATE") -> bytes:
             data = fh.read()
     except OSError as err:
         raise TLSFileError(f"{setting}: cannot read {path} ({err.strerror})") from None
-    if f"-----BEGIN {kind}".encode() not in data and b"-----BEGIN" not in data:
+    if b"-----BEGIN" not in data:
         raise TLSFileError(f"{setting}: {path} is not a PEM file (no -----BEGIN line)")
+    holds_key = b"PRIVATE KEY-----" in data
+    holds_cert = b"-----BEGIN CERTIFICATE-----" in data
+    if kind == "CERTIFICATE" and not holds_cert:
+        what = "a private key" if holds_key else "no certificate"
+        raise TLSFileError(f"{setting}: {path} holds {what}, not a certificate (the "
+                           "certificate is the .pem beside it, e.g. var/certs/server.pem)")
+    if kind == "PRIVATE KEY" and not holds_key:
+        what = "a certificate" if holds_cert else "no private key"
+        raise TLSFileError(f"{setting}: {path} holds {what}, not a private key (the key "
+                           "is the .key beside it)")
     return data
 
 

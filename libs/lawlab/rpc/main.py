@@ -86,7 +86,10 @@ def _spawn_siblings(name: str, args: argparse.Namespace,
                         ("--tls-client-ca", args.tls_client_ca)):
         if value:
             argv += [flag, value]
-    return [subprocess.Popen(argv, env=env) for _ in range(count)]
+    # the supervisor's lifeline (lawlab.rpc.server), if this process has one
+    raw = os.environ.get("LAWLAB_LIFELINE_FD", "")
+    fds = (int(raw),) if raw.isdigit() else ()
+    return [subprocess.Popen(argv, env=env, pass_fds=fds) for _ in range(count)]
 
 
 def service_main(name: str, argv: Sequence[str] | None = None) -> None:

@@ -10,6 +10,7 @@ period, then stops.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import hmac
 import inspect
@@ -18,6 +19,7 @@ import logging
 import os
 import signal
 import sys
+import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
@@ -353,6 +355,36 @@ Hook = Callable[[], Awaitable[None]]
 Built = tuple[list["ServiceSpec"], list[Hook], list[Hook]]
 
 
+def _watch_lifeline(loop: asyncio.AbstractEventLoop, stop: asyncio.Event) -> None:
+    """A service started by a supervisor (``lawlab up``, ``lawlab run``, a test's
+    cluster) reads the pipe in LAWLAB_LIFELINE_FD, whose write end only the
+    supervisor holds: end of file means it died (even by SIGKILL), and the service
+    stops as on SIGTERM instead of living on as an orphan holding its ports."""
+    import stat
+
+    # not for the processes this one starts (they do not hold the descriptor)
+    raw = os.environ.pop("LAWLAB_LIFELINE_FD", "")
+    if not raw.isdigit():
+        return
+    fd = int(raw)
+    try:
+        if not stat.S_ISFIFO(os.fstat(fd).st_mode):
+            return
+    except OSError:
+        return
+
+    def wait() -> None:
+        try:
+            while os.read(fd, 64):
+                pass
+        except OSError:
+            return  # not a pipe we were given: no lifeline
+        log.warning("the supervisor that started this service is gone; stopping")
+        loop.call_soon_threadsafe(stop.set)
+
+    threading.Thread(target=wait, name="lifeline", daemon=True).start()
+
+
 @dataclass
 class ServerOptions:
     name: str
@@ -478,7 +510,13 @@ async def run_server(options: ServerOptions, specs: list[ServiceSpec]) -> None:
             json.dump(ready, fh)
         os.replace(options.ready_file + ".tmp", options.ready_file)
 
-    await stop.wait()
+    _watch_lifeline(loop, stop)
+    try:
+        await stop.wait()
+    finally:
+        if options.ready_file:  # commands find running services by it: gone with us
+            with contextlib.suppress(OSError):
+                os.unlink(options.ready_file)
     log.info("shutting down", extra={"grace_seconds": options.grace_seconds})
     await health.enter_graceful_shutdown()
     await server.stop(options.grace_seconds)

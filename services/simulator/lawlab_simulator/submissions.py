@@ -388,9 +388,10 @@ class Submissions:
 
     async def list(self, who: Identity, epoch_id: str
                    ) -> tuple[list[SubmissionRow], EpochRow | None]:
-        """The caller's submissions in ``epoch_id`` (the current epoch when empty)."""
+        """The caller's submissions in ``epoch_id`` (when empty: the epoch open now,
+        else the last one, whose released scores stay listed after it closes)."""
         if not epoch_id:
-            current: str | None = await asyncio.to_thread(self.store.epochs.current)
+            current: str | None = await asyncio.to_thread(self.store.epochs.latest)
             epoch_id = current or ""
         owner = None if who.sees_all_sessions else who.team
         rows = await asyncio.to_thread(self.store.submissions.find, epoch_id, owner)

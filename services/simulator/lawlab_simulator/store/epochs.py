@@ -63,6 +63,16 @@ class EpochRepository:
         with self.db.read() as ex:
             return current_epoch(ex)
 
+    def latest(self) -> str | None:
+        """The epoch open now, else the one opened last (closed: its released scores
+        stay listed after it closes)."""
+        with self.db.read() as ex:
+            now = current_epoch(ex)
+            if now is not None:
+                return now
+            r = ex("SELECT epoch_id FROM epochs ORDER BY opened DESC LIMIT 1").fetchone()
+        return r[0] if r else None
+
     def all(self) -> list[EpochRow]:
         with self.db.read() as ex:
             rows = ex(f"{_EPOCH_SELECT} ORDER BY opened").fetchall()
