@@ -93,3 +93,23 @@ def test_a_killed_up_leaves_no_service_and_ps_and_down_manage_the_rest(tmp_path,
         for pid in pids.values():
             if _alive(pid):
                 os.kill(pid, signal.SIGKILL)
+
+
+def test_a_port_clash_names_the_port_its_source_and_the_holder(tmp_path, tasks_dir):
+    import socket
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LAWLAB_")}
+    env.update({f"LAWLAB_{s.upper()}_PORT": str(_closed_port()) for s in SERVICES})
+    env.update({f"LAWLAB_{s.upper()}_METRICS_PORT": str(_closed_port()) for s in SERVICES})
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        held.listen()
+        port = held.getsockname()[1]
+        env["LAWLAB_SCORER_PORT"] = str(port)
+        out = subprocess.run([LAWLAB, "up", "--data-dir", str(tmp_path / "run"),
+                              "--tasks-dir", str(tasks_dir)], env=env, capture_output=True,
+                             text=True, timeout=120)
+    assert out.returncode == 1, out.stdout + out.stderr
+    said = [line for line in out.stderr.splitlines() if line.strip()]
+    assert len(said) == 1 and "Traceback" not in out.stderr, out.stderr
+    assert f"scorer {port} (from LAWLAB_SCORER_PORT; pid {os.getpid()}:" in said[0], said

@@ -35,17 +35,52 @@ def cmd_serve(args: argparse.Namespace, rest: list[str]) -> int:
 
 
 def _busy_ports() -> list[str]:
-    """The default ports already bound on loopback (another `lawlab up`, most likely)."""
+    """The ports `lawlab up` would bind that are already bound on loopback (another
+    `lawlab up`, most likely), each with where its number came from and the
+    process holding it."""
     import socket
 
     busy = []
     for name in config.SERVICES:
-        for port in (config.grpc_port(name), config.metrics_port(name)):
+        for kind, port in (("PORT", config.grpc_port(name)),
+                           ("METRICS_PORT", config.metrics_port(name))):
             with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
                 s.settimeout(0.2)
-                if s.connect_ex(("127.0.0.1", port)) == 0:
-                    busy.append(f"{name} {port}")
+                if s.connect_ex(("127.0.0.1", port)) != 0:
+                    continue
+            var = f"LAWLAB_{name.upper()}_{kind}"
+            source = f"from {var}" if os.environ.get(var) else "the default"
+            holder = _port_holder(port)
+            busy.append(f"{name} {port} ({source}; {holder or 'held by a process not visible here'})")
     return busy
+
+
+def _port_holder(port: int) -> str:
+    """'pid N (command)' of the process listening on ``port``, from /proc."""
+    inodes = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            lines = Path(table).read_text().splitlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            f = line.split()
+            if len(f) > 9 and f[3] == "0A" and int(f[1].rsplit(":", 1)[1], 16) == port:
+                inodes.add(f"socket:[{f[9]}]")
+    if not inodes:
+        return ""
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            for fd in (proc / "fd").iterdir():
+                if os.readlink(fd) in inodes:
+                    cmd = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(
+                        errors="replace").strip()
+                    return f"pid {proc.name}: {cmd[:80]}"
+        except OSError:
+            continue
+    return ""
 
 
 RESTART_WINDOW = 600.0  # seconds: restarts counted toward --max-restarts
@@ -114,11 +149,11 @@ def cmd_up(args: argparse.Namespace) -> int:
     if not args.ephemeral:
         busy = _busy_ports()
         if busy:  # checked before anything is written: a running cluster keeps its token
-            print(f"lawlab up: the default ports are in use ({', '.join(busy[:4])}"
-                  f"{', ...' if len(busy) > 4 else ''}): is `lawlab up` already running? Use it "
-                  "(lawlab commands find it on these ports), stop it first, or start another "
-                  "one on free ports with `lawlab up --ephemeral --data-dir OTHER`",
-                  file=sys.stderr)
+            print(f"lawlab up: ports in use: {'; '.join(busy[:3])}"
+                  f"{f'; and {len(busy) - 3} more' if len(busy) > 3 else ''}. Is `lawlab up` "
+                  "already running? Use it (lawlab commands find it on these ports), stop it "
+                  "(`lawlab down --data-dir ITS_DIR`), or start another one on free ports with "
+                  "`lawlab up --ephemeral --data-dir OTHER`", file=sys.stderr)
             lock.close()
             return 1
     # every service inherits the lock: the data dir stays locked while any of them lives
