@@ -410,13 +410,21 @@ def _fmt(x: object) -> str:
 
 
 def leaderboard_markdown(board: list[dict[str, Any]]) -> str:
-    """Ranked within each setting (by S_N in Real, S_S in Parallel; each score's own
-    rank in its row); means over the tasks every row of the setting attempted."""
-    lines = ["| rank | agent | setting | context | tasks compared / attempted | trials | errors | "
-             "score | strict mean (95% CI) | mean scored | single-group | multi-group | statuses |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
-    for e in board:
-        for score in SCORES[e["setting"]]:
+    """One table per score (S_N and S_V in Real, S_S in Parallel), each ranked by
+    its own score (ties share a rank; an agent with only errors has none and comes
+    last); means over the tasks every row of the setting has a score on."""
+    head = ["| rank | agent | setting | context | tasks compared / attempted | trials | errors | "
+            "score | strict mean (95% CI) | mean scored | single-group | multi-group | statuses |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    blocks = []
+    for score in ("s_n", "s_v", "s_s"):
+        entries = sorted((e for e in board if score in SCORES[e["setting"]]),
+                         key=lambda e: (e.get(f"rank_{score}") or 10**9, e["agent"],
+                                        e["context"]))
+        if not entries:
+            continue
+        lines = [f"{SCORE_TITLES[score]}", "", *head]
+        for e in entries:
             rank = e.get(f"rank_{score}")
             lines.append(
                 f"| {rank if rank is not None else '-'} | {e['agent']} | {e['setting']} | "
@@ -426,7 +434,8 @@ def leaderboard_markdown(board: list[dict[str, Any]]) -> str:
                 f"{_fmt(e[f'{score}_ci_high'])}) | {_fmt(e[f'{score}_scored_all'])} | "
                 f"{_fmt(e[f'{score}_strict_single'])} | {_fmt(e[f'{score}_strict_multi'])} | "
                 + ", ".join(f"{k} {v}" for k, v in e["status_counts"].items()) + " |")
-    return "\n".join(lines)
+        blocks.append("\n".join(lines))
+    return "\n\n".join(blocks)
 
 
 def leaderboard_csv(board: list[dict[str, Any]]) -> str:
@@ -660,21 +669,21 @@ def write_report(rows: Sequence[Row], out: Path, title: str, select: Any = None
            f"({_fmt(c['ci_low'])}-{_fmt(c['ci_high'])}) |" for c in curve]
     md += ["", "## Figure 4b: the top three per score and domain", "",
            paper.domain_top3_markdown(top), ""]
-    md += ["## Fit-validity concordance (Real)", "",
-           "Within-task pairs of trials whose S_N differ by more than the margin: does the "
-           "better fit also have the higher S_V?", "",
-           "| margin | pairs | concordant | discordant | tied | rate (95% CI) |",
-           "|---|---|---|---|---|---|"]
-    md += [f"| {c['margin']} | {c['pairs']} | {c['concordant']} | {c['discordant']} | "
-           f"{c['tied']} | {_fmt(c['rate'])} ({_fmt(c['ci_low'])}-{_fmt(c['ci_high'])}) |"
-           for c in conc]
-    md += ["", "## Best-of-N (Real, oracle selection)", "",
-           "Expected S_N of the best of N trials of the same agent on the same task "
-           "(exact over all N-subsets of its repeats), averaged over tasks with at least N "
-           "repeats. N = 1 is the expected single trial.", "",
-           "| agent | N | tasks | oracle mean S_N (95% CI) |", "|---|---|---|---|"]
-    md += [f"| {b['agent']} | {b['n']} | {b['tasks']} | {_fmt(b['oracle_mean_s_n'])} "
-           f"({_fmt(b['ci_low'])}-{_fmt(b['ci_high'])}) |" for b in bon]
+    # (the margin table of concordance.json says what Figure 4a says: the file only)
+    md += ["## Best-of-N (Real, oracle selection)", ""]
+    if any(b["n"] >= 2 for b in bon):
+        md += ["Expected S_N of the best of N trials of the same agent on the same task "
+               "(exact over all N-subsets of its repeats), averaged over tasks with at least N "
+               "repeats. N = 1 is the expected single trial, for reference.", "",
+               "| agent | N | tasks | oracle mean S_N (95% CI) |", "|---|---|---|---|"]
+        md += [f"| {b['agent']} | {b['n']} | {b['tasks']} | {_fmt(b['oracle_mean_s_n'])} "
+               f"({_fmt(b['ci_low'])}-{_fmt(b['ci_high'])}) |" for b in bon]
+    else:
+        md += ["Not computed: no agent has two or more trials of one task (`lawlab campaign "
+               "run --repeats N` gives them)."]
+    if not study:
+        md += ["", "## Selection", "", "Not computed: it needs pools of at least five "
+               "scored trials of one agent on one task (`--repeats 5`)."]
     if study:
         md += ["", "## Selection (Real pools of at least five repeats per task)", "",
                "Oracle: the exact expected best of a random five-candidate group, and the best "

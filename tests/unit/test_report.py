@@ -273,3 +273,23 @@ def test_llm_srbench_problems_stay_out_of_the_paper_scores(tmp_path):
     assert entry["s_n_strict_all"] == pytest.approx(0.8) and entry["tasks"] == 1
     assert (tmp_path / "trials.csv").read_text().count("\n") == 3  # both kept there
     assert "1 trials on LLM-SRBench-style problems" in (tmp_path / "report.md").read_text()
+
+
+def test_the_report_says_one_thing_once(tmp_path):
+    """Issue #52: each score has its own table ranked by itself (S_N and S_V ranks no
+    longer interleave), one concordance table (Figure 4a's), and a study that cannot
+    be computed says why instead of a table of N = 1 or nothing."""
+    rows = [row("t1", 0.9, 0.2, agent="a"), row("t2", 0.9, 0.2, agent="a"),
+            row("t1", 0.5, 1.0, agent="b"), row("t2", 0.5, 1.0, agent="b")]
+    write_report(rows, tmp_path, "once")
+    board = (tmp_path / "leaderboard.md").read_text()
+    s_n, s_v = board.split("S_V (Real): validity")
+    assert [line.split("|")[2].strip() for line in s_n.splitlines() if "| S_N |" in line] \
+        == ["a", "b"]
+    assert [line.split("|")[2].strip() for line in s_v.splitlines() if "| S_V |" in line] \
+        == ["b", "a"]
+    report = (tmp_path / "report.md").read_text()
+    assert "concordance (95% CI)" in report and "## Fit-validity concordance" not in report
+    assert "Not computed: no agent has two or more trials of one task" in report
+    assert "| a | 1 |" not in report  # no best-of-N table of N = 1 alone
+    assert "Not computed: it needs pools of at least five" in report

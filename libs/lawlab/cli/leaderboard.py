@@ -63,7 +63,8 @@ def external_rows(channel: grpc.Channel, epoch_id: str, library: TaskLibrary) ->
         scores = s.scores
         rows.append(Row(
             agent=f"team:{s.team}", setting=Setting(enum_name(common_pb2.Setting, s.setting)),
-            context="full", task_id=s.task_id, seed=0,
+            # its own agent and prompts: no lawlab context ablation applies
+            context="external", task_id=s.task_id, seed=0,
             status=TrialStatus.COMPLETED if state == SubmissionState.SCORED else state,
             score_status="",
             s_n=scores.s_n if scores.HasField("s_n") else None,
