@@ -247,6 +247,7 @@ def test_the_leaderboard_shows_teams_beside_a_campaign(world, cluster, tmp_path)
     assert board.returncode == 0, board.stderr
     text = (tmp_path / "lb" / "leaderboard.md").read_text()
     assert "team:alpha" in text and "team:beta" in text and "data-blind" in text
+    assert "| team:alpha | real | external |" in text  # their own agent: no lawlab context
     doc = json.loads((tmp_path / "lb" / "leaderboard.json").read_text())  # strict JSON, no NaN
     entries = {(e["agent"], e["setting"]): e for e in doc}
     assert entries[("team:alpha", "real")]["s_n_strict_all"] > 0
