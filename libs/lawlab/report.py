@@ -51,6 +51,8 @@ class Row:
     suite: str = "real"
     trial_id: str = ""
     world_fingerprint: str = ""  # the release of the Parallel worlds (key fingerprint + worlds)
+    prompt_tokens: int = 0  # the model's usage over every attempt of the trial
+    completion_tokens: int = 0
 
     def __post_init__(self) -> None:
         coerce(self)
@@ -83,6 +85,21 @@ def errors_banner(rows: Sequence[Row]) -> str:
             "an endpoint or a service failed), so they have no score and are kept out of "
             "every mean, rank and figure: " + ", ".join(f"{a} {n}" for a, n in sorted(per.items()))
             + ". An agent with only errors is not ranked.")
+
+
+def token_usage(rows: Sequence[Row]) -> list[dict[str, Any]]:
+    """Per agent (agent/model): trials, prompt and completion tokens in all and per
+    trial, over every trial, errors included (they cost tokens too)."""
+    per: dict[str, list[Row]] = defaultdict(list)
+    for r in rows:
+        per[r.agent].append(r)
+    out = []
+    for agent, rs in sorted(per.items()):
+        p, c = sum(r.prompt_tokens for r in rs), sum(r.completion_tokens for r in rs)
+        out.append({"agent": agent, "trials": len(rs), "prompt_tokens": p,
+                    "completion_tokens": c, "total_tokens": p + c,
+                    "tokens_per_trial": (p + c) / len(rs)})
+    return out
 
 
 def suite_of(rows: Sequence[Row]) -> str:
@@ -627,7 +644,7 @@ def write_report(rows: Sequence[Row], out: Path, title: str, select: Any = None
     files = ["report.md", "leaderboard.md", "leaderboard.csv", "leaderboard.json",
              "trials.csv", "per_discipline.json", "concordance.json", "best_of_n.json",
              "selection.json", "table2.md", "table2.json", "concordance_curve.json",
-             "domains_top3.json"]
+             "domains_top3.json", "tokens.json"]
     (out / "selection.json").write_text(strict_json(study))
     (out / "leaderboard.md").write_text((banner + "\n\n" if banner else "")
                                         + leaderboard_markdown(board) + "\n")
@@ -636,6 +653,7 @@ def write_report(rows: Sequence[Row], out: Path, title: str, select: Any = None
     (out / "per_discipline.json").write_text(strict_json(disc))
     (out / "concordance.json").write_text(strict_json(conc))
     (out / "best_of_n.json").write_text(strict_json(bon))
+    (out / "tokens.json").write_text(strict_json(token_usage(all_rows)))
     buf = io.StringIO()
     w = csv.writer(buf)
     w.writerow(list(asdict(all_rows[0]).keys()) if all_rows else [])
@@ -669,7 +687,20 @@ def write_report(rows: Sequence[Row], out: Path, title: str, select: Any = None
            f"({_fmt(c['ci_low'])}-{_fmt(c['ci_high'])}) |" for c in curve]
     md += ["", "## Figure 4b: the top three per score and domain", "",
            paper.domain_top3_markdown(top), ""]
-    # (the margin table of concordance.json says what Figure 4a says: the file only)
+    usage = token_usage(all_rows)
+    if any(u["total_tokens"] for u in usage):
+        md += ["## Tokens", "", "The model's usage over every attempt of every trial (errors "
+               "included: they cost tokens too); built-in agents use none.", "",
+               "| agent | trials | prompt | completion | total | per trial |",
+               "|---|---|---|---|---|---|"]
+        md += [f"| {u['agent']} | {u['trials']} | {u['prompt_tokens']:,} | "
+               f"{u['completion_tokens']:,} | {u['total_tokens']:,} | "
+               f"{u['tokens_per_trial']:,.0f} |" for u in usage]
+        md += [f"| all | {sum(u['trials'] for u in usage)} | "
+               f"{sum(u['prompt_tokens'] for u in usage):,} | "
+               f"{sum(u['completion_tokens'] for u in usage):,} | "
+               f"{sum(u['total_tokens'] for u in usage):,} | |", ""]
+        # (the margin table of concordance.json says what Figure 4a says: the file only)
     md += ["## Best-of-N (Real, oracle selection)", ""]
     if any(b["n"] >= 2 for b in bon):
         md += ["Expected S_N of the best of N trials of the same agent on the same task "

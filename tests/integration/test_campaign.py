@@ -670,3 +670,9 @@ def test_errors_are_not_scores_from_the_campaign_to_the_report(cluster, tmp_path
     ranks = {e["agent"]: e["rank_s_n"] for e in board}
     assert ranks["openai/down"] is None and ranks["openai/some"] and ranks["openai/up"]
     assert {e["agent"]: e["tasks_compared"] for e in board}["openai/up"] == 3
+    # what the models cost, per model and in all (the scripted server reports 100 + 20 a reply)
+    usage = {u["agent"]: u for u in json.loads((tmp_path / "report" / "tokens.json").read_text())}
+    assert usage["openai/up"]["prompt_tokens"] == 100 * usage["openai/up"]["completion_tokens"] / 20
+    assert usage["openai/up"]["total_tokens"] >= 4 * 120  # two replies per trial at least
+    assert usage["openai/down"]["total_tokens"] == 0  # no reply, no usage
+    assert "## Tokens" in (tmp_path / "report" / "report.md").read_text()

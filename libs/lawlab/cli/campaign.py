@@ -514,7 +514,8 @@ def rows_from_trials(trials: list[agent_pb2.Trial], tasks_dir: Path) -> list[Row
             discipline=meta.discipline if meta else "", multi_group=bool(meta and
                                                                          meta.multi_group),
             world_fingerprint=t.world_fingerprint,
-            suite=meta.suite if meta else "real", trial_id=t.trial_id))
+            suite=meta.suite if meta else "real", trial_id=t.trial_id,
+            prompt_tokens=t.prompt_tokens, completion_tokens=t.completion_tokens))
     return rows
 
 
