@@ -100,6 +100,9 @@ def test_a_lease_that_expires_is_written_off_retried_after_backoff_then_given_up
     asyncio.run(play())
     gave_up = store.get("t0") if store.get("t0").status == "error" else store.get("t1")
     assert gave_up.status == "error" and gave_up.cause == "transport"  # 2 of 2 attempts used
+    # its wall time is its attempts', not the failed report's 0 (issue #52)
+    spent = sum(a.ended - a.started for a in store.attempts(gave_up.trial_id))
+    assert gave_up.wall_seconds == spent > 0
     assert store.campaign("c").state == "finished"
     assert [a.outcome for a in store.attempts(gave_up.trial_id)] == ["killed", "transport"]
 

@@ -124,8 +124,9 @@ def expand(doc: dict, tasks: list[SolverTask],
 FINISHED = ("completed", "completed_forced_final", "max_turns_reached", "error")
 # the campaign's totals: which trial statuses count as which state
 STATE_OF = {"completed": "completed", "completed_forced_final": "completed",
-            "max_turns_reached": "unsubmitted", "error": "failed", "running": "running",
-            "retrying": "running"}  # anything else (pending, interrupted) is pending
+            "max_turns_reached": "unsubmitted", "error": "failed", "running": "running"}
+# anything else is pending: never started, interrupted, or retrying (waiting out its
+# backoff, no attempt running: "running" never exceeds the campaign's concurrency)
 
 
 @dataclass

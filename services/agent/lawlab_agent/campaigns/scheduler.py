@@ -414,6 +414,10 @@ class CampaignScheduler:
             run.stop.set()
         elif decision.action == "give_up":
             record.status = TrialStatus.ERROR
+            # its wall time: every attempt's, not the last report's (0 for a failure)
+            record.wall_seconds = sum((a.ended or a.started) - a.started for a in
+                                      await asyncio.to_thread(self.store.attempts,
+                                                              record.trial_id))
             await asyncio.to_thread(self.store.put, record)
             TRIALS.labels(record.setting, TrialStatus.ERROR).inc()
         else:
