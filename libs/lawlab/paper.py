@@ -231,10 +231,10 @@ def figure_4a(curve: list[dict[str, Any]]) -> Any:
             label="tie-aware concordance")
     ax.axhline(0.5, color="grey", lw=0.8, ls="--")
     ax.text(x[-1], 0.5, "no association ", color="dimgrey", fontsize=7, ha="right", va="bottom")
-    for c in (pts[0], pts[-1]):
-        ax.annotate(f"{c['pairs']} pairs", (c["margin"], c["ci_low"] if finite(c["ci_low"])
-                                             else c["concordance"]), fontsize=7,
-                    textcoords="offset points", xytext=(0, -12), ha="center")
+    # the pairs behind the first and last points, along the top (never on the ticks)
+    ax.text(x[0], 0.98, f"{pts[0]['pairs']} pairs", fontsize=7, ha="left", va="top")
+    if len(pts) > 1:
+        ax.text(x[-1], 0.98, f"{pts[-1]['pairs']} pairs", fontsize=7, ha="right", va="top")
     ax.set_xlabel("fit margin: pairs with S_N gap >= this")
     ax.set_ylabel("P(better fit is more valid)")
     ax.set_ylim(0, 1)
@@ -269,12 +269,14 @@ def figure_4b(top: dict[str, dict[str, list[dict[str, Any]]]],
                 ax.text(j + 0.5, i + 0.5, "no common tasks", ha="center", va="center",
                         fontsize=7, color="grey")
                 continue
+            # n at the cell's top right, the entries below it (a long model name
+            # never runs into it)
+            ax.text(j + 0.92, i + 0.13, f"n={entries[0]['tasks']}", fontsize=6, ha="right",
+                    va="center", color="grey")
             for k, x in enumerate(entries[:5]):
-                ax.text(j + 0.08, i + 0.2 + 0.17 * k,
+                ax.text(j + 0.08, i + 0.31 + 0.15 * k,
                         f"{x['rank']}. {x['agent']}  {x['mean']:.2f}", fontsize=7, va="center",
                         color=colours.get(x["agent"], "black"))
-            ax.text(j + 0.92, i + 0.2, f"n={entries[0]['tasks']}", fontsize=6, ha="right",
-                    va="center", color="grey")
     ax.set_title("Top three per score and domain (strict means over the domain's common "
                  "tasks; ties share a rank)", fontsize=9, pad=18)
     fig.subplots_adjust(left=0.22, right=0.98, top=0.86, bottom=0.02)

@@ -509,11 +509,18 @@ def scores_figure(board: list[dict[str, Any]]) -> Any:
     panels = [s for s in ("s_n", "s_v", "s_s") if any(s in SCORES[e["setting"]] for e in board)]
     if not panels:
         return None
-    fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels), 4.0), squeeze=False)
+    # each bar's slot as wide as its longest label line (7 pt: about 0.075 in a character)
+    names = [e["agent"].replace("/", "/\n") for e in board]
+    longest = max((len(part) for n in names for part in n.split("\n")), default=8)
+    bars = max((sum(1 for e in board if p in SCORES[e["setting"]]) for p in panels), default=1)
+    panel = max(4.2, bars * max(0.8, 0.075 * longest + 0.2) + 1.0)
+    fig, axes = plt.subplots(1, len(panels), figsize=(panel * len(panels), 4.0), squeeze=False)
     for ax, score in zip(axes[0], panels):
         entries = sorted((e for e in board if score in SCORES[e["setting"]]),
                          key=lambda e: (e.get(f"rank_{score}") or 10**9, e["agent"]))
-        labels = [e["agent"] + ("" if e["context"] == "full" else f"\n({e['context']})")
+        # a provider/model name on two lines: long model names stay apart
+        labels = [e["agent"].replace("/", "/\n") + ("" if e["context"] == "full"
+                                                     else f"\n({e['context']})")
                   + f"\nn={e.get('tasks_compared', e['tasks'])}"
                   + (f"\n{e['errors']} in error" if e.get("errors") else "") for e in entries]
         vals = [e[f"{score}_strict_all"] for e in entries]
