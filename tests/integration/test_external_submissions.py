@@ -214,6 +214,12 @@ def test_lawlab_sim_submit_and_the_nodejs_client(world, tmp_path):
                              text=True, timeout=60)
     assert listing.returncode == 0 and out["submission_id"] in listing.stdout
     assert "S_N" in listing.stdout
+    # a Real session has no experiments, and says so instead of "0/0 calls" (issue #52)
+    real = subprocess.run([LAWLAB, "sim", "open", REAL_TASK, "--setting", "real"], env=env,
+                          capture_output=True, text=True, timeout=60)
+    assert real.returncode == 0 and "no experiments in this setting" in real.stderr, real.stderr
+    subprocess.run([LAWLAB, "sim", "close", real.stdout.strip()], env=env, capture_output=True,
+                   text=True, timeout=60)
     # a Parallel submission through `lawlab sim submit`, released at once in round2
     opened = subprocess.run([LAWLAB, "sim", "open", PARALLEL_TASK], env=env, capture_output=True,
                             text=True, timeout=60)

@@ -290,3 +290,17 @@ def test_a_success_resets_the_breaker(tmp_path):
         (store.get(f"f{i}").status, store.get(f"f{i}").attempts, store.get(f"f{i}").error) for i in range(8)]
     assert store.campaign("c").error == ""
     store.close()
+
+
+def test_a_mistyped_campaign_name_says_what_was_meant(world):
+    """Issue #52: a campaign id that is not stored names the nearest ones."""
+    from lawlab_agent import campaign as camp
+
+    sched, store, clock, launcher = world
+    store.create_campaign("baselines-seed1", SPEC, [])
+    err = camp.unknown_campaign(store, "baseline-seed1")
+    assert "campaign 'baseline-seed1' not found; did you mean 'baselines-seed1'?" in str(err)
+    far = camp.unknown_campaign(store, "zzz")
+    assert "2 campaign(s) stored (`lawlab campaign list`)" in str(far)  # "c" and the new one
+    with pytest.raises(Exception, match="did you mean 'baselines-seed1'"):
+        asyncio.run(sched.snapshot("baseline-seed1"))

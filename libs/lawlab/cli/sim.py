@@ -67,8 +67,13 @@ def _sim_verb(sim: SimulatorClient, args: argparse.Namespace) -> int:
             print(json.dumps(s, indent=2))
         else:
             b = s["budget"]
-            print(f"[session of {s['task_id']} ({args.setting}): {b['calls_used']}/{b['calls_max']} "
-                  f"calls used, up to {b['max_points_per_call']} points per call]", file=sys.stderr)
+            if not b["calls_max"]:  # the Real setting: fixed data, no experiments
+                print(f"[session of {s['task_id']} ({args.setting}): no experiments in this "
+                      f"setting; its data: lawlab sim data SESSION]", file=sys.stderr)
+            else:
+                print(f"[session of {s['task_id']} ({args.setting}): {b['calls_used']}/"
+                      f"{b['calls_max']} calls used, up to {b['max_points_per_call']} points per "
+                      "call]", file=sys.stderr)
             print(s["session_id"])  # alone on stdout: S=$(lawlab sim open TASK)
         return 0
     if args.verb == "status":

@@ -12,8 +12,9 @@ from __future__ import annotations
 import time
 from collections import defaultdict
 from dataclasses import dataclass, field
+from typing import Any
 
-from lawlab.errors import InvalidArgument
+from lawlab.errors import InvalidArgument, NotFound
 from lawlab.tasks import SolverTask
 from lawlab.trialid import decoding_json, trial_id_for
 from lawlab.vocab import Setting, coerce
@@ -119,6 +120,18 @@ def expand(doc: dict, tasks: list[SolverTask],
     if len(cells) > MAX_CELLS:
         raise InvalidArgument("spec", f"{len(cells)} trials; at most {MAX_CELLS} per campaign")
     return cells
+
+
+def unknown_campaign(store: Any, campaign_id: str) -> NotFound:
+    """NotFound for a campaign id, with the nearest stored ids (a typo says what was
+    meant) or how to list them."""
+    import difflib
+
+    ids = [c.campaign_id for c in store.campaigns()]
+    near = difflib.get_close_matches(campaign_id, ids, n=3, cutoff=0.6)
+    hint = (f"; did you mean {', '.join(repr(n) for n in near)}?" if near
+            else f"; {len(ids)} campaign(s) stored (`lawlab campaign list`)")
+    return NotFound(f"campaign {campaign_id!r} not found{hint}")
 
 
 FINISHED = ("completed", "completed_forced_final", "max_turns_reached", "error")

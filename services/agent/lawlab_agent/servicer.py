@@ -92,7 +92,8 @@ class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
                          context: grpc.aio.ServicerContext) -> agent_pb2.ListTrialsResponse:
         if request.campaign_id:
             if await asyncio.to_thread(self.store.campaign, request.campaign_id) is None:
-                raise NotFound(f"campaign {request.campaign_id!r} not found")
+                raise await asyncio.to_thread(camp.unknown_campaign, self.store,
+                                              request.campaign_id)
             records = await asyncio.to_thread(self.store.campaign_trials, request.campaign_id)
         else:
             records = await asyncio.to_thread(self.store.all)

@@ -467,7 +467,7 @@ class CampaignScheduler:
             return None if row is None else camp.summarize(row, self.store.tally(campaign_id))
         out = await asyncio.to_thread(load)
         if out is None:
-            raise NotFound(f"campaign {campaign_id!r} not found; see ListCampaigns")
+            raise await asyncio.to_thread(camp.unknown_campaign, self.store, campaign_id)
         return out
 
     async def watch(self, campaign_id: str) -> AsyncIterator[camp.Summary]:
