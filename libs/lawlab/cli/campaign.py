@@ -108,9 +108,11 @@ def spec_from_args(args: argparse.Namespace) -> agent_pb2.CampaignSpec:
         except json.JSONDecodeError as err:
             raise SystemExit(f"--decoding: not JSON ({err.msg}); e.g. "
                              '\'{"max_completion_tokens": 8192, "temperature": 0.4}\'') from None
+    from lawlab.cli.common import split_agent
+
     for a in agents:
-        agent, _, model = (a if isinstance(a, str) else f"{a['agent']}:{a.get('model', '')}"
-                           ).partition(":")
+        agent, model = (split_agent(a) if isinstance(a, str)
+                        else split_agent(str(a["agent"]), str(a.get("model", ""))))
         entry = agent_pb2.AgentModel(agent=agent.strip(), model=model.strip())
         own = a.get("decoding", {}) if isinstance(a, dict) else {}
         decoding = {**shared, **own} if agent.strip() == "openai" else own
@@ -664,7 +666,8 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     p = campaign.add_parser("run", help="start (or resume) a campaign and follow it")
     p.add_argument("--spec", help="a YAML or JSON file with the fields below")
     p.add_argument("--name", help="the campaign id (default: a hash of the grid)")
-    p.add_argument("--agents", help="comma list of agent[:model], e.g. sr,template,openai:gpt-4o")
+    p.add_argument("--agents", help="comma list of agents and provider/model names, e.g. "
+                                    "sr,template,openai/gpt-4o (agent:model works too)")
     p.add_argument("--decoding", help="JSON decoding overrides for the LLM agents, e.g. "
                                       '\'{"max_completion_tokens": 8192, "temperature": 0.4}\' '
                                       "(default: the model family's, docs/agents.md)")

@@ -26,6 +26,20 @@ def with_dirs(p: argparse.ArgumentParser) -> None:
                    help="durable state and trajectories (env LAWLAB_DATA_DIR; default var/run)")
 
 
+def split_agent(text: str, model: str = "") -> tuple[str, str]:
+    """One name for a model everywhere (issue #52): ``provider/model`` as the reports
+    print it (``openai/gpt-4o``; the model may hold slashes of its own), the older
+    ``agent:model``, or an agent and a separate ``model``."""
+    text = text.strip()
+    if model:
+        return text, model.strip()
+    for sep in (":", "/"):
+        if sep in text:
+            agent, _, rest = text.partition(sep)
+            return agent.strip(), rest.strip()
+    return text, ""
+
+
 class NoStoredData(Exception):
     """A data dir with no agent store: nothing to view."""
 

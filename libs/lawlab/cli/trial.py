@@ -236,6 +236,9 @@ def cmd_trial_run(args: argparse.Namespace) -> int:
         except json.JSONDecodeError as err:
             print(f"lawlab trial run: --decoding is not JSON ({err.msg})", file=sys.stderr)
             return 2
+    from lawlab.cli.common import split_agent
+
+    args.agent, args.model = split_agent(args.agent, args.model)
     started = time.monotonic()
     print(f"[running {args.agent}{'/' + args.model if args.model else ''} on {args.task} "
           f"({args.setting}) through {args.agent_addr}; a trial takes seconds to minutes]",
@@ -272,8 +275,9 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     p = trial.add_parser("run", help="run one trial through a running agent service")
     p.add_argument("--task", required=True)
     p.add_argument("--setting", choices=["real", "parallel"], required=True)
-    p.add_argument("--agent", default="template")
-    p.add_argument("--model", default="")
+    p.add_argument("--agent", default="template",
+                   help="a built-in agent, or provider/model for an LLM (openai/gpt-4o)")
+    p.add_argument("--model", default="", help="the model, if not given as --agent openai/MODEL")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--context", default="", choices=["", "full", "no_var_detail",
                                                      "anonymous_names", "numeric_only"],
