@@ -128,7 +128,7 @@ def test_every_task_has_a_world_or_the_reason_it_has_none(library):
     """Issue #48: at the real data's noise and against the whole literature, a task
     has a world only where one of its mechanisms can be seen; every other task
     says why it has none (eval/synthesis.json, docs/tasks.md). The public release
-    has 12 of 41 (bench/RESULTS.md); a fresh key draws other combinations and
+    has 13 of 41 (bench/RESULTS.md); a fresh key draws other combinations and
     magnitudes, not other tasks. Partial recovery (0.75) needs several pieces:
     a quarter of the worlds have them."""
     real = [t for t in library if t.meta.suite == "real"]
