@@ -30,6 +30,15 @@ def _alive(pid: int) -> bool:
         return False
 
 
+def _kill(up: subprocess.Popen, pids: dict[str, int]) -> None:
+    """Whatever a failed assertion left running."""
+    if up.poll() is None:
+        up.kill()
+    for pid in pids.values():
+        if _alive(pid):
+            os.kill(pid, signal.SIGKILL)
+
+
 def _up(data: Path, env: dict[str, str], err: Path) -> tuple[subprocess.Popen, dict[str, int]]:
     with open(err, "w") as fh:
         up = subprocess.Popen([LAWLAB, "up", "--ephemeral", "--data-dir", str(data)], env=env,
@@ -72,11 +81,7 @@ def test_a_killed_up_leaves_no_service_and_ps_and_down_manage_the_rest(tmp_path,
             time.sleep(0.1)
         assert "no services recorded" in lawlab("ps").stdout
     finally:
-        if up.poll() is None:
-            up.kill()
-        for pid in pids.values():
-            if _alive(pid):
-                os.kill(pid, signal.SIGKILL)
+        _kill(up, pids)
 
     # a plain `up` on the same data dir starts cleanly; `lawlab down` stops it and them
     up, pids = _up(data, env, tmp_path / "up2.err")
@@ -88,11 +93,7 @@ def test_a_killed_up_leaves_no_service_and_ps_and_down_manage_the_rest(tmp_path,
         assert not any(_alive(p) for p in pids.values())
         assert "nothing running" in lawlab("down").stdout
     finally:
-        if up.poll() is None:
-            up.kill()
-        for pid in pids.values():
-            if _alive(pid):
-                os.kill(pid, signal.SIGKILL)
+        _kill(up, pids)
 
 
 def test_a_port_clash_names_the_port_its_source_and_the_holder(tmp_path, tasks_dir):

@@ -204,22 +204,15 @@ def test_a_resubmitted_grid_resumes_and_reruns_errored_trials_only_when_asked(wo
     assert store.campaign("g").state == "finished"
 
 
-def test_the_breaker_gives_up_a_model_whose_endpoint_keeps_failing(tmp_path):
-    """Issue #52: an endpoint answering 500 on every completion. After
-    BREAKER_FAILURES attempts of one model in a row failed by its endpoint, its
-    queued trials end in error untried with the reason; another model's trials in
-    the same campaign still run, and a success in between resets the count."""
-    spec = {**SPEC, "max_attempts": 3, "backoff_seconds": 0.0,
-            "agents": [["openai", "down"], ["openai", "up"]]}
+def _one_worker(tmp_path, spec: dict, cells: list, report_for) -> object:
+    """A campaign of ``cells`` run to its end by one worker whose attempt ends with
+    ``report_for(lease)``; returns the store."""
     store = open_store(f"sqlite:///{tmp_path / 'trials.sqlite'}")
-    cells = [Cell(f"d{i}", "dnase_elisa", "real", "openai", "down", i, "full") for i in range(6)]
-    cells += [Cell(f"u{i}", "dnase_elisa", "real", "openai", "up", i, "full") for i in range(2)]
     store.create_campaign("c", spec, cells)
     launcher = Launcher()
     sched = CampaignScheduler(store, launcher, lambda t, a: tmp_path / f"{t}.{a}.jsonl",
                               lease_seconds=60.0, poll_seconds=0.01, clock=Clock(),
                               rng=random.Random(1))
-    attempts = []
 
     async def play():
         sched.start("c")
@@ -232,16 +225,33 @@ def test_the_breaker_gives_up_a_model_whose_endpoint_keeps_failing(tmp_path):
                 await asyncio.sleep(0.01)
                 continue
             lease = offer.lease
-            attempts.append(lease.cell.trial_id)
-            if lease.cell.model == "down":
-                report = Report(status="retrying", cause="api_server",
-                                error="HTTP 500 from the endpoint", trajectory=[])
-            else:
-                report = _ok()
-            assert await sched.complete("w1", lease.cell.trial_id, lease.attempt, report)
+            assert await sched.complete("w1", lease.cell.trial_id, lease.attempt,
+                                        report_for(lease))
         await _until(lambda: not sched.running("c"), "the campaign's end")
 
     asyncio.run(play())
+    return store
+
+
+def test_the_breaker_gives_up_a_model_whose_endpoint_keeps_failing(tmp_path):
+    """Issue #52: an endpoint answering 500 on every completion. After
+    BREAKER_FAILURES attempts of one model in a row failed by its endpoint, its
+    queued trials end in error untried with the reason; another model's trials in
+    the same campaign still run, and a success in between resets the count."""
+    spec = {**SPEC, "max_attempts": 3, "backoff_seconds": 0.0,
+            "agents": [["openai", "down"], ["openai", "up"]]}
+    cells = [Cell(f"d{i}", "dnase_elisa", "real", "openai", "down", i, "full") for i in range(6)]
+    cells += [Cell(f"u{i}", "dnase_elisa", "real", "openai", "up", i, "full") for i in range(2)]
+    attempts = []
+
+    def report_for(lease):
+        attempts.append(lease.cell.trial_id)
+        if lease.cell.model == "down":
+            return Report(status="retrying", cause="api_server",
+                          error="HTTP 500 from the endpoint", trajectory=[])
+        return _ok()
+
+    store = _one_worker(tmp_path, spec, cells, report_for)
     down = [store.get(f"d{i}") for i in range(6)]
     # six failed attempts (of 18 that three attempts each would make), then none
     assert sum(t.startswith("d") for t in attempts) == retry.BREAKER_FAILURES
@@ -257,34 +267,16 @@ def test_a_success_resets_the_breaker(tmp_path):
     """Failures spread over a model's trials with successes between them never trip it."""
     spec = {**SPEC, "max_attempts": 5, "backoff_seconds": 0.0,
             "agents": [["openai", "flaky"]]}
-    store = open_store(f"sqlite:///{tmp_path / 'trials.sqlite'}")
     cells = [Cell(f"f{i}", "dnase_elisa", "real", "openai", "flaky", i, "full") for i in range(8)]
-    store.create_campaign("c", spec, cells)
-    launcher = Launcher()
-    sched = CampaignScheduler(store, launcher, lambda t, a: tmp_path / f"{t}.{a}.jsonl",
-                              lease_seconds=60.0, poll_seconds=0.01, clock=Clock(),
-                              rng=random.Random(1))
-
-    async def play():
-        sched.start("c")
-        await _until(lambda: launcher.launched, "a launch")
-        while True:
-            offer = await sched.lease("c", "w1")
-            if offer.done:
-                break
-            if offer.lease is None:
-                await asyncio.sleep(0.01)
-                continue
-            lease = offer.lease
-            # every other attempt fails: 8 failures or more, never two in a row
-            failures.append(len(failures) % 2 == 0)
-            report = (Report(status="retrying", cause="api_server", error="HTTP 500",
-                             trajectory=[]) if failures[-1] else _ok())
-            assert await sched.complete("w1", lease.cell.trial_id, lease.attempt, report)
-        await _until(lambda: not sched.running("c"), "the campaign's end")
-
     failures: list[bool] = []
-    asyncio.run(play())
+
+    def report_for(lease):
+        # every other attempt fails: 8 failures or more, never two in a row
+        failures.append(len(failures) % 2 == 0)
+        return (Report(status="retrying", cause="api_server", error="HTTP 500", trajectory=[])
+                if failures[-1] else _ok())
+
+    store = _one_worker(tmp_path, spec, cells, report_for)
     assert sum(failures) >= retry.BREAKER_FAILURES
     assert all(store.get(f"f{i}").status == "completed" for i in range(8)), [
         (store.get(f"f{i}").status, store.get(f"f{i}").attempts, store.get(f"f{i}").error) for i in range(8)]
