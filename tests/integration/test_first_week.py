@@ -7,6 +7,8 @@ beside test_first_day.py: what went wrong for a real user, done as a user would.
 - a sandbox killed mid-campaign is restarted on its port; the campaign finishes
 - with the services stopped, `campaign status/trials`, `report`, `trial show`, the
   ranked `leaderboard` and `lawlab view` read the data dir; the view refuses to act
+- two campaigns compared per task; one exported, imported on a fresh data dir, and
+  reported there exactly as on the cluster that ran it
 - a mistyped CA path is one line naming the file
 - the external one-machine recipe of docs/simulator-api.md scores a submission, and
   its Python block runs as printed
@@ -112,6 +114,11 @@ def test_first_week(tmp_path, tasks_dir):
         assert state == "finished", status.stdout
         trials = lawlab("campaign", "trials", "week")
         assert trials.returncode == 0 and trials.stdout.count("completed") == 3, trials.stdout
+        # a second campaign on the same tasks, to compare with (issue #52)
+        blind = lawlab("campaign", "run", "--name", "blind", "--agents", "data-blind",
+                       "--tasks", "dnase_elisa,mercury_vapour_pressure,puromycin_enzyme_kinetics",
+                       "--settings", "real")
+        assert blind.returncode == 0, blind.stdout + blind.stderr
     finally:
         up.send_signal(signal.SIGTERM)
         out, _ = up.communicate(timeout=120)
@@ -142,6 +149,7 @@ def test_first_week(tmp_path, tasks_dir):
     assert named.returncode == 0 and "final_formula" in named.stdout, named.stderr
     assert f"the agent service at {gone} (LAWLAB_AGENT_ADDR) does not answer" in named.stderr
     _view_serves_the_stopped_cluster(lawlab, env, home, data, trial_id)
+    _share_and_compare(lawlab, env, home, tmp_path)
 
     # 5. the leaderboard, ranked, from the stopped cluster's campaign beside an epoch
     assert lawlab("epoch", "open", "w1", "--development").returncode == 0
@@ -158,6 +166,33 @@ def test_first_week(tmp_path, tasks_dir):
                    "-----END PRIVATE KEY-----\n")
     key_as_ca = lawlab("sim", "tasks", "--ca", str(key))
     _one_line_error(key_as_ca, f"{key} holds a private key, not a certificate")
+
+
+def _share_and_compare(lawlab, env: dict, home: Path, tmp_path: Path) -> None:
+    """Issue #52: two campaigns side by side per task, from the stopped cluster; one
+    exported and opened on a fresh data dir, where the same reading commands work."""
+    compared = lawlab("compare", "week", "blind", "--sort", "task")
+    assert compared.returncode == 0, compared.stderr
+    table = [line for line in compared.stdout.splitlines() if line.startswith("| ")]
+    assert table[0] == "| task | setting | score | A | B | B - A |"
+    tasks = [line.split("|")[1].strip() for line in table[2:]]
+    assert tasks == sorted(tasks) and set(tasks) == {
+        "dnase_elisa", "mercury_vapour_pressure", "puromycin_enzyme_kinetics"}
+    assert "S_N over the 3 tasks both scored" in compared.stdout, compared.stdout
+
+    out = tmp_path / "week.lawlab.tar.gz"
+    exported = lawlab("export", "week", "-o", str(out))
+    assert exported.returncode == 0 and "3 trials" in exported.stdout, exported.stderr
+    elsewhere = dict(env, LAWLAB_DATA_DIR=str(tmp_path / "laptop"))
+    imported = subprocess.run([LAWLAB, "import", str(out)], cwd=home, env=elsewhere,
+                              capture_output=True, text=True, timeout=300)
+    assert imported.returncode == 0, imported.stderr
+    report = subprocess.run([LAWLAB, "report", "week", "--out", str(tmp_path / "again")],
+                            cwd=home, env=elsewhere, capture_output=True, text=True, timeout=300)
+    assert report.returncode == 0, report.stderr
+    # the same leaderboard from the export as from the cluster that ran it
+    assert (tmp_path / "again" / "leaderboard.md").read_text() == \
+        (tmp_path / "report" / "leaderboard.md").read_text()
 
 
 def _view_serves_the_stopped_cluster(lawlab, env: dict, home: Path, data: Path,

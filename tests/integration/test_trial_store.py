@@ -145,3 +145,73 @@ def test_campaign_summary_is_counted_by_the_database(store):
     assert not out.slices[1].HasField("mean_s_n") and out.slices[1].mean_s_s == 0.75
     assert out.eta_seconds == pytest.approx(10.0 * 3 / 2)  # 3 left, 2 at a time
     assert [r.trial_id for r in store.recent(2)] == [cells[7].trial_id, cells[2].trial_id]
+
+
+def test_attempts_from_another_store_are_kept_once(store):
+    from lawlab_agent.store import AttemptRow
+
+    tid = uuid.uuid4().hex
+    rows = [AttemptRow(tid, 1, 10.0, 12.0, "api_server", "api_server", "HTTP 500"),
+            AttemptRow(tid, 2, 20.0, 25.0, "ok", "", "")]
+    store.put_attempts(rows)
+    store.put_attempts(rows)  # a second import of the same export
+    assert store.attempts(tid) == rows
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+def test_an_export_loads_into_either_store_once(backend, request, tmp_path):
+    """lawlab_agent.exports on both backends: the trials, attempts and transcripts of
+    an export; the same file twice changes nothing; other results under the same
+    campaign name are refused, naming it."""
+    from google.protobuf import json_format
+
+    from lawlab import exportfile
+    from lawlab.agent.v1 import agent_pb2
+    from lawlab.common.v1 import common_pb2
+    from lawlab_agent.exports import load
+    from lawlab_agent.wire import record_to_proto
+
+    url = (f"sqlite:///{tmp_path / 'trials.sqlite'}" if backend == "sqlite"
+           else request.getfixturevalue("postgres_url"))
+    cid = f"x-{uuid.uuid4().hex[:8]}"
+    record = TrialRecord(f"{cid}-t1", "dnase_elisa", "real", "template", "", 3,
+                         status="completed", turns=4, s_n=0.7, s_v=0.75, attempts=2)
+    campaign = agent_pb2.Campaign(campaign_id=cid, state=agent_pb2.CAMPAIGN_STATE_FINISHED,
+                                  spec=agent_pb2.CampaignSpec(
+                                      name=cid, agents=[agent_pb2.AgentModel(agent="template")],
+                                      tasks=["dnase_elisa"], settings=[common_pb2.SETTING_REAL],
+                                      repeats=1, seed=3, max_attempts=3, concurrency=2,
+                                      backoff_seconds=2.0))
+    member = exportfile.transcript_member(record.trial_id, 2)
+    attempts = [{"attempt": 1, "started": 1.0, "ended": 2.0, "outcome": "transport",
+                 "cause": "FAILURE_CAUSE_TRANSPORT", "error": "UNAVAILABLE", "transcript": None},
+                {"attempt": 2, "started": 3.0, "ended": 9.0, "outcome": "ok", "transcript": member}]
+
+    def export(path, s_n):
+        record.s_n = s_n
+        trial = json_format.MessageToDict(record_to_proto(record),
+                                          preserving_proto_field_name=True)
+        exportfile.write(path, {"campaign_id": cid}, json_format.MessageToDict(
+            campaign, preserving_proto_field_name=True),
+            [exportfile.TrialEntry(trial, attempts)], {member: '{"type": "header"}\n'},
+            exportfile.Redactor([]))
+
+    export(tmp_path / "a.tar.gz", 0.7)
+    first = load(tmp_path / "a.tar.gz", tmp_path / "data", url)
+    assert (first.trials, first.transcripts, first.already) == (1, 1, False)
+    assert load(tmp_path / "a.tar.gz", tmp_path / "data", url).already
+    s = open_store(url)
+    try:
+        got = s.get(record.trial_id)
+        assert (got.status, got.s_n, got.s_v, got.attempts, got.turns) == \
+            ("completed", 0.7, 0.75, 2, 4)
+        assert [(a.attempt, a.outcome, a.cause) for a in s.attempts(record.trial_id)] == \
+            [(1, "transport", "transport"), (2, "ok", "")]
+        assert s.campaign(cid).state == "finished"
+        assert [c.trial_id for c in s.cells(cid)] == [record.trial_id]
+    finally:
+        s.close()
+    assert (tmp_path / "data" / "trajectories" / f"{record.trial_id}.attempt2.jsonl").exists()
+    export(tmp_path / "b.tar.gz", 0.9)
+    with pytest.raises(exportfile.ExportError, match=f"campaign '{cid}' exists"):
+        load(tmp_path / "b.tar.gz", tmp_path / "data", url)

@@ -31,6 +31,7 @@ from lawlab.cli import (
     fit,
     leaderboard,
     operators,
+    results,
     sandbox,
     score,
     services,
@@ -41,7 +42,7 @@ from lawlab.cli import (
 )
 
 GROUPS = (services, tasks, trial, fit, sandbox, sim, operators, leaderboard, score, campaign,
-          view)
+          results, view)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -36,7 +36,14 @@ from lawlab_agent.launchers import Launcher
 from lawlab_agent.policy import ConfigurationError, Policy
 from lawlab_agent.store import TrialStore
 from lawlab_agent.trial.opening import Clients
-from lawlab_agent.wire import campaign_pb, cell_proto, record_to_proto, report_from_proto, spec_doc
+from lawlab_agent.wire import (
+    attempt_pb,
+    campaign_pb,
+    cell_proto,
+    record_to_proto,
+    report_from_proto,
+    spec_doc,
+)
 
 log = logging.getLogger("lawlab.agent")
 
@@ -112,7 +119,9 @@ class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
             raise NotFound(f"the trajectory of attempt {attempt_no} is not on this service's "
                            "disk")
         lines = (await asyncio.to_thread(path.read_text, encoding="utf-8")).splitlines()
-        return agent_pb2.GetTrajectoryResponse(attempt=attempt_no, events=lines)
+        rows = await asyncio.to_thread(self.store.attempts, record.trial_id)
+        info = next((attempt_pb(a) for a in rows if a.attempt == attempt_no), None)
+        return agent_pb2.GetTrajectoryResponse(attempt=attempt_no, events=lines, info=info)
 
     # ---- workers -----------------------------------------------------------------------
     async def LeaseTrial(self, request: agent_pb2.LeaseTrialRequest,

@@ -172,6 +172,7 @@ th {{ background: #f4f4f4; }}
 <h1>lawlab {'view (read-only: a stopped cluster&#39;s data)' if view else 'status'}</h1>
 <p class=muted>Generated {e(time.strftime('%Y-%m-%d %H:%M:%S'))}{'' if view else '; refreshes every 5 s'}.
 Every trial, with filters and transcripts: <a href="/trials">/trials</a>;
+two campaigns or agents side by side per task: <a href="/compare">/compare</a>;
 JSON: <a href="/api/status">/api/status</a>, metrics: <a href="/metrics">/metrics</a>.</p>
 <h2>Campaigns</h2>
 <table><tr><th>campaign</th><th>state</th><th>progress</th><th>running</th><th>failed</th>
@@ -258,10 +259,12 @@ def _token_redirect(path: str, given: str, known: Callable[[str | None], bool],
 
 def _trial_route(store: TrialStore, trajectories: Path, path: str, environ: dict, note: str,
                  reveal: bool) -> str | None:
-    """/trials or /trial/ID (None: no such trial)."""
+    """/trials, /compare or /trial/ID (None: no such trial)."""
     query = {k: v[-1] for k, v in parse_qs(environ.get("QUERY_STRING", "")).items()}
     if path == "/trials":
         return trial_pages.trials_page(store, query, note, reveal=reveal)
+    if path == "/compare":
+        return trial_pages.compare_page(store, query, note, reveal=reveal)
     try:
         attempt = int(query.get("attempt", "0") or 0)
     except ValueError:
@@ -304,7 +307,8 @@ def make_app(store: TrialStore, external: Callable[[], list[dict]] | None = None
             start_response("200 OK", [("Content-Type", "application/json"),
                                       ("Cache-Control", "no-store")])
             return [body]
-        if trajectories is not None and (path == "/trials" or path.startswith("/trial/")):
+        if trajectories is not None and (path in ("/trials", "/compare")
+                                         or path.startswith("/trial/")):
             page = _trial_route(store, trajectories, path, environ, note, trusted(environ))
             if page is None:
                 start_response("404 Not Found", [("Content-Type", "text/plain")])
@@ -318,6 +322,6 @@ def make_app(store: TrialStore, external: Callable[[], list[dict]] | None = None
                                       ("Cache-Control", "no-store"), CSP])
             return [body]
         start_response("404 Not Found", [("Content-Type", "text/plain")])
-        return [b"not found: try /, /trials or /api/status\n"]
+        return [b"not found: try /, /trials, /compare or /api/status\n"]
 
     return app

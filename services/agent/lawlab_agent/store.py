@@ -274,6 +274,16 @@ class TrialStore:
                     if trial_id else ex(sql + " ORDER BY started").fetchall())
         return [AttemptRow(*r) for r in rows]
 
+    def put_attempts(self, rows: list[AttemptRow]) -> None:
+        """Attempts as another store recorded them (an imported export); one already
+        held is kept."""
+        with self.db.tx() as ex:
+            for a in rows:
+                ex("INSERT INTO attempts (trial_id, attempt, started, ended, outcome, cause, "
+                   "error) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (trial_id, attempt) "
+                   "DO NOTHING", (a.trial_id, a.attempt, a.started, a.ended, a.outcome,
+                                  a.cause, a.error))
+
     def recover(self) -> int:
         """At start-up: attempts left open by a process that died are 'killed';
         their trials become 'interrupted' (resumed from turn 0). Returns how many.

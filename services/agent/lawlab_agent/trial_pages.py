@@ -53,7 +53,8 @@ def _page(title: str, body: str, note: str) -> str:
     e = html.escape
     return (f"<!doctype html>\n<html lang=en><head><meta charset=utf-8><title>{e(title)}</title>"
             f"<style>{STYLE}</style></head><body><p class=muted><a href='/'>status</a> &middot; "
-            f"<a href='/trials'>all trials</a>{(' &middot; ' + e(note)) if note else ''}</p>"
+            f"<a href='/trials'>all trials</a> &middot; <a href='/compare'>compare</a>"
+            f"{(' &middot; ' + e(note)) if note else ''}</p>"
             f"<h1>{e(title)}</h1>{body}</body></html>\n")
 
 
@@ -88,12 +89,35 @@ def trials_page(store: TrialStore, query: Mapping[str, str], note: str = "",
         f"<td>{e(r.agent + (f'/{r.model}' if r.model else ''))}</td><td>{e(r.status)}"
         f"{(' (' + e(r.cause) + ')') if r.cause else ''}</td><td>{r.turns}</td>"
         f"<td>{_num(r.s_n)}</td><td>{_num(r.s_v)}</td>"
-        f"<td>{WITHHELD if not reveal and sealed(r) else _num(r.s_s)}</td></tr>"
+        f"<td>{WITHHELD if not reveal and sealed(r) else _num(r.s_s)}</td>"
+        f"<td>{r.prompt_tokens + r.completion_tokens:,}</td></tr>"
         for r in rows)
     table = ("<table><tr><th>trial</th><th>task</th><th>setting</th><th>agent</th>"
-             "<th>status</th><th>turns</th><th>S_N</th><th>S_V</th><th>S_S</th></tr>"
-             f"{body or '<tr><td colspan=9 class=muted>no trial matches</td></tr>'}</table>")
-    return _page(f"Trials ({len(rows)})", form + table, note)
+             "<th>status</th><th>turns</th><th>S_N</th><th>S_V</th><th>S_S</th>"
+             "<th>tokens</th></tr>"
+             f"{body or '<tr><td colspan=10 class=muted>no trial matches</td></tr>'}</table>")
+    return _page(f"Trials ({len(rows)})", form + token_table(rows) + table, note)
+
+
+def token_table(rows: list[TrialRecord]) -> str:
+    """The model tokens of ``rows`` per agent and in all (every attempt, errors included:
+    they cost tokens too); '' when no trial used any (built-in agents use none)."""
+    e = html.escape
+    per: dict[str, list[int]] = {}
+    for r in rows:
+        n = per.setdefault(r.agent + (f"/{r.model}" if r.model else ""), [0, 0, 0])
+        n[0] += 1
+        n[1] += r.prompt_tokens
+        n[2] += r.completion_tokens
+    if not any(p + c for _, p, c in per.values()):
+        return ""
+    total = [sum(v[i] for v in per.values()) for i in range(3)]
+    lines = [(e(a), *v) for a, v in sorted(per.items())] + [("<b>all</b>", *total)]
+    return ("<h2>Model tokens</h2><table><tr><th>agent</th><th>trials</th><th>prompt</th>"
+            "<th>completion</th><th>total</th><th>per trial</th></tr>"
+            + "".join(f"<tr><td>{a}</td><td>{n}</td><td>{p:,}</td><td>{c:,}</td>"
+                      f"<td>{p + c:,}</td><td>{(p + c) / max(n, 1):,.0f}</td></tr>"
+                      for a, n, p, c in lines) + "</table><h2>Trials</h2>")
 
 
 def _events(path: Path) -> list[dict[str, Any]]:
@@ -180,6 +204,8 @@ def trial_page(store: TrialStore, trajectories: Path, trial_id: str, attempt: in
             ("seed", str(record.seed)), ("context", record.context),
             ("status", record.status + (f" ({record.cause})" if record.cause else "")),
             ("turns", str(record.turns)), ("wall time", f"{record.wall_seconds:.1f} s"),
+            ("tokens", f"{record.prompt_tokens:,} prompt + {record.completion_tokens:,} "
+                       "completion (every attempt)"),
             ("updated", time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(record.updated))),
             ("world", record.world_fingerprint or "&ndash;")]
     head = "<table>" + "".join(f"<tr><th>{k}</th><td>{v if k == 'world' else e(v)}</td></tr>"
@@ -217,3 +243,83 @@ def trial_page(store: TrialStore, trajectories: Path, trial_id: str, attempt: in
     body = (head + scores + (f"<p>{links}</p>" if record.attempts > 1 else "")
             + "<h2>Transcript</h2>" + transcript + submission)
     return _page(f"Trial {trial_id}", body, note)
+
+
+def _rows_of(store: TrialStore, side: str, reveal: bool) -> tuple[list[Any], int, str]:
+    """A side of /compare (``CAMPAIGN`` or ``CAMPAIGN:AGENT``) as report rows; how many
+    sealed trials were left out; a problem to show, or ''."""
+    from lawlab.report import Row
+
+    cid, _, agent = side.partition(":")
+    if store.campaign(cid) is None:
+        return [], 0, f"no campaign {cid!r} in this store"
+    records = store.campaign_trials(cid)
+    if agent:
+        records = [r for r in records
+                   if (r.agent + (f"/{r.model}" if r.model else "")) == agent]
+        if not records:
+            return [], 0, f"campaign {cid!r} has no trials of agent {agent!r}"
+    withheld = [r for r in records if not reveal and sealed(r)]
+    rows = [Row(agent=r.agent + (f"/{r.model}" if r.model else ""), setting=r.setting,
+                context=r.context, task_id=r.task_id, seed=r.seed, status=r.status,
+                score_status="", s_n=r.s_n, s_v=r.s_v, s_s=r.s_s)
+            for r in records if r not in withheld and r.status in vocab.FINAL_STATUSES]
+    return rows, len(withheld), ""
+
+
+def compare_page(store: TrialStore, query: Mapping[str, str], note: str = "",
+                 reveal: bool = True) -> str:
+    """/compare?a=SIDE&b=SIDE&sort=diff|task|a|b: two campaigns (or two agents of one,
+    ``CAMPAIGN:AGENT``) side by side per task with the difference of each score
+    (lawlab.compare, as ``lawlab compare`` prints it); the column headers sort."""
+    from urllib.parse import urlencode
+
+    from lawlab import compare
+
+    e = html.escape
+    a, b = query.get("a", ""), query.get("b", "")
+    sort = query.get("sort", "diff") if query.get("sort") in compare.SORTS else "diff"
+    ids = [c.campaign_id for c in store.campaigns()]
+    options = "".join(f"<option value='{e(c)}'>" for c in ids)
+    form = ("<form method=get action='/compare'><datalist id=campaigns>" + options
+            + "</datalist>"
+            + "".join(f"<input name={k} list=campaigns placeholder='{k.upper()}: campaign or "
+                      f"campaign:agent' value='{e(v)}' size=32>" for k, v in (("a", a), ("b", b)))
+            + "<button>compare</button></form>")
+    if not a or not b:
+        return _page("Compare", form + "<p class=muted>name two campaigns, or one campaign's "
+                     "two agents as campaign:agent</p>", note)
+    (ra, wa, pa), (rb, wb, pb) = _rows_of(store, a, reveal), _rows_of(store, b, reveal)
+    problems = [p for p in (pa, pb) if p]
+    if problems:
+        return _page("Compare", form + "".join(f"<p class=fail>{e(p)}</p>" for p in problems),
+                     note)
+    result = compare.compare(ra, rb, a, b, sort=sort)
+
+    def head(key: str, label: str) -> str:
+        if key == sort:
+            return f"<th>{label} &#9660;</th>"
+        return f"<th><a href='/compare?{e(urlencode({'a': a, 'b': b, 'sort': key}))}'>{label}</a></th>"
+
+    summary = "".join(
+        f"<li>{compare.LABELS[k]} over the {s['tasks']} tasks both scored: A {s['a']:.3f}, "
+        f"B {s['b']:.3f}, <b>B &minus; A {s['diff']:+.3f}</b> (B above on {s['b_above']}, "
+        f"level on {s['level']}, below on {s['b_below']})</li>"
+        for k, s in result.summary().items())
+    lines = "".join(
+        f"<tr><td>{e(ln.task_id)}</td><td>{e(ln.setting)}</td><td>{compare.LABELS[ln.score]}"
+        f"</td><td>{e(compare.fmt_cell(ln.a))}</td><td>{e(compare.fmt_cell(ln.b))}</td>"
+        f"<td class={'pass' if (ln.diff or 0) > 0.005 else 'fail' if (ln.diff or 0) < -0.005 else 'muted'}>"
+        f"{compare.fmt_diff(ln.diff)}</td></tr>" for ln in result.lines)
+    table = ("<table><tr>" + head("task", "task") + "<th>setting</th><th>score</th>"
+             + head("a", "A") + head("b", "B") + head("diff", "B &minus; A") + "</tr>"
+             + (lines or "<tr><td colspan=6 class=muted>no finished trials</td></tr>")
+             + "</table>")
+    only = "".join(f"<p class=muted>only in {side}: {e(', '.join(names))}</p>"
+                   for side, names in (("A", result.only_a), ("B", result.only_b)) if names)
+    sealed_note = (f"<p class=muted>{wa + wb} Parallel trial(s) left out ({SEALED})</p>"
+                   if wa + wb else "")
+    body = (form + f"<p>A = <b>{e(a)}</b>, B = <b>{e(b)}</b>; each cell the mean over "
+            "finished trials (trials in error are not scores)</p>"
+            + (f"<ul>{summary}</ul>" if summary else "") + table + only + sealed_note)
+    return _page(f"Compare {a} and {b}", body, note)

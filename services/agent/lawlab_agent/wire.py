@@ -15,11 +15,11 @@ from lawlab.common.v1 import common_pb2
 from lawlab.convert import enum_value, from_enum
 from lawlab.errors import InvalidArgument
 from lawlab.tasks import SolverTask
-from lawlab.trialid import decoding_overrides
-from lawlab.vocab import Cause, TrialStatus
+from lawlab.trialid import decoding_json, decoding_overrides
+from lawlab.vocab import Cause, Setting, TrialStatus
 from lawlab_agent.campaign import Counts, Summary
 from lawlab_agent.campaigns.scheduler import SCORE_FIELDS, Report
-from lawlab_agent.store import FINAL_STATUSES, Cell, TrialRecord
+from lawlab_agent.store import FINAL_STATUSES, AttemptRow, Cell, TrialRecord
 from lawlab_agent.views import CONTEXTS
 
 
@@ -39,6 +39,33 @@ def record_to_proto(r: TrialRecord) -> agent_pb2.Trial:
         attempts=r.attempts, cause=cause_pb(r.cause), prompt_tokens=r.prompt_tokens,
         completion_tokens=r.completion_tokens, world_fingerprint=r.world_fingerprint,
         decoding=decoding_pb(r.decoding))
+
+
+def record_from_proto(t: agent_pb2.Trial) -> TrialRecord:
+    """A trial proto (an export's, lawlab_agent.exports) as the store's record; the
+    trajectory path is the reading service's own, so it is left empty."""
+    status = from_enum(TrialStatus, agent_pb2.TrialStatus, t.status, "trial.status")
+    if not status:
+        raise InvalidArgument("trial.status", f"trial {t.trial_id} has no status")
+    record = TrialRecord(
+        trial_id=t.trial_id, task_id=t.task_id,
+        setting=Setting(from_enum(Setting, common_pb2.Setting, t.setting, "trial.setting")),
+        agent=t.agent, model=t.model, seed=t.seed, status=status,
+        turns=t.turns, wall_seconds=t.wall_seconds, error=t.error, notes=t.score_notes,
+        submission=t.submission.source, context=t.context or "full", attempts=t.attempts,
+        cause=from_enum(Cause, agent_pb2.FailureCause, t.cause, "trial.cause"),
+        prompt_tokens=t.prompt_tokens, completion_tokens=t.completion_tokens,
+        world_fingerprint=t.world_fingerprint,
+        decoding=decoding_json(decoding_overrides(t.decoding)))
+    for name in SCORE_FIELDS:
+        setattr(record, name, getattr(t.scores, name) if t.scores.HasField(name) else None)
+    return record
+
+
+def attempt_pb(a: AttemptRow) -> agent_pb2.Attempt:
+    return agent_pb2.Attempt(attempt=a.attempt, started=a.started, ended=a.ended or 0.0,
+                             outcome=a.outcome, cause=cause_pb(a.cause) if a.cause else
+                             agent_pb2.FAILURE_CAUSE_UNSPECIFIED, error=a.error)
 
 
 def cause_pb(cause: str) -> agent_pb2.FailureCause:
