@@ -227,3 +227,10 @@ def fit(X, y, **kw):
     return ns["fit"](X, y, **ns["LAW_CONSTANTS"])
 '''
     return Rewritten(wrapper, dict(values), lines)
+
+
+def refit_sentence(submitted: float, refitted: float) -> str:
+    """How a score that fell under the refit is told (the scorer's notes, the
+    simulator's message to a team): one wording, so neither repeats the other."""
+    return (f"S_N {submitted:.4f} as submitted, {refitted:.4f} with every number it chose "
+            "refitted on the training split: the smaller counts")

@@ -472,8 +472,32 @@ SCORE_TITLES = {"s_n": "S_N (Real): fit on held-out data", "s_v": "S_V (Real): v
                 "s_s": "S_S (Parallel): hidden structure recovered"}
 
 
+# the built-in agents keep their slot in every report
+FIXED_COLOURS = {"template": 0, "sr": 1, "data-blind": 2, "experimenter": 3}
+
+
 def agent_colours(agents: Iterable[str]) -> dict[str, str]:
-    return {a: PALETTE[i % len(PALETTE)] for i, a in enumerate(sorted(set(agents)))}
+    """A colour per agent, the same in every report: the built-in agents' fixed slots,
+    any other name's one of the other four from a hash of the name, the next free slot
+    only where two names of one report would share one (and a slot over again past
+    eight agents)."""
+    import hashlib
+
+    names = sorted(set(agents), key=lambda a: (a not in FIXED_COLOURS, a))
+    out: dict[str, str] = {}
+    used: set[int] = set()
+    for a in names:
+        slot = FIXED_COLOURS.get(a)
+        if slot is None:  # among the slots no built-in agent holds
+            free = len(PALETTE) - len(FIXED_COLOURS)
+            slot = len(FIXED_COLOURS) + int(hashlib.sha256(a.encode()).hexdigest(), 16) % free
+        for step in range(len(PALETTE)):
+            if (slot + step) % len(PALETTE) not in used:
+                slot = (slot + step) % len(PALETTE)
+                break
+        used.add(slot)
+        out[a] = PALETTE[slot]
+    return out
 
 
 def figures(rows: Sequence[Row], board: list[dict[str, Any]], out: Path) -> list[str]:
@@ -536,7 +560,9 @@ def scores_figure(board: list[dict[str, Any]]) -> Any:
             ax.text(i, 0.015, f"{v:.2f}" if finite(v) else "no score", ha="center", va="bottom", fontsize=8,
                     bbox={"facecolor": "white", "edgecolor": "none", "pad": 1, "alpha": 0.85})
         ax.set_xticks(x, labels, fontsize=7)
-        ax.set_ylim(0, 1)
+        # headroom above 1.0: an interval that reaches 1 shows its cap
+        ax.set_ylim(0, 1.08)
+        ax.set_yticks([0, 0.25, 0.5, 0.75, 1.0])
         ax.set_title(SCORE_TITLES[score], fontsize=9)
         if score == "s_n":
             ax.axhline(0.5, color="grey", lw=0.8, ls="--")
@@ -598,6 +624,8 @@ def validity_figure(rows: Sequence[Row], board: list[dict[str, Any]]) -> Any:
         return None
     colours = agent_colours([*(e["agent"] for e in board), *(r.agent for r in pts)])
     agents = sorted({r.agent for r in pts})
+    # a lone trial's marker big enough to see; smaller where hundreds crowd the square
+    base = 60.0 if len(pts) < 20 else 30.0 if len(pts) < 200 else 14.0
     fig, ax = plt.subplots(figsize=(6.4, 4.4))
     for k, agent in enumerate(agents):
         shift = 0.012 * (k - (len(agents) - 1) / 2)
@@ -607,7 +635,7 @@ def validity_figure(rows: Sequence[Row], board: list[dict[str, Any]]) -> Any:
             tally[(round(or_zero(r.s_n), 3), round(or_zero(r.s_v), 3))] += 1
         keys = sorted(tally)
         ax.scatter([p[0] + shift for p in keys], [p[1] + shift for p in keys],
-                   s=[14 * tally[p] for p in keys], alpha=0.6, color=colours[agent],
+                   s=[base * tally[p] for p in keys], alpha=0.6, color=colours[agent],
                    edgecolor="black", lw=0.3, label=f"{agent} (n={len(mine)} trials)")
     ax.axvline(0.5, color="grey", lw=0.8, ls="--")
     ax.set_xlabel("S_N (fit; 0.5 = best published)")

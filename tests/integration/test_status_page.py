@@ -96,3 +96,57 @@ def test_the_live_trial_page_hides_the_structure_evidence_without_the_token(clus
     assert "matched:" in trusted and "missed:" in trusted and "<b>S_S" in trusted
     listed = get(f"{finished_campaign}/trials?campaign=status-page")[2]
     assert "Trials (2)" in listed
+
+
+def test_a_running_trial_shows_its_turns_as_they_pass(cluster, tmp_path):
+    """Issue #52: running trials read "turns 0" until they ended. A scripted model
+    that holds its third reply: meanwhile the status JSON shows the two turns done."""
+    import threading
+    import time
+
+    from tests.integration.test_campaign import GOOD, own_agent, stub_of
+    from tests.support.scripted_llm import ScriptedLLM
+
+    release = threading.Event()
+
+    def respond(body):
+        turn = sum(1 for m in body["messages"] if m["role"] == "assistant")
+        if turn < 2:
+            return GOOD[0]
+        release.wait(120)
+        return GOOD[1]
+
+    with ScriptedLLM(respond=respond) as llm, own_agent(cluster, tmp_path, llm) as c:
+        stub = stub_of(c)
+        stub.StartCampaign(agent_pb2.StartCampaignRequest(spec=agent_pb2.CampaignSpec(
+            name="live-turns", agents=[agent_pb2.AgentModel(agent="openai", model="slow")],
+            tasks=["dnase_elisa"], settings=[common_pb2.SETTING_REAL])))
+        base = f"http://127.0.0.1:{c.services['agent'].metrics_port}"
+        headers = {"Authorization": f"Bearer {cluster.internal_token}"}
+        seen = None
+        try:
+            deadline = time.monotonic() + 120
+            while time.monotonic() < deadline:
+                req = urllib.request.Request(base + "/api/status", headers=headers)
+                with urllib.request.urlopen(req, timeout=10) as resp:
+                    trials = json.loads(resp.read())["recent_trials"]
+                running = [t for t in trials if t["status"] == "running"]
+                if running and running[0]["turns"] >= 2:
+                    seen = running[0]["turns"]
+                    break
+                time.sleep(0.2)
+        finally:
+            release.set()
+        assert seen == 2, trials
+        *_, last = stub.WatchCampaign(agent_pb2.GetCampaignRequest(campaign_id="live-turns"),
+                                      timeout=300)
+        assert last.state == agent_pb2.CAMPAIGN_STATE_FINISHED
+
+
+def test_an_eta_under_a_minute_is_said_in_seconds():
+    from lawlab_agent.status_page import eta_text
+
+    assert eta_text(0) == "&ndash;"
+    assert eta_text(42.4) == "42 s"
+    assert eta_text(125) == "2 min 05 s"
+    assert eta_text(3 * 3600 + 7 * 60) == "3 h 07 min"

@@ -112,3 +112,4 @@ def test_a_restart_keeps_served_teams_ahead_of_new_ones(tmp_path):
     # a new scorer (a restart): the team served before takes the first slot
     assert started[0] == "old", started
     store.close()
+

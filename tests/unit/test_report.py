@@ -258,8 +258,35 @@ def test_figures_one_panel_per_score_a_colour_per_agent_and_values_in_the_cells(
     a_points = ax.collections[0]
     # a's two trials at (0.6, 1.0) are one marker twice the area of its single one
     sizes = dict(zip(map(tuple, a_points.get_offsets().round(2)), a_points.get_sizes()))
-    assert sorted(sizes.values()) == [14, 28]
+    # (a few trials: a single one's marker is 60 pt^2, about 8.7 pt across, not a speck)
+    assert sorted(sizes.values()) == [60, 120]
     assert ax.get_legend().get_bbox_to_anchor().x0 > ax.get_window_extent().x1 - 1  # off the data
+
+
+def test_an_agent_keeps_its_colour_from_report_to_report():
+    from lawlab.report import PALETTE, agent_colours
+
+    alone = agent_colours(["openai/gpt-4o", "template"])
+    crowd = agent_colours(["sr", "data-blind", "openai/gpt-4o", "openai/o3", "template"])
+    assert alone["template"] == crowd["template"] == PALETTE[0]
+    assert crowd["sr"] == PALETTE[1] and crowd["data-blind"] == PALETTE[2]
+    assert alone["openai/gpt-4o"] == crowd["openai/gpt-4o"]
+    # within one report every agent has its own colour, up to the palette's eight
+    many = agent_colours([f"m{i}" for i in range(8)])
+    assert len(set(many.values())) == 8
+
+
+def test_an_interval_reaching_one_shows_its_cap():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from lawlab.report import scores_figure
+
+    rows = [row(f"t{i}", 1.0 if i % 2 else 0.9, 1.0) for i in range(6)]
+    fig = scores_figure(leaderboard(rows))
+    for ax in fig.axes:
+        top = max(max(line.get_ydata()) for line in ax.lines if len(line.get_ydata()))
+        assert top <= 1.0 + 1e-9 and ax.get_ylim()[1] > 1.0  # the cap is inside the axes
 
 
 def test_llm_srbench_problems_stay_out_of_the_paper_scores(tmp_path):

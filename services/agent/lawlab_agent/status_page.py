@@ -121,13 +121,23 @@ def _external_section(ext: dict) -> str:
             f"{ext_rows}</table>")
 
 
+def eta_text(seconds: float) -> str:
+    """An ETA a person reads: minutes and seconds under an hour ("0 min" said nothing
+    with half a fast grid left), hours and minutes above; a dash when unknown."""
+    if not seconds or seconds <= 0:
+        return "&ndash;"
+    m, s = divmod(int(round(seconds)), 60)
+    h, m = divmod(m, 60)
+    return f"{h} h {m:02d} min" if h else f"{m} min {s:02d} s" if m else f"{s} s"
+
+
 def _campaign_rows(campaigns: list[dict]) -> list[str]:
     e = html.escape
     rows = []
     for c in campaigns:
         frac = c["done"] / c["total"] if c["total"] else 1.0
         colour = STATE_COLOURS.get(c["state"], "#555")
-        eta = f"{int(c['eta_seconds'] // 60)} min" if c["eta_seconds"] else "&ndash;"
+        eta = eta_text(c["eta_seconds"])
         rows.append(
             f"<tr><td class=id><a href='/trials?campaign={quote(c['campaign_id'])}'>"
             f"{e(c['campaign_id'])}</a></td>"

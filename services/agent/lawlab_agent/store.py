@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
@@ -274,6 +275,12 @@ class TrialStore:
                     if trial_id else ex(sql + " ORDER BY started").fetchall())
         return [AttemptRow(*r) for r in rows]
 
+    def set_turns(self, trial_id: str, attempt: int, turns: int) -> None:
+        """The turns of a running attempt as they pass (the pages show them live)."""
+        with self.db.tx() as ex:
+            ex("UPDATE trials SET turns = ? WHERE trial_id = ? AND attempts = ? "
+               "AND status = 'running'", (turns, trial_id, attempt))
+
     def put_attempts(self, rows: list[AttemptRow]) -> None:
         """Attempts as another store recorded them (an imported export); one already
         held is kept."""
@@ -415,9 +422,11 @@ def open_store(url: str) -> TrialStore:
 class Trajectory:
     """Append-only JSONL log of one trial attempt."""
 
-    def __init__(self, path: Path, header: dict) -> None:
+    def __init__(self, path: Path, header: dict,
+                 on_turn: Callable[[int], None] | None = None) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
+        self.on_turn = on_turn  # told each turn's number as it is written
         self._fh = open(path, "w", encoding="utf-8")
         self.write({"type": "header", "version": TRAJECTORY_VERSION, **header})
 
@@ -425,6 +434,8 @@ class Trajectory:
         event.setdefault("ts", time.time())
         self._fh.write(json.dumps(event, default=str) + "\n")
         self._fh.flush()
+        if self.on_turn is not None and event.get("type") == "turn":
+            self.on_turn(int(event.get("turn", 0)))
 
     def close(self) -> None:
         self._fh.close()

@@ -112,7 +112,9 @@ def token_table(rows: list[TrialRecord]) -> str:
     if not any(p + c for _, p, c in per.values()):
         return ""
     total = [sum(v[i] for v in per.values()) for i in range(3)]
-    lines = [(e(a), *v) for a, v in sorted(per.items())] + [("<b>all</b>", *total)]
+    lines: list[tuple[str, int, int, int]] = [
+        (e(a), v[0], v[1], v[2]) for a, v in sorted(per.items())]
+    lines.append(("<b>all</b>", total[0], total[1], total[2]))
     return ("<h2>Model tokens</h2><table><tr><th>agent</th><th>trials</th><th>prompt</th>"
             "<th>completion</th><th>total</th><th>per trial</th></tr>"
             + "".join(f"<tr><td>{a}</td><td>{n}</td><td>{p:,}</td><td>{c:,}</td>"

@@ -142,9 +142,8 @@ class ScorerServicer(scorer_pb2_grpc.ScorerServiceServicer):
             outcome.s_n = min(submitted, refitted.s_n)
             if refitted.s_n < submitted - 1e-9:
                 outcome.message = "; ".join(filter(None, [
-                    outcome.message, f"S_N {submitted:.4f} as submitted, {refitted.s_n:.4f} with "
-                    "every number it chose refitted on the training split: the smaller counts "
-                    f"({refitted.message})"]))
+                    outcome.message,
+                    f"{literals.refit_sentence(submitted, refitted.s_n)} ({refitted.message})"]))
         SCORED.labels(outcome.status).inc()
         S_N.observe(outcome.s_n)
         sr = outcome.srbench

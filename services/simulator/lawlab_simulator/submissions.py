@@ -31,6 +31,7 @@ from lawlab.contract import read_module, static_check
 from lawlab.convert import enum_name, enum_value
 from lawlab.errors import InvalidArgument, LawlabError, NotFound, shown
 from lawlab.judge.v1 import judge_pb2, judge_pb2_grpc
+from lawlab.literals import refit_sentence
 from lawlab.rpc.client import SCORING_CALL, aio_channel
 from lawlab.scorer.v1 import scorer_pb2, scorer_pb2_grpc
 from lawlab.simulator.v1 import simulator_pb2
@@ -119,6 +120,24 @@ def redact(text: str, limit: int = 500) -> str:
     inputs, so every number in it (an input value, a prediction) is masked."""
     out = _NUMBER.sub("#", text)
     return out if len(out) <= limit else out[:limit] + "..."
+
+
+def _without(notes: str, sentence: str) -> str:
+    """``notes`` ('; '-joined) less the part that starts with ``sentence`` (and its
+    parenthesis, the refitted numbers)."""
+    at = notes.find(sentence)
+    if at < 0:
+        return notes
+    end = at + len(sentence)
+    if notes[end:end + 2] == " (":
+        depth, i = 0, end + 1
+        while i < len(notes):
+            depth += {"(": 1, ")": -1}.get(notes[i], 0)
+            i += 1
+            if depth == 0:
+                break
+        end = i
+    return "; ".join(p for p in (notes[:at].rstrip("; "), notes[end:].lstrip("; ")) if p)
 
 
 def fair_order(rows: list[SubmissionRow], served: dict[str, float]) -> list[SubmissionRow]:
@@ -289,12 +308,15 @@ class SubmissionScorer:
                        f"{sum(i.passed for i in valid.items)} of {len(valid.items)} rubric items"
                        + ("" if valid.anti_hacking_passed else
                           f", gate failed: {valid.anti_hacking_reason}"))
+            said = ""
             if abs(score.s_n_refit - score.s_n_submitted) > 1e-9:
-                message += (f"; S_N {score.s_n_submitted:.4f} as submitted, "
-                            f"{score.s_n_refit:.4f} with every number it chose refitted on the "
-                            "training split (the smaller counts)")
-            if score.message:
-                message += f"; {redact(score.message)}"
+                said = refit_sentence(score.s_n_submitted, score.s_n_refit)
+                message += f"; {said}"
+            # the scorer's notes without the sentence just given with its numbers (masked,
+            # it would read twice, the second time as "S_N #.# as submitted")
+            rest = _without(score.message, said) if said else score.message
+            if rest:
+                message += f"; {redact(rest)}"
             await asyncio.to_thread(
                 self.store.submissions.record_scores, row.submission_id, state, message,
                 s_n=score.s_n,

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import logging
 from collections.abc import Callable
 from pathlib import Path
 
@@ -27,6 +28,8 @@ from lawlab_agent.campaigns.scheduler import (
 from lawlab_agent.policy import ConfigurationError, Policy
 from lawlab_agent.store import FINAL_STATUSES, Cell, Trajectory, TrialRecord, TrialStore
 from lawlab_agent.trial.opening import Clients
+
+log = logging.getLogger("lawlab.agent")
 
 
 class LocalWorkers:
@@ -50,11 +53,19 @@ class LocalWorkers:
         trajectory = Trajectory(path, {"trial_id": record.trial_id, "task_id": record.task_id,
                                        "setting": record.setting, "agent": record.agent,
                                        "model": record.model, "seed": record.seed,
-                                       "context": record.context, "attempt": record.attempts})
+                                       "context": record.context, "attempt": record.attempts},
+                                on_turn=lambda n: self._turn(record.trial_id, record.attempts, n))
         try:
             return await attempt.execute(record, self.policies, self.clients, trajectory)
         finally:
             trajectory.close()
+
+    def _turn(self, trial_id: str, attempt_no: int, turns: int) -> None:
+        try:
+            self.store.set_turns(trial_id, attempt_no, turns)
+        except Exception:  # noqa: BLE001  (a live count is not worth failing a trial over)
+            log.warning("could not record a turn", extra={"trial_id": trial_id},
+                        exc_info=True)
 
     # ---- RunTrial ------------------------------------------------------------------
     async def run_now(self, cell: Cell) -> TrialRecord:
