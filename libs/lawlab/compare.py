@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from lawlab.report import Row, finite, is_error, or_zero
+from lawlab.vocab import Setting, coerce
 
 SCORES = {"real": ("s_n", "s_v"), "parallel": ("s_s",)}
 LABELS = {"s_n": "S_N", "s_v": "S_V", "s_s": "S_S"}
@@ -33,10 +34,13 @@ class Cell:
 @dataclass(frozen=True)
 class Line:
     task_id: str
-    setting: str
+    setting: Setting
     score: str  # s_n, s_v or s_s
     a: Cell
     b: Cell
+
+    def __post_init__(self) -> None:
+        coerce(self)
 
     @property
     def diff(self) -> float | None:
