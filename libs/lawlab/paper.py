@@ -98,20 +98,22 @@ def table2(rows: Sequence[Row]) -> list[dict[str, Any]]:
     return sorted(out, key=lambda e: (e["rank_s_n"] or big, e["rank_s_s"] or big, e["agent"]))
 
 
-def _pct(x: float) -> str:
-    return "-" if not finite(x) else f"{100 * x:.2f}"
+def _frac(x: float) -> str:
+    return "-" if not finite(x) else f"{x:.3f}"
 
 
 def table2_markdown(table: list[dict[str, Any]]) -> str:
-    """Table 2's layout, in percent, the best value of each column in bold."""
+    """Table 2's layout, the best value of each column in bold; scores as fractions
+    (0 to 1) like every other table of the report (the paper prints percent: a
+    reader comparing multiplies by 100)."""
     cols = [f"{s}_{sub}" for s in SCORE_SETTING for sub in ("single", "multi", "all")]
     best = {c: max((e[c] for e in table if finite(e[c])), default=float("nan")) for c in cols}
     lines = ["| model | S_N single | S_N multi | S_N all | S_V single | S_V multi | S_V all | "
              "S_S single | S_S multi | S_S all | rank S_N/S_V/S_S | errors |",
              "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for e in table:
-        cells = [(f"**{_pct(e[c])}**" if finite(e[c]) and round(e[c], 6) == round(best[c], 6)
-                  else _pct(e[c])) for c in cols]
+        cells = [(f"**{_frac(e[c])}**" if finite(e[c]) and round(e[c], 6) == round(best[c], 6)
+                  else _frac(e[c])) for c in cols]
         ranks = "/".join(str(e[f"rank_{s}"]) if e[f"rank_{s}"] else "-" for s in SCORE_SETTING)
         lines.append(f"| {e['agent']} | " + " | ".join(cells)
                      + f" | {ranks} | {e.get('errors', 0)} |")
@@ -121,7 +123,8 @@ def table2_markdown(table: list[dict[str, Any]]) -> str:
                       f"{e['real_compared']}, Parallel {e['parallel_compared']} "
                       "(per model attempted: " + "; ".join(
                           f"{x['agent']} {x['real_attempted']} Real, {x['parallel_attempted']} "
-                          "Parallel" for x in table) + "). Strict means in percent over the "
+                          "Parallel" for x in table) + "). Strict means (0 to 1; the paper prints "
+                      "percent) over the "
                       "trials scored (a trial in error has no score: its own column); "
                       "ranks by All, ties sharing a rank."]
     return "\n".join(lines)

@@ -87,9 +87,13 @@ def errors_banner(rows: Sequence[Row]) -> str:
             + ". An agent with only errors is not ranked.")
 
 
-def token_usage(rows: Sequence[Row]) -> list[dict[str, Any]]:
+def token_usage(rows: Sequence[Row], prices: dict[str, Any] | None = None
+                ) -> list[dict[str, Any]]:
     """Per agent (agent/model): trials, prompt and completion tokens in all and per
-    trial, over every trial, errors included (they cost tokens too)."""
+    trial, over every trial, errors included (they cost tokens too); with ``prices``
+    (lawlab.prices) the cost in US dollars, None for a model the list does not price."""
+    from lawlab.prices import cost
+
     per: dict[str, list[Row]] = defaultdict(list)
     for r in rows:
         per[r.agent].append(r)
@@ -98,7 +102,8 @@ def token_usage(rows: Sequence[Row]) -> list[dict[str, Any]]:
         p, c = sum(r.prompt_tokens for r in rs), sum(r.completion_tokens for r in rs)
         out.append({"agent": agent, "trials": len(rs), "prompt_tokens": p,
                     "completion_tokens": c, "total_tokens": p + c,
-                    "tokens_per_trial": (p + c) / len(rs)})
+                    "tokens_per_trial": (p + c) / len(rs),
+                    "cost_usd": cost(prices, agent, p, c) if prices else None})
     return out
 
 
@@ -650,10 +655,11 @@ def validity_figure(rows: Sequence[Row], board: list[dict[str, Any]]) -> Any:
     return fig
 
 
-def write_report(rows: Sequence[Row], out: Path, title: str, select: Any = None
-                 ) -> list[str]:
+def write_report(rows: Sequence[Row], out: Path, title: str, select: Any = None,
+                 prices: dict[str, Any] | None = None) -> list[str]:
     """Everything into ``out``; returns the file names written. ``select`` (see
-    :func:`selection_study`) adds knockout self-selection."""
+    :func:`selection_study`) adds knockout self-selection; ``prices``
+    (lawlab.prices) the cost of the tokens."""
     suite = suite_of(rows)
     out.mkdir(parents=True, exist_ok=True)
     # S_N, S_V and S_S are defined on real-data tasks; LLM-SRBench-style problems are
@@ -688,7 +694,7 @@ def write_report(rows: Sequence[Row], out: Path, title: str, select: Any = None
     (out / "per_discipline.json").write_text(strict_json(disc))
     (out / "concordance.json").write_text(strict_json(conc))
     (out / "best_of_n.json").write_text(strict_json(bon))
-    (out / "tokens.json").write_text(strict_json(token_usage(all_rows)))
+    (out / "tokens.json").write_text(strict_json(token_usage(all_rows, prices)))
     buf = io.StringIO()
     w = csv.writer(buf)
     w.writerow(list(asdict(all_rows[0]).keys()) if all_rows else [])
@@ -722,19 +728,27 @@ def write_report(rows: Sequence[Row], out: Path, title: str, select: Any = None
            f"({_fmt(c['ci_low'])}-{_fmt(c['ci_high'])}) |" for c in curve]
     md += ["", "## Figure 4b: the top three per score and domain", "",
            paper.domain_top3_markdown(top), ""]
-    usage = token_usage(all_rows)
+    usage = token_usage(all_rows, prices)
     if any(u["total_tokens"] for u in usage):
+        from lawlab.prices import dollars
+
+        priced = [u["cost_usd"] for u in usage if u["cost_usd"] is not None]
         md += ["## Tokens", "", "The model's usage over every attempt of every trial (errors "
-               "included: they cost tokens too); built-in agents use none.", "",
-               "| agent | trials | prompt | completion | total | per trial |",
-               "|---|---|---|---|---|---|"]
+               "included: they cost tokens too); built-in agents use none. "
+               + ("Cost from the price list given (US dollars; a dash: no price for that "
+                  "model)." if prices else "Cost: pass a price list (`lawlab report "
+                  "--prices FILE`, lawlab.prices)."), "",
+               "| agent | trials | prompt | completion | total | per trial | cost |",
+               "|---|---|---|---|---|---|---|"]
         md += [f"| {u['agent']} | {u['trials']} | {u['prompt_tokens']:,} | "
                f"{u['completion_tokens']:,} | {u['total_tokens']:,} | "
-               f"{u['tokens_per_trial']:,.0f} |" for u in usage]
+               f"{u['tokens_per_trial']:,.0f} | {dollars(u['cost_usd'])} |" for u in usage]
         md += [f"| all | {sum(u['trials'] for u in usage)} | "
                f"{sum(u['prompt_tokens'] for u in usage):,} | "
                f"{sum(u['completion_tokens'] for u in usage):,} | "
-               f"{sum(u['total_tokens'] for u in usage):,} | |", ""]
+               f"{sum(u['total_tokens'] for u in usage):,} | | "
+               f"{dollars(sum(priced)) if priced else '-'}"
+               f"{' (priced models only)' if priced and len(priced) < len(usage) else ''} |", ""]
         # (the margin table of concordance.json says what Figure 4a says: the file only)
     md += ["## Best-of-N (Real, oracle selection)", ""]
     if any(b["n"] >= 2 for b in bon):

@@ -82,6 +82,7 @@ class AgentSettings:
     view: bool = False
     view_token: str = ""  # LAWLAB_VIEW_TOKEN: `lawlab view`'s per-run token for its pages
     simulator_ca: str = ""  # LAWLAB_SIMULATOR_CA: the CA of a simulator that serves TLS
+    prices: str = ""  # LAWLAB_PRICES: a price list (lawlab.prices): the pages show costs
     llm: LLMEndpoint = field(default_factory=LLMEndpoint)
 
 
@@ -143,6 +144,7 @@ class Settings:
             view=r.text("LAWLAB_AGENT_VIEW") == "1",
             view_token=r.text("LAWLAB_VIEW_TOKEN"),
             simulator_ca=r.text("LAWLAB_SIMULATOR_CA"),
+            prices=_price_list(r.text("LAWLAB_PRICES")),
             llm=llm)
         simulator = SimulatorSettings(
             ledger_url=r.text("LAWLAB_LEDGER_URL"),
@@ -160,3 +162,16 @@ class Settings:
             llm_api_key=r.text("LAWLAB_JUDGE_LLM_API_KEY"))
         return cls(internal_token=r.text("LAWLAB_INTERNAL_TOKEN"), agent=agent,
                    simulator=simulator, sandbox=sandbox, judge=judge)
+
+
+def _price_list(path: str) -> str:
+    """LAWLAB_PRICES, read once here so that a bad list stops a service at start with
+    the file and entry named, not on the first page that shows a cost."""
+    if path:
+        from lawlab.prices import PriceListError, load
+
+        try:
+            load(path)
+        except PriceListError as err:
+            raise SettingsError(f"LAWLAB_PRICES: {err}") from None
+    return path

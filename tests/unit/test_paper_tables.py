@@ -49,7 +49,8 @@ def test_table2_layout_by_hand():
     assert (m1["rank_s_v"], m2["rank_s_v"]) == (2, 1)
     assert (m1["rank_s_s"], m2["rank_s_s"]) == (1, 2)
     md = paper.table2_markdown(table)
-    assert "| m1 | **60.00** | 20.00 | **40.00** | **100.00** | 50.00 | 75.00 | **100.00** |" in md
+    # fractions, as in every other table (issue #52: Table 2 alone was in percent)
+    assert "| m1 | **0.600** | 0.200 | **0.400** | **1.000** | 0.500 | 0.750 | **1.000** |" in md
     assert md.splitlines()[2].endswith("| 1/2/1 | 0 |")  # no trial in error
     assert "Real 2, Parallel 1" in md
 

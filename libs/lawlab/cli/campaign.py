@@ -590,8 +590,17 @@ def cmd_report(args: argparse.Namespace) -> int:
     rows = rows_from_trials(trials, Path(args.tasks_dir))
     from lawlab.report import MixedSuites
 
+    prices = None
+    if args.prices:
+        from lawlab.prices import PriceListError, load
+
+        try:
+            prices = load(args.prices)
+        except PriceListError as err:
+            print(f"lawlab report: {err}", file=sys.stderr)
+            return 2
     try:
-        files = write_report(rows, out, args.campaign_id, select)
+        files = write_report(rows, out, args.campaign_id, select, prices)
     except MixedSuites as err:
         print(f"lawlab report: {err}", file=sys.stderr)
         return 2
@@ -657,6 +666,9 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     p.add_argument("--selector-model", help="knockout self-selection by this model (the "
                                             "endpoint: --llm-base-url or LAWLAB_LLM_BASE_URL)")
     p.add_argument("--llm-base-url")
+    p.add_argument("--prices", default=os.environ.get("LAWLAB_PRICES") or None,
+                   help="a price list (YAML: provider/model: {prompt: USD per 1M tokens, "
+                        "completion: ...}; env LAWLAB_PRICES): the tokens' cost per model")
     p.add_argument("--agent-addr", default=os.environ.get("LAWLAB_AGENT_ADDR"))
     p.add_argument("--tasks-dir", default=str(config.tasks_dir()))
     with_offline(p)

@@ -18,6 +18,8 @@ from lawlab import config
 def cmd_view(args: argparse.Namespace) -> int:
     if args.port is not None:
         os.environ["LAWLAB_VIEW_PORT"] = str(args.port)
+    if args.prices:  # the pages' costs (lawlab.prices); the view's service reads it
+        os.environ["LAWLAB_PRICES"] = str(Path(args.prices).resolve())
     # a SIGTERM (kill, a supervisor) stops the view as Ctrl-C does
     signal.signal(signal.SIGTERM, signal.default_int_handler)
     if args.file:  # an export (`lawlab export`): loaded into a data dir of its own
@@ -74,4 +76,7 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     p.add_argument("--tasks-dir", default=str(config.tasks_dir()))
     p.add_argument("--port", type=int, help="HTTP port of the pages (default: a free one)")
     p.add_argument("--open", action="store_true", help="open it in the default browser")
+    p.add_argument("--prices", help="a price list (YAML: provider/model: {prompt: USD per 1M "
+                                    "tokens, completion: ...}; env LAWLAB_PRICES): costs "
+                                    "beside the tokens")
     p.set_defaults(func=cmd_view)

@@ -6,7 +6,7 @@ import argparse
 import logging
 from pathlib import Path
 
-from lawlab import config
+from lawlab import config, prices
 from lawlab.agent.v1 import agent_pb2, agent_pb2_grpc
 from lawlab.judge.v1 import judge_pb2_grpc
 from lawlab.rpc.client import aio_channel
@@ -75,5 +75,6 @@ async def build(args: argparse.Namespace, settings: Settings) -> Built:
                                ca_file=own.simulator_ca or None),
                            settings.internal_token,
                            trajectories=data_dir / "trajectories", view=view,
-                           view_token=own.view_token if view else ""))
+                           view_token=own.view_token if view else "",
+                           prices=prices.load(own.prices) if own.prices else None))
     return [spec], [resume], [close]

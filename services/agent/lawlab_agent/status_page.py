@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, quote, unquote
 
+from lawlab.prices import Price
 from lawlab.rpc.server import bearer_token
 from lawlab_agent import campaign as camp
 from lawlab_agent import trial_pages
@@ -268,11 +269,11 @@ def _token_redirect(path: str, given: str, known: Callable[[str | None], bool],
 
 
 def _trial_route(store: TrialStore, trajectories: Path, path: str, environ: dict, note: str,
-                 reveal: bool) -> str | None:
+                 reveal: bool, prices: dict[str, Price] | None = None) -> str | None:
     """/trials, /compare or /trial/ID (None: no such trial)."""
     query = {k: v[-1] for k, v in parse_qs(environ.get("QUERY_STRING", "")).items()}
     if path == "/trials":
-        return trial_pages.trials_page(store, query, note, reveal=reveal)
+        return trial_pages.trials_page(store, query, note, reveal=reveal, prices=prices)
     if path == "/compare":
         return trial_pages.compare_page(store, query, note, reveal=reveal)
     try:
@@ -282,12 +283,13 @@ def _trial_route(store: TrialStore, trajectories: Path, path: str, environ: dict
     # the structure judge's evidence names hidden mechanisms: the live page shows it
     # only to a caller with the internal token
     return trial_pages.trial_page(store, trajectories, unquote(path[7:]), attempt, note,
-                                  reveal=reveal)
+                                  reveal=reveal, prices=prices)
 
 
 def make_app(store: TrialStore, external: Callable[[], list[dict]] | None = None,
              internal_token: str = "", trajectories: Path | None = None,
-             view: bool = False, view_token: str = "") -> Callable:
+             view: bool = False, view_token: str = "",
+             prices: dict[str, Price] | None = None) -> Callable:
     """The status page, ``/api/status``, and the trial pages (lawlab_agent.trial_pages)
     over ``trajectories``; ``view``: a read-only view of a stopped cluster's data.
 
@@ -319,7 +321,8 @@ def make_app(store: TrialStore, external: Callable[[], list[dict]] | None = None
             return [body]
         if trajectories is not None and (path in ("/trials", "/compare")
                                          or path.startswith("/trial/")):
-            page = _trial_route(store, trajectories, path, environ, note, trusted(environ))
+            page = _trial_route(store, trajectories, path, environ, note, trusted(environ),
+                                prices)
             if page is None:
                 start_response("404 Not Found", [("Content-Type", "text/plain")])
                 return [b"no such trial: /trials lists them\n"]

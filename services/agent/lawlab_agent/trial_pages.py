@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from lawlab import vocab
+from lawlab.prices import Price, cost, dollars
 from lawlab.worldkey import public
 from lawlab_agent.store import TrialRecord, TrialStore
 
@@ -72,7 +73,7 @@ def select(store: TrialStore, query: Mapping[str, str]) -> list[TrialRecord]:
 
 
 def trials_page(store: TrialStore, query: Mapping[str, str], note: str = "",
-                reveal: bool = True) -> str:
+                reveal: bool = True, prices: dict[str, Price] | None = None) -> str:
     e = html.escape
     rows = select(store, query)
     campaigns = [c.campaign_id for c in store.campaigns()]
@@ -96,30 +97,41 @@ def trials_page(store: TrialStore, query: Mapping[str, str], note: str = "",
              "<th>status</th><th>turns</th><th>S_N</th><th>S_V</th><th>S_S</th>"
              "<th>tokens</th></tr>"
              f"{body or '<tr><td colspan=10 class=muted>no trial matches</td></tr>'}</table>")
-    return _page(f"Trials ({len(rows)})", form + token_table(rows) + table, note)
+    return _page(f"Trials ({len(rows)})", form + token_table(rows, prices) + table, note)
 
 
-def token_table(rows: list[TrialRecord]) -> str:
+def _name(r: TrialRecord) -> str:
+    return r.agent + (f"/{r.model}" if r.model else "")
+
+
+def token_table(rows: list[TrialRecord], prices: dict[str, Price] | None = None) -> str:
     """The model tokens of ``rows`` per agent and in all (every attempt, errors included:
-    they cost tokens too); '' when no trial used any (built-in agents use none)."""
+    they cost tokens too), with their cost where ``prices`` (lawlab.prices) has the
+    model's; '' when no trial used any (built-in agents use none)."""
     e = html.escape
     per: dict[str, list[int]] = {}
     for r in rows:
-        n = per.setdefault(r.agent + (f"/{r.model}" if r.model else ""), [0, 0, 0])
+        n = per.setdefault(_name(r), [0, 0, 0])
         n[0] += 1
         n[1] += r.prompt_tokens
         n[2] += r.completion_tokens
     if not any(p + c for _, p, c in per.values()):
         return ""
+    costs = {a: cost(prices, a, v[1], v[2]) for a, v in per.items()}
+    priced = [c for c in costs.values() if c is not None]
     total = [sum(v[i] for v in per.values()) for i in range(3)]
-    lines: list[tuple[str, int, int, int]] = [
-        (e(a), v[0], v[1], v[2]) for a, v in sorted(per.items())]
-    lines.append(("<b>all</b>", total[0], total[1], total[2]))
+    lines: list[tuple[str, int, int, int, str]] = [
+        (e(a), v[0], v[1], v[2], dollars(costs[a])) for a, v in sorted(per.items())]
+    lines.append(("<b>all</b>", total[0], total[1], total[2],
+                  (dollars(sum(priced)) + (" (priced models)" if len(priced) < len(per) else ""))
+                  if priced else "&ndash;"))
+    hint = ("" if prices else "<p class=muted>cost: start the pages with a price list "
+            "(LAWLAB_PRICES, or `lawlab view --prices FILE`)</p>")
     return ("<h2>Model tokens</h2><table><tr><th>agent</th><th>trials</th><th>prompt</th>"
-            "<th>completion</th><th>total</th><th>per trial</th></tr>"
+            "<th>completion</th><th>total</th><th>per trial</th><th>cost (USD)</th></tr>"
             + "".join(f"<tr><td>{a}</td><td>{n}</td><td>{p:,}</td><td>{c:,}</td>"
-                      f"<td>{p + c:,}</td><td>{(p + c) / max(n, 1):,.0f}</td></tr>"
-                      for a, n, p, c in lines) + "</table><h2>Trials</h2>")
+                      f"<td>{p + c:,}</td><td>{(p + c) / max(n, 1):,.0f}</td><td>{d}</td></tr>"
+                      for a, n, p, c, d in lines) + "</table>" + hint + "<h2>Trials</h2>")
 
 
 def _events(path: Path) -> list[dict[str, Any]]:
@@ -189,7 +201,8 @@ def _turn_html(event: dict[str, Any]) -> str:
 
 
 def trial_page(store: TrialStore, trajectories: Path, trial_id: str, attempt: int = 0,
-               note: str = "", reveal: bool = True) -> str | None:
+               note: str = "", reveal: bool = True,
+               prices: dict[str, Price] | None = None) -> str | None:
     """One trial: its record, each attempt's transcript turn by turn, the scores with
     the judges' evidence (the structure judge's only when ``reveal``: it names hidden
     mechanisms), and the submission; None for an unknown trial. Without ``reveal`` a
@@ -207,7 +220,11 @@ def trial_page(store: TrialStore, trajectories: Path, trial_id: str, attempt: in
             ("status", record.status + (f" ({record.cause})" if record.cause else "")),
             ("turns", str(record.turns)), ("wall time", f"{record.wall_seconds:.1f} s"),
             ("tokens", f"{record.prompt_tokens:,} prompt + {record.completion_tokens:,} "
-                       "completion (every attempt)"),
+                       "completion (every attempt)"
+                       + (f", {dollars(c)}" if (c := cost(prices, _name(record),
+                                                          record.prompt_tokens,
+                                                          record.completion_tokens))
+                          is not None else "")),
             ("updated", time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(record.updated))),
             ("world", record.world_fingerprint or "&ndash;")]
     head = "<table>" + "".join(f"<tr><th>{k}</th><td>{v if k == 'world' else e(v)}</td></tr>"

@@ -25,15 +25,13 @@ from pathlib import Path
 import grpc
 from prometheus_client import Counter, Gauge
 
-from lawlab import antihack, config, convert, validity
-from lawlab.common.v1 import common_pb2
+from lawlab import antihack, config, convert, grading, validity
 from lawlab.contract import read_module, static_check
-from lawlab.convert import enum_name, enum_value
+from lawlab.convert import enum_value
 from lawlab.errors import InvalidArgument, LawlabError, NotFound, shown
-from lawlab.judge.v1 import judge_pb2, judge_pb2_grpc
-from lawlab.literals import refit_sentence
+from lawlab.judge.v1 import judge_pb2_grpc
 from lawlab.rpc.client import SCORING_CALL, aio_channel
-from lawlab.scorer.v1 import scorer_pb2, scorer_pb2_grpc
+from lawlab.scorer.v1 import scorer_pb2_grpc
 from lawlab.simulator.v1 import simulator_pb2
 from lawlab.tasks import Task, TaskLibrary
 from lawlab_simulator.auth import Identity
@@ -120,24 +118,6 @@ def redact(text: str, limit: int = 500) -> str:
     inputs, so every number in it (an input value, a prediction) is masked."""
     out = _NUMBER.sub("#", text)
     return out if len(out) <= limit else out[:limit] + "..."
-
-
-def _without(notes: str, sentence: str) -> str:
-    """``notes`` ('; '-joined) less the part that starts with ``sentence`` (and its
-    parenthesis, the refitted numbers)."""
-    at = notes.find(sentence)
-    if at < 0:
-        return notes
-    end = at + len(sentence)
-    if notes[end:end + 2] == " (":
-        depth, i = 0, end + 1
-        while i < len(notes):
-            depth += {"(": 1, ")": -1}.get(notes[i], 0)
-            i += 1
-            if depth == 0:
-                break
-        end = i
-    return "; ".join(p for p in (notes[:at].rstrip("; "), notes[end:].lstrip("; ")) if p)
 
 
 def fair_order(rows: list[SubmissionRow], served: dict[str, float]) -> list[SubmissionRow]:
@@ -286,41 +266,20 @@ class SubmissionScorer:
         return len(rows)
 
     async def score(self, row: SubmissionRow) -> None:
+        """Grade the submission as a trial is graded (lawlab.grading: one path, one rule
+        for a missing verdict, the same words); the scorer's own message can quote
+        held-out inputs, so its numbers are masked for the team."""
         scorer, judge = self._stubs()
-        submission = common_pb2.Submission(source=row.source)
-        request = judge_pb2.JudgeRequest(task_id=row.task_id, submission=submission)
-        if row.setting == "parallel":
-            verdict = await judge.JudgeStructure(request, timeout=SCORING_CALL)
-            state = "scored" if verdict.status == common_pb2.RUN_STATUS_OK else "failed"
-            s_s = verdict.s_s if verdict.HasField("s_s") else 0.0
-            await asyncio.to_thread(self.store.submissions.record_scores, row.submission_id, state,
-                                    f"S_S: {verdict.explanation}", s_s=s_s)
-        else:
-            # the scorer and the judge at once: a slow law holds the queue for one limit
-            score, valid = await asyncio.gather(
-                scorer.ScoreSubmission(scorer_pb2.ScoreRequest(
-                    task_id=row.task_id, submission=submission), timeout=SCORING_CALL),
-                judge.JudgeValidity(request, timeout=SCORING_CALL))
-            state = "scored" if score.status == common_pb2.RUN_STATUS_OK else "failed"
-            message = (f"S_N {enum_name(common_pb2.RunStatus, score.status)}: "
-                       f"{score.m_sub:.4g} vs the best reference {score.best_reference} "
-                       f"{score.m_ref:.4g}; S_V: "
-                       f"{sum(i.passed for i in valid.items)} of {len(valid.items)} rubric items"
-                       + ("" if valid.anti_hacking_passed else
-                          f", gate failed: {valid.anti_hacking_reason}"))
-            said = ""
-            if abs(score.s_n_refit - score.s_n_submitted) > 1e-9:
-                said = refit_sentence(score.s_n_submitted, score.s_n_refit)
-                message += f"; {said}"
-            # the scorer's notes without the sentence just given with its numbers (masked,
-            # it would read twice, the second time as "S_N #.# as submitted")
-            rest = _without(score.message, said) if said else score.message
-            if rest:
-                message += f"; {redact(rest)}"
-            await asyncio.to_thread(
-                self.store.submissions.record_scores, row.submission_id, state, message,
-                s_n=score.s_n,
-                s_v=valid.s_v if valid.HasField("s_v") else 0.0)
+        task = self.library.get(row.task_id)
+        g = await grading.grade(scorer, judge, row.task_id, row.setting, row.source,
+                                metric=task.meta.metric, timeout=SCORING_CALL)
+        message = g.text(with_run_message=False)
+        if g.run_message:
+            message += f"; {redact(g.run_message)}"
+        state = g.state
+        await asyncio.to_thread(
+            self.store.submissions.record_scores, row.submission_id, state, message,
+            **{k: g.scores.get(k) for k in ("s_n", "s_v", "s_s")})
         SUBMISSIONS.labels(row.epoch, row.setting, state).inc()
         log.info("submission scored", extra={"submission_id": row.submission_id,
                                               "state": state, "task_id": row.task_id})
