@@ -61,7 +61,10 @@ def load(path: str | Path) -> dict[str, Price]:
 
 def cost(prices: dict[str, Price] | None, model: str, prompt_tokens: int,
          completion_tokens: int) -> float | None:
-    """The cost in US dollars, or None when the list has no price for ``model``."""
+    """The cost in US dollars; 0 for no tokens (a built-in agent); None when the list
+    has no price for ``model``."""
+    if prices is not None and prompt_tokens == 0 and completion_tokens == 0:
+        return 0.0
     price = (prices or {}).get(model)
     return None if price is None else price.cost(prompt_tokens, completion_tokens)
 

@@ -139,7 +139,10 @@ def _view_opens_the_file(out: Path, env: dict, original: dict) -> None:
 
     port = _closed_port()
     other = dict(env, LAWLAB_DATA_DIR=str(out.parent / "untouched"))
-    view = subprocess.Popen([LAWLAB, "view", str(out), "--port", str(port)], env=other,
+    price_list = out.parent / "prices.yaml"
+    price_list.write_text("openai/leaky: {prompt: 1000000, completion: 2000000}\n")
+    view = subprocess.Popen([LAWLAB, "view", str(out), "--port", str(port), "--prices",
+                             str(price_list)], env=other,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         line = view.stdout.readline()
@@ -158,6 +161,13 @@ def _view_opens_the_file(out: Path, env: dict, original: dict) -> None:
         assert spent > 0 and "Model tokens" in listed
         assert "<tr><td>openai/leaky</td><td>2</td>" in listed
         assert f"<td>{spent:,}</td>" in listed
+        # the cost beside the tokens: a dollar per prompt token, two per completion token
+        dollars = sum(t.prompt_tokens + 2 * t.completion_tokens for t in leaky)
+        assert f"<td>${dollars:,.2f}</td></tr>" in listed, listed[:3000]
+        # built-in agents use no tokens: they cost nothing, and the total is whole
+        assert "<td>template</td><td>2</td><td>0</td><td>0</td><td>0</td><td>0</td>" \
+               "<td>$0.00</td>" in listed
+        assert f"<td>${dollars:,.2f}</td></tr></table>" in listed  # the "all" row
         pivot = get("/compare?a=share:template&b=share:openai/leaky&sort=task")
         for needle in ("Compare share:template and share:openai/leaky", *TASKS, "S_N", "S_V",
                        "task &#9660;", "sort=diff"):  # sorted by task; B - A sorts too

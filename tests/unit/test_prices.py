@@ -17,6 +17,7 @@ def test_a_price_list_prices_the_models_it_names(tmp_path):
     assert prices.cost(table, "openai/gpt-4o", 1_000_000, 200_000) == pytest.approx(4.5)
     assert prices.cost(table, "openai/o3", 10, 10) is None
     assert prices.cost(None, "openai/gpt-4o", 10, 10) is None
+    assert prices.cost(table, "template", 0, 0) == 0.0  # no tokens cost nothing
     assert prices.dollars(4.5) == "$4.50" and prices.dollars(0.0012) == "$0.0012"
     assert prices.dollars(None) == "-"
 
