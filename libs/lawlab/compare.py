@@ -99,7 +99,7 @@ def compare(a_rows: Sequence[Row], b_rows: Sequence[Row], a_name: str, b_name: s
         raise ValueError(f"sort: one of {', '.join(SORTS)}, not {sort!r}")
     a, b = _cells(a_rows), _cells(b_rows)
     empty = Cell(None, 0, 0)
-    lines = [Line(t, s, k, a.get((t, s, k), empty), b.get((t, s, k), empty))
+    lines = [Line(t, Setting(s), k, a.get((t, s, k), empty), b.get((t, s, k), empty))
              for (t, s, k) in sorted(set(a) | set(b))]
     key = {"diff": lambda ln: (-abs(ln.diff) if ln.diff is not None else math.inf, ln.task_id),
            "task": lambda ln: (ln.task_id, ln.setting, ln.score),
