@@ -173,6 +173,8 @@ def _view_opens_the_file(out: Path, env: dict, original: dict) -> None:
                        "task &#9660;", "sort=diff"):  # sorted by task; B - A sorts too
             assert needle in pivot, needle
         assert "no trials of agent" in get("/compare?a=share:template&b=share:nobody")
+        _chromium_shows_the_differences(
+            f"http://127.0.0.1:{port}/compare?a=share:template&b=share:openai/leaky", pivot)
         some = next(iter(original))
         page = get(f"/trial/{some}")
         assert "Transcript" in page and "Submission" in page, page[:2000]
@@ -181,3 +183,29 @@ def _view_opens_the_file(out: Path, env: dict, original: dict) -> None:
         view.wait(timeout=30)
     assert view.returncode == 0
     assert not (out.parent / "untouched").exists()
+
+
+def _chromium_shows_the_differences(url: str, page: str) -> None:
+    """The pivot as a person sees it (headless Chromium): each change coloured, green
+    where B is above A, red where below."""
+    import re
+    import shutil
+    import tempfile
+
+    import matplotlib.image
+
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    assert chromium, "chromium is installed by `make install` (Debian package chromium)"
+    with tempfile.TemporaryDirectory() as tmp:
+        shot = Path(tmp) / "compare.png"
+        subprocess.run([chromium, "--headless", "--no-sandbox", "--disable-gpu",
+                        "--hide-scrollbars", "--window-size=1200,800", f"--screenshot={shot}",
+                        url], check=True, capture_output=True, timeout=120)
+        rgb = (matplotlib.image.imread(shot)[..., :3] * 255).round()
+    diffs = [float(d) for d in re.findall(r"<td class=(?:pass|fail)>([+-][0-9.]+)</td>", page)]
+    for colour, wanted in (((30, 107, 67), any(d > 0 for d in diffs)),
+                           ((192, 57, 43), any(d < 0 for d in diffs))):
+        seen = ((abs(rgb[..., 0] - colour[0]) < 8) & (abs(rgb[..., 1] - colour[1]) < 8)
+                & (abs(rgb[..., 2] - colour[2]) < 8)).sum()
+        assert (seen > 20) == wanted, (colour, seen, diffs)
+    assert diffs, "no coloured difference on the page"
