@@ -98,9 +98,12 @@ def test_the_live_trial_page_hides_the_structure_evidence_without_the_token(clus
     assert "Trials (2)" in listed
 
 
-def test_a_running_trial_shows_its_turns_as_they_pass(cluster, tmp_path):
+@pytest.mark.parametrize("executor", ["local", "processes"])
+def test_a_running_trial_shows_its_turns_as_they_pass(cluster, tmp_path, executor):
     """Issue #52: running trials read "turns 0" until they ended. A scripted model
-    that holds its third reply: meanwhile the status JSON shows the two turns done."""
+    that holds its third reply: meanwhile the status JSON shows the two turns done,
+    whether the attempt runs in the agent service or in a worker process (which
+    reports each turn with a lease renewal)."""
     import threading
     import time
 
@@ -116,7 +119,8 @@ def test_a_running_trial_shows_its_turns_as_they_pass(cluster, tmp_path):
         release.wait(120)
         return GOOD[1]
 
-    with ScriptedLLM(respond=respond) as llm, own_agent(cluster, tmp_path, llm) as c:
+    with ScriptedLLM(respond=respond) as llm, own_agent(
+            cluster, tmp_path, llm, LAWLAB_AGENT_EXECUTOR=executor) as c:
         stub = stub_of(c)
         stub.StartCampaign(agent_pb2.StartCampaignRequest(spec=agent_pb2.CampaignSpec(
             name="live-turns", agents=[agent_pb2.AgentModel(agent="openai", model="slow")],

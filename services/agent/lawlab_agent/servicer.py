@@ -134,6 +134,9 @@ class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
         if request.renew_trial_id:
             ok = s.renew(request.campaign_id, request.worker_id, request.renew_trial_id,
                          request.renew_attempt)
+            if ok and request.renew_turns > 0:
+                await asyncio.to_thread(self.store.set_turns, request.renew_trial_id,
+                                        request.renew_attempt, request.renew_turns)
             return agent_pb2.LeaseTrialResponse(renewed=ok, lease_seconds=s.lease_seconds)
         offer = await s.lease(request.campaign_id, request.worker_id)
         if offer.lease is None:

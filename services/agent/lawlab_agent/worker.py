@@ -19,6 +19,8 @@ import os
 import shutil
 import socket
 import sys
+from collections.abc import Callable
+from typing import Any
 
 from lawlab import config, tempdirs
 from lawlab.agent.v1 import agent_pb2, agent_pb2_grpc
@@ -57,6 +59,28 @@ async def heartbeat(agent: agent_pb2_grpc.AgentServiceStub, args: argparse.Names
             return
 
 
+def turn_reporter(agent: agent_pb2_grpc.AgentServiceStub, args: argparse.Namespace,
+                  trial_id: str, attempt_no: int) -> Callable[[int], None]:
+    """After each turn, a renewal that carries the turns taken (the pages show them
+    live); sent in the background, a failed one only logged."""
+    pending: set[asyncio.Task[Any]] = set()
+
+    async def send(turns: int) -> None:
+        try:
+            await agent.LeaseTrial(agent_pb2.LeaseTrialRequest(
+                campaign_id=args.campaign, worker_id=args.worker_id, renew_trial_id=trial_id,
+                renew_attempt=attempt_no, renew_turns=turns), timeout=FAST_CALL)
+        except Exception as err:  # noqa: BLE001  (a live count is not worth a trial)
+            log.warning("turn report failed", extra={"error": str(err)[:200]})
+
+    def report(turns: int) -> None:
+        task = asyncio.get_running_loop().create_task(send(turns))
+        pending.add(task)
+        task.add_done_callback(pending.discard)
+
+    return report
+
+
 async def work(args: argparse.Namespace, settings: Settings) -> int:
     policies = builtin_agents(settings.agent.llm)
     channels, clients = make_clients(settings.agent.simulator_ca or None)
@@ -87,7 +111,8 @@ async def work(args: argparse.Namespace, settings: Settings) -> int:
                 trajectory = Trajectory(path, {
                     "trial_id": c.trial_id, "task_id": c.task_id, "setting": record.setting,
                     "agent": c.agent, "model": c.model, "seed": c.seed, "context": record.context,
-                    "attempt": lease.attempt, "worker": args.worker_id})
+                    "attempt": lease.attempt, "worker": args.worker_id},
+                    on_turn=turn_reporter(agent, args, c.trial_id, lease.attempt))
                 beat = asyncio.create_task(heartbeat(agent, args, c.trial_id, lease.attempt,
                                                      lease.lease_seconds))
                 try:
