@@ -200,6 +200,23 @@ def _turn_html(event: dict[str, Any]) -> str:
             f"<div class=muted>reply</div>{_text(event.get('reply', ''))}{result}</div>")
 
 
+def _meta(record: TrialRecord, prices: dict[str, Price] | None) -> list[tuple[str, str]]:
+    """The trial page's header rows (the world's fingerprint is HTML already)."""
+    return [("task", record.task_id), ("setting", record.setting),
+            ("agent", record.agent + (f"/{record.model}" if record.model else "")),
+            ("seed", str(record.seed)), ("context", record.context),
+            ("status", record.status + (f" ({record.cause})" if record.cause else "")),
+            ("turns", str(record.turns)), ("wall time", f"{record.wall_seconds:.1f} s"),
+            ("tokens", f"{record.prompt_tokens:,} prompt + {record.completion_tokens:,} "
+                       "completion (every attempt)"
+                       + (f", {dollars(c)}" if (c := cost(prices, _name(record),
+                                                          record.prompt_tokens,
+                                                          record.completion_tokens))
+                          is not None else "")),
+            ("updated", time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(record.updated))),
+            ("world", record.world_fingerprint or "&ndash;")]
+
+
 def trial_page(store: TrialStore, trajectories: Path, trial_id: str, attempt: int = 0,
                note: str = "", reveal: bool = True,
                prices: dict[str, Price] | None = None) -> str | None:
@@ -214,19 +231,7 @@ def trial_page(store: TrialStore, trajectories: Path, trial_id: str, attempt: in
         return None
     hide = not reveal and sealed(record)
     attempt = attempt if 1 <= attempt <= record.attempts else record.attempts
-    meta = [("task", record.task_id), ("setting", record.setting),
-            ("agent", record.agent + (f"/{record.model}" if record.model else "")),
-            ("seed", str(record.seed)), ("context", record.context),
-            ("status", record.status + (f" ({record.cause})" if record.cause else "")),
-            ("turns", str(record.turns)), ("wall time", f"{record.wall_seconds:.1f} s"),
-            ("tokens", f"{record.prompt_tokens:,} prompt + {record.completion_tokens:,} "
-                       "completion (every attempt)"
-                       + (f", {dollars(c)}" if (c := cost(prices, _name(record),
-                                                          record.prompt_tokens,
-                                                          record.completion_tokens))
-                          is not None else "")),
-            ("updated", time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(record.updated))),
-            ("world", record.world_fingerprint or "&ndash;")]
+    meta = _meta(record, prices)
     head = "<table>" + "".join(f"<tr><th>{k}</th><td>{v if k == 'world' else e(v)}</td></tr>"
                                for k, v in meta) + "</table>"
     scores = (f"<p>S_N {_num(record.s_n)} &middot; S_V {_num(record.s_v)} &middot; "
