@@ -29,7 +29,7 @@ from lawlab.judge.v1 import judge_pb2
 from lawlab.literals import refit_sentence
 from lawlab.rpc.client import SCORING_CALL
 from lawlab.scorer.v1 import scorer_pb2
-from lawlab.vocab import Setting
+from lawlab.vocab import Setting, SubmissionState, coerce
 
 SCORE_NAMES = ("s_n", "s_v", "s_s", "acc_tau_id", "nmse_id", "acc_tau_ood", "nmse_ood",
                "symbolic_accuracy")
@@ -38,10 +38,14 @@ SCORE_NAMES = ("s_n", "s_v", "s_s", "acc_tau_id", "nmse_id", "acc_tau_ood", "nms
 @dataclass
 class Grade:
     scores: dict[str, float | None] = field(default_factory=dict)  # SCORE_NAMES; None: none
-    state: str = "scored"  # "scored" or "failed" (the law did not run on held-out data)
+    # scored, or failed: the law did not run on held-out data
+    state: SubmissionState = SubmissionState.SCORED
     notes: list[str] = field(default_factory=list)  # what a person reads, in order
     run_message: str = ""  # the scorer's own message (may quote held-out inputs)
     evidence: dict[str, Any] = field(default_factory=dict)  # the trajectory's score event
+
+    def __post_init__(self) -> None:
+        coerce(self)
 
     def text(self, with_run_message: bool = True) -> str:
         parts = list(self.notes) + ([self.run_message] if with_run_message and
@@ -78,7 +82,8 @@ async def _structure(judge: Any, task_id: str, source: str, timeout: float) -> G
                                    timeout=timeout)
     return Grade(
         scores={"s_s": verdict(v, "s_s")},
-        state="scored" if v.status == common_pb2.RUN_STATUS_OK else "failed",
+        state=SubmissionState.SCORED if v.status == common_pb2.RUN_STATUS_OK
+        else SubmissionState.FAILED,
         notes=[f"S_S: {v.explanation}"],
         evidence={"structure": {
             "s_s": v.s_s, "matched": list(v.matched), "missed": list(v.missed),
@@ -95,7 +100,8 @@ async def _numeric_and_validity(scorer: Any, judge: Any, task_id: str, source: s
         judge.JudgeValidity(_request(judge_pb2.JudgeRequest, task_id, source), timeout=timeout))
     status = enum_name(common_pb2.RunStatus, score.status)
     g = Grade(scores={"s_n": score.s_n, "s_v": verdict(valid, "s_v")},
-              state="scored" if score.status == common_pb2.RUN_STATUS_OK else "failed",
+              state=SubmissionState.SCORED if score.status == common_pb2.RUN_STATUS_OK
+              else SubmissionState.FAILED,
               run_message=_without(score.message, _refit_said(score)))
     g.notes.append(f"S_N {status}: {metric} {score.m_sub:.4g} vs reference "
                    f"{score.best_reference} {score.m_ref:.4g}")

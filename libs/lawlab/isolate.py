@@ -105,7 +105,7 @@ def run_limited(fn: Callable[..., Any], args: Sequence[Any], seconds: float,
         if not receive.poll(seconds):
             raise LimitExceeded(f"ran longer than its limit of {seconds:g} s and was stopped")
         try:
-            status, value = receive.recv()
+            outcome, value = receive.recv()  # the child's own word: ok, memory, error
         except EOFError:
             raise LimitExceeded(f"was killed (exit status {proc.exitcode}): most likely its "
                                 f"memory limit of {memory_bytes >> 20} MiB") from None
@@ -114,8 +114,8 @@ def run_limited(fn: Callable[..., Any], args: Sequence[Any], seconds: float,
             proc.kill()
         proc.join(5)
         receive.close()
-    if status == "memory":
+    if outcome == "memory":
         raise LimitExceeded(f"{value} ({memory_bytes >> 20} MiB)")
-    if status == "error":
+    if outcome == "error":
         raise value
     return value

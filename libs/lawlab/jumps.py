@@ -28,6 +28,7 @@ import pandas as pd
 
 from lawlab.submission_runs import Job, RunResult
 from lawlab.tasks import GROUP_COL, Task
+from lawlab.vocab import RunStatus
 
 STEPS = ((1e-6, 1e-9), (1e-4, 1e-5), (1e-3, 1e-4))  # (relative step, floor x spread)
 RATIO = 1.0
@@ -103,7 +104,7 @@ def jobs(task: Task, prefix: str = "jump") -> tuple[list[Job], list[Probe]]:
 
 def verdict(task: Task, probes: list[Probe], result: RunResult) -> str:
     """Why the law is a table of answers, or ''."""
-    if result.status != "ok":
+    if result.status != RunStatus.OK:
         return ""
     y = task.train[task.meta.target.name].to_numpy(float)
     spread = float(np.std(y)) or 1.0

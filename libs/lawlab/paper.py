@@ -33,6 +33,7 @@ from lawlab.report import (
     scored,
     task_means,
 )
+from lawlab.vocab import Setting
 
 DOMAINS = ("Physics & Chemistry", "Astronomy", "Biology", "Ecology & Hydrology",
            "Materials & Engineering", "Social Sciences")
@@ -137,7 +138,7 @@ def concordance_curve(rows: Sequence[Row], margins: Sequence[float] = MARGINS,
     least the margin; h = 1 when the better fit is more valid, 1/2 on an S_V tie,
     0 otherwise. The mean of h over kept pairs, with a task-bootstrap 95% interval
     (all kept pairs of each drawn task)."""
-    real = [r for r in rows if r.setting == "real" and finite(r.s_n) and finite(r.s_v)]
+    real = [r for r in rows if r.setting == Setting.REAL and finite(r.s_n) and finite(r.s_v)]
     by_task: dict[str, list[Row]] = defaultdict(list)
     for r in real:
         by_task[r.task_id].append(r)

@@ -110,7 +110,7 @@ def token_usage(rows: Sequence[Row], prices: dict[str, Any] | None = None
 def suite_of(rows: Sequence[Row]) -> str:
     """The one world-key fingerprint of the rows' Parallel trials ('' if none);
     MixedSuites when they come from several suites."""
-    prints = {r.world_fingerprint for r in rows if r.setting == "parallel" and r.world_fingerprint}
+    prints = {r.world_fingerprint for r in rows if r.setting == Setting.PARALLEL and r.world_fingerprint}
     if len(prints) > 1:
         raise MixedSuites(f"Parallel trials from {len(prints)} world suites ({', '.join(sorted(prints))}): "
                           "their S_S measure different hidden laws; report each suite on its own")
@@ -223,7 +223,7 @@ def leaderboard(rows: Sequence[Row]) -> list[dict[str, Any]]:
         counts: dict[str, int] = defaultdict(int)
         for r in rs:
             counts[r.status] += 1
-            if r.score_status and r.score_status != "ok":
+            if r.score_status and r.score_status != RunStatus.OK:
                 counts[r.score_status] += 1
         entry["status_counts"] = dict(sorted(counts.items()))
         out.append(entry)
@@ -258,7 +258,7 @@ def concordance(rows: Sequence[Row], margins: Sequence[float] = (0.0, 0.05, 0.1,
     also at least as valid (S_V higher), discordant when strictly less valid,
     tied when S_V is equal. Rate = concordant / (concordant + discordant), with a
     task-bootstrap interval."""
-    real = [r for r in rows if r.setting == "real" and finite(r.s_n) and finite(r.s_v)]
+    real = [r for r in rows if r.setting == Setting.REAL and finite(r.s_n) and finite(r.s_v)]
     by_task: dict[str, list[Row]] = defaultdict(list)
     for r in real:
         by_task[r.task_id].append(r)
@@ -318,7 +318,7 @@ def best_of_n(rows: Sequence[Row], ns: Sequence[int] = (1, 2, 3, 5)
     trial (N = 1), so the gap is the value of perfect selection."""
     by: dict[tuple[str, str], list[float]] = defaultdict(list)
     for r in rows:
-        if r.setting == "real":
+        if r.setting == Setting.REAL:
             by[(r.agent, r.task_id)].append(or_zero(r.s_n))
     out = []
     for agent in sorted({a for a, _ in by}):
@@ -379,7 +379,7 @@ def selection_study(rows: Sequence[Row], select: Any = None, group: int = 5
     Pareto statistics of the winners against the pool and of random choice."""
     pools: dict[tuple[str, str], list[Row]] = defaultdict(list)
     for r in rows:
-        if r.setting == "real":
+        if r.setting == Setting.REAL:
             pools[(r.agent, r.task_id)].append(r)
     per_agent: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     for (agent, task), pool in sorted(pools.items()):
@@ -586,7 +586,7 @@ def heatmap_figure(rows: Sequence[Row]) -> Any:
 
     from lawlab.paper import DOMAINS, domain_of
 
-    real = [r for r in rows if r.setting == "real"]
+    real = [r for r in rows if r.setting == Setting.REAL]
     if not real:
         return None
     agents = sorted({r.agent for r in real})
@@ -624,7 +624,7 @@ def validity_figure(rows: Sequence[Row], board: list[dict[str, Any]]) -> Any:
     the legend outside the axes."""
     import matplotlib.pyplot as plt
 
-    pts = [r for r in rows if r.setting == "real" and finite(r.s_n) and finite(r.s_v)]
+    pts = [r for r in rows if r.setting == Setting.REAL and finite(r.s_n) and finite(r.s_v)]
     if not pts:
         return None
     colours = agent_colours([*(e["agent"] for e in board), *(r.agent for r in pts)])

@@ -188,7 +188,7 @@ async def assess(task: Task, source: str, run: Runner) -> Assessment:
         table = jumps.verdict(task, probes, result)
         if table:
             verdict_gate = antihack.GateVerdict(False, table, verdict_gate.fitted_numbers)
-    ok = result.status == "ok"
+    ok = result.status == RunStatus.OK
     predictions = {p.group: result.predictions.get(p.group or "all") if ok else None
                    for p in plans}
     errors = {p.group: result.errors.get(p.group or "all") or result.message or "no predictions"

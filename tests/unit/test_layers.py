@@ -213,3 +213,70 @@ def test_operators_reach_the_simulators_store_only_through_the_simulator():
     for cli in ("operators.py", "leaderboard.py", "campaign.py"):
         text = (ROOT / "libs" / "lawlab" / "cli" / cli).read_text(encoding="utf-8")
         assert "operator_channel" in text and "lawlab_simulator" not in text, cli
+
+
+# the fields a vocabulary types (lawlab.vocab), by the names they go by in the code
+VOCABULARY_OF = {
+    "setting": ("Setting",), "cause": ("Cause",), "role": ("Role",), "release": ("Release",),
+    "backend": ("JudgeBackend",), "confidence": ("Confidence",), "score_status": ("RunStatus",),
+    "status": ("TrialStatus", "SubmissionState", "RunStatus", "ExecStatus"),
+    "state": ("CampaignState", "SessionState", "SubmissionState"),
+}
+
+
+def _literal_comparisons(tree: ast.AST) -> list[tuple[int, str]]:
+    """Comparisons of a vocabulary-named value (x.setting, status, d["state"]) with a
+    word of that vocabulary written as a string literal."""
+    from lawlab import vocab
+
+    def name_of(node: ast.AST) -> str | None:
+        if isinstance(node, ast.Attribute):
+            return node.attr
+        if isinstance(node, ast.Name):
+            return node.id
+        if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant):
+            return str(node.slice.value)
+        return None
+
+    def words(node: ast.AST) -> list[str]:
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            return [node.value]
+        if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+            return [e.value for e in node.elts
+                    if isinstance(e, ast.Constant) and isinstance(e.value, str)]
+        return []
+
+    found = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Compare):
+            continue
+        sides = [node.left, *node.comparators]
+        for a, b in zip(sides, sides[1:]):
+            for x, y in ((a, b), (b, a)):
+                name = name_of(x)
+                vocabulary = {str(m) for v in VOCABULARY_OF.get(name or "", ())
+                              for m in getattr(vocab, v)}
+                if vocabulary & set(words(y)):
+                    found.append((node.lineno, ast.unparse(node)))
+    return found
+
+
+def test_no_comparison_with_a_vocabularys_literal_word():
+    """Issue #53: a setting, status, state, cause, role, release, backend or
+    confidence is compared with its vocabulary's member (Setting.REAL), never with
+    the word written out ("real"), in the core and every service: a typo in a
+    literal compares False forever, a typo in a member fails at import."""
+    seen = []
+    for path in sorted([*(ROOT / "libs" / "lawlab").rglob("*.py"),
+                        *(ROOT / "services").rglob("*.py")]):
+        if path.name.endswith(("_pb2.py", "_pb2_grpc.py")):
+            continue
+        seen += [f"{path.relative_to(ROOT)}:{n}: {text}"
+                 for n, text in _literal_comparisons(ast.parse(path.read_text()))]
+    assert not seen, "\n".join(seen)
+
+
+def test_the_literal_check_sees_what_it_refuses():
+    tree = ast.parse('if r.setting == "real" or status in ("ok", "x") or d["state"] != "open":'
+                     '\n    pass\nif kind == "real" or r.setting == Setting.REAL:\n    pass\n')
+    assert [n for n, _ in _literal_comparisons(tree)] == [1, 1, 1]

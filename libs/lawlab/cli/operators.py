@@ -33,6 +33,7 @@ from lawlab.convert import enum_name
 from lawlab.simulator.v1 import operator_pb2 as op
 from lawlab.simulator.v1 import operator_pb2_grpc
 from lawlab.tables import table as _table
+from lawlab.vocab import Role
 
 TIMEOUT = 60.0
 
@@ -204,7 +205,7 @@ def _call(args: argparse.Namespace, group: str,
 def _token_verb(api: operator_pb2_grpc.OperatorServiceStub, args: argparse.Namespace) -> int:
     if args.verb == "create":
         made = api.CreateToken(op.CreateTokenRequest(
-            team=args.team, role=op.ROLE_OPERATOR if args.role == "operator" else op.ROLE_TEAM,
+            team=args.team, role=op.ROLE_OPERATOR if args.role == Role.OPERATOR else op.ROLE_TEAM,
             max_open_sessions=args.max_sessions, queries_per_second=args.qps,
             owner=args.owner or "", expires_days=args.expires_days or 0), timeout=TIMEOUT)
         t = made.info

@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 
 from lawlab import config
+from lawlab.vocab import ExecStatus
 
 
 def cmd_sandbox_exec(args: argparse.Namespace) -> int:
@@ -54,7 +55,7 @@ def cmd_sandbox_exec(args: argparse.Namespace) -> int:
         print(f"[status {status}, exit {resp.exit_code}, box {resp.wall_seconds * 1000:.0f} ms, "
               f"round trip {round_trip * 1000:.0f} ms{', output truncated' if resp.truncated else ''}]",
               file=sys.stderr)
-    return 0 if status == "ok" else 1
+    return 0 if status == ExecStatus.OK else 1
 
 
 

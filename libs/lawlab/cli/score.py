@@ -27,6 +27,7 @@ from google.protobuf.json_format import MessageToDict
 
 from lawlab import config
 from lawlab.convert import enum_name, enum_value
+from lawlab.vocab import JudgeBackend, RunStatus
 
 if TYPE_CHECKING:
     import grpc
@@ -144,7 +145,7 @@ def cmd_judge(args: argparse.Namespace) -> int:
         else:
             gate = ("anti-hacking gate passed" if v.anti_hacking_passed else
                     "anti-hacking gate FAILED: " + v.anti_hacking_reason)
-        run = "" if status == "ok" else f"; the submission did not run ({status}: " \
+        run = "" if status == RunStatus.OK else f"; the submission did not run ({status}: " \
             f"{v.message[:200]})"
         lines = [f"{args.task}: S_V {s_v} [{backend}]; {gate}{run}"]
         lines += [f"  [{'x' if i.passed else ' '}] {i.item_id}: {i.evidence}" for i in v.items]
@@ -161,7 +162,7 @@ def cmd_judge(args: argparse.Namespace) -> int:
     _print(doc, args.json, lines)
     # one rule with `lawlab score`: a module that did not compile, run or meet the
     # contract is exit 1, whatever it scored
-    return 0 if status in ("ok", "") else 1
+    return 0 if status in (RunStatus.OK, "") else 1
 
 
 def _official_rubric_lines(args: argparse.Namespace, verdicts: dict[str, tuple[bool, str]],
@@ -171,8 +172,8 @@ def _official_rubric_lines(args: argparse.Namespace, verdicts: dict[str, tuple[b
     from lawlab.settings import Settings
 
     root = (Path(args.tasks_dir) if args.tasks_dir else config.tasks_dir()) / args.task
-    model = Settings.from_env().judge.llm_model if backend != "llm" else "the model used"
-    rows = validity.official_rubric_rows(root, verdicts if backend != "llm" else {}, model)
+    model = Settings.from_env().judge.llm_model if backend != JudgeBackend.LLM else "the model used"
+    rows = validity.official_rubric_rows(root, verdicts if backend != JudgeBackend.LLM else {}, model)
     if rows is None:
         return []
     judged = sum(mark != "?" for mark, _, _ in rows)

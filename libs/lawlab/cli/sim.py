@@ -15,6 +15,7 @@ from lawlab.common.v1 import common_pb2
 from lawlab.convert import word
 from lawlab.simulator.v1 import simulator_pb2 as pb
 from lawlab.tables import table as _table
+from lawlab.vocab import SubmissionState
 
 if TYPE_CHECKING:
     from lawlab.client import SimulatorClient
@@ -140,7 +141,7 @@ def _submission_line(s: dict[str, Any]) -> str:
     state = word(pb.SubmissionState, s["state"])
     scores = ", ".join(f"{k.upper()} {v:.3f}" for k, v in sorted(s.get("scores", {}).items()))
     shown = scores if s.get("released") else (
-        "scores withheld until the epoch closes" if state != "queued" else "")
+        "scores withheld until the epoch closes" if state != SubmissionState.QUEUED else "")
     return (f"{s['submission_id']}  {s['task_id']} ({word(common_pb2.Setting, s['setting'])}"
             f", epoch {s['epoch']}): {state}" + (f"; {shown}" if shown else "")
             + (f" [{s['message']}]" if s.get("message") else ""))
@@ -178,12 +179,12 @@ def _waited(verb: str, status: dict[str, Any], wait: float) -> int:
     if not wait:
         return 0
     state = word(pb.SubmissionState, status["state"])
-    if state == "queued":
+    if state == SubmissionState.QUEUED:
         print(f"lawlab sim {verb}: submission {status['submission_id']} is still queued after "
               f"{wait:g} s (is a scorer and judge running behind the simulator?); look again with "
               f"`lawlab sim submission {status['submission_id']} --wait 600`", file=sys.stderr)
         return 3
-    return 1 if state == "failed" else 0
+    return 1 if state == SubmissionState.FAILED else 0
 
 
 def add_sim_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

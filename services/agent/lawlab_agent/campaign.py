@@ -17,7 +17,7 @@ from typing import Any
 from lawlab.errors import InvalidArgument, NotFound
 from lawlab.tasks import SolverTask
 from lawlab.trialid import decoding_json, trial_id_for
-from lawlab.vocab import Setting, coerce
+from lawlab.vocab import CampaignState, Setting, TrialStatus, coerce
 from lawlab_agent.store import CampaignRow, Cell, Tally
 
 MAX_CELLS = 100_000
@@ -83,9 +83,9 @@ class Dropped:
 
 
 def _why_not(setting: str, task: SolverTask) -> str:
-    if setting == "parallel" and task.suite != "real":
+    if setting == Setting.PARALLEL and task.suite != "real":
         return f"the {task.suite} suite has no Parallel setting (only real-data tasks have worlds)"
-    if setting == "parallel":
+    if setting == Setting.PARALLEL:
         return "no Parallel world under this library's world key (`lawlab tasks list`)"
     return f"the task has no {setting} setting (it offers {', '.join(sorted(task.settings))})"
 
@@ -183,8 +183,8 @@ def counts(rows: list[tuple], retries: int) -> Counts:
         c.total += n
         state = STATE_OF.get(status, "pending")
         setattr(c, state, getattr(c, state) + n)
-        if status in FINISHED and status != "error":
-            for name, value in ((("s_n", s_n), ("s_v", s_v)) if setting == "real"
+        if status in FINISHED and status != TrialStatus.ERROR:
+            for name, value in ((("s_n", s_n), ("s_v", s_v)) if setting == Setting.REAL
                                 else (("s_s", s_s),)):
                 sums[name][0] += value
                 sums[name][1] += n
@@ -205,10 +205,10 @@ def summarize(row: CampaignRow, tally: Tally) -> Summary:
     finished = sum(r[4] for r in tally.rows if r[3] in FINISHED)
     remaining = totals.pending + totals.running
     eta = 0.0
-    if row.state == "running" and finished and remaining:
+    if row.state == CampaignState.RUNNING and finished and remaining:
         per_trial = sum(r[8] for r in tally.rows if r[3] in FINISHED) / finished
         eta = per_trial * remaining / max(1, min(row.spec["concurrency"], remaining))
     return Summary(row, totals,
                    [(*k, counts(slices[k], tally.retries.get(k, 0))) for k in order],
                    dict(tally.causes), eta,
-                   max(row.updated, time.time() if row.state == "running" else 0.0))
+                   max(row.updated, time.time() if row.state == CampaignState.RUNNING else 0.0))

@@ -42,6 +42,7 @@ from prometheus_client import Counter, Histogram
 
 from lawlab import chat
 from lawlab.settings import LLMEndpoint
+from lawlab.vocab import Cause
 from lawlab_agent.policy import AttemptFailed, ConfigurationError, TrialContext
 
 log = logging.getLogger("lawlab.agent.llm")
@@ -175,7 +176,7 @@ class OpenAIChatPolicy:
         for attempt in range(self.retries):
             if attempt:
                 wait = min(60.0, self.backoff * 2 ** (attempt - 1))
-                if cause == "rate_limit" and retry_after is not None:
+                if cause == Cause.RATE_LIMIT and retry_after is not None:
                     wait = min(60.0, max(wait, retry_after))
                 await asyncio.sleep(wait)
             content, cause, last_error, retry_after = await self._call_once(messages)

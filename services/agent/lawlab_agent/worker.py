@@ -29,7 +29,7 @@ from lawlab.convert import from_enum
 from lawlab.log import setup as setup_logging
 from lawlab.rpc.client import FAST_CALL, aio_channel
 from lawlab.settings import Settings, SettingsError
-from lawlab.vocab import Setting
+from lawlab.vocab import Cause, Setting
 from lawlab_agent import attempt
 from lawlab_agent import campaign as camp
 from lawlab_agent.builtin import builtin_agents
@@ -130,7 +130,7 @@ async def work(args: argparse.Namespace, settings: Settings) -> int:
                 if not reply.accepted:
                     log.warning("result refused: the lease had expired",
                                 extra={"trial_id": c.trial_id})
-                if cause == "config":
+                if cause == Cause.CONFIG:
                     return CONFIG_EXIT
     finally:
         for ch in channels.values():

@@ -24,7 +24,7 @@ from lawlab.convert import enum_value
 from lawlab.errors import InvalidArgument, NotFound, ResourceExhausted
 from lawlab.sandbox.v1 import sandbox_pb2, sandbox_pb2_grpc
 from lawlab.tasks import GROUP_COL
-from lawlab.vocab import RunStatus
+from lawlab.vocab import ExecStatus, RunStatus
 from lawlab_sandbox import box
 from lawlab_sandbox.runner import TOOL_IMPORTS
 from lawlab_sandbox.slots import SubmissionSlots
@@ -231,11 +231,11 @@ class SandboxServicer(sandbox_pb2_grpc.SandboxServiceServicer):
         BOX_SECONDS.labels("exec").observe(result.wall_seconds)
         stdout, t1 = _cap_text(result.stdout)
         stderr, t2 = _cap_text(result.stderr)
-        if result.status == "timeout":
+        if result.status == ExecStatus.TIMEOUT:
             stderr += f"\nTimeoutError: the call exceeded {timeout:g} s and was stopped"
-        elif result.status == "output_limit":
+        elif result.status == ExecStatus.OUTPUT_LIMIT:
             stderr += "\nOutputLimit: the call flooded its output and was stopped"
-        elif result.status == "killed":
+        elif result.status == ExecStatus.KILLED:
             stderr += f"\nKilled: the process ended with status {result.exit_code} (a resource limit)"
         return sandbox_pb2.ExecuteResponse(
             status=enum_value(sandbox_pb2.ExecStatus, result.status), stdout=stdout,
@@ -293,7 +293,7 @@ class SandboxServicer(sandbox_pb2_grpc.SandboxServiceServicer):
         wall = max(r.wall_seconds for r in boxes)
         docs = []
         for result in boxes:
-            if result.status != "ok":
+            if result.status != ExecStatus.OK:
                 tail = result.stderr.decode(errors="replace")[-2000:].strip()
                 idle = ("was idle (waiting, not computing: it used less than "
                         f"{box.IDLE_CPU_FRACTION:.0%} of a core after "
@@ -314,7 +314,7 @@ class SandboxServicer(sandbox_pb2_grpc.SandboxServiceServicer):
                             + (f"; its last output: {tail}" if tail else ""),
                     wall_seconds=wall)
             docs.append(json.loads(result.stdout))
-        doc = next((d for d in docs if d["status"] != "ok"), docs[0])
+        doc = next((d for d in docs if d["status"] != ExecStatus.OK), docs[0])
         order = {j["job_id"]: i for i, j in enumerate(jobs)}
         merged = sorted((r for d in docs for r in d["results"]),
                         key=lambda r: order.get(r["job_id"], len(order)))

@@ -64,7 +64,7 @@ def srbench(task: Task, run: RunResult, tau: float = TAU) -> SrbenchOutcome | No
     target = task.meta.target.name
     out = []
     for job, frame in (("test", task.heldout()["test"]), ("test_ood", task.heldout_ood())):
-        pred = run.predictions.get(job) if run.status == "ok" else None
+        pred = run.predictions.get(job) if run.status == RunStatus.OK else None
         if frame is None or pred is None or not np.all(np.isfinite(pred)):
             out += [0.0, float("inf")]
             continue
@@ -147,7 +147,7 @@ def score(task: Task, run: RunResult, ref_metrics: dict[str, dict[str, float]]) 
     ref_name = best_reference(task, ref_metrics)
     ref = ref_metrics[ref_name]
     targets = group_targets(task)
-    if run.status != "ok":
+    if run.status != RunStatus.OK:
         return NumericOutcome(run.status, run.message, 0.0,
                               m_ref=_reference_level(task, ref, targets),
                               best_reference=ref_name, srbench=srbench(task, run))

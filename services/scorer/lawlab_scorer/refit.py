@@ -42,6 +42,7 @@ import numpy as np
 from lawlab.fitting import to_residual_space
 from lawlab.submission_runs import Job, RunResult
 from lawlab.tasks import GROUP_COL, Task
+from lawlab.vocab import RunStatus
 from lawlab.world import residual_space
 
 MAX_ITERATIONS = 25
@@ -122,7 +123,7 @@ async def refit(task: Task, constants: dict[str, float], run: Runner,
         result = await run(_jobs(task, parts, thetas))
         out: list[np.ndarray | None] = []
         for k in range(len(points)):
-            preds = [result.predictions.get(f"refit{k}/{g}") if result.status == "ok" else None
+            preds = [result.predictions.get(f"refit{k}/{g}") if result.status == RunStatus.OK else None
                      for g, _ in parts]
             if any(p is None for p in preds):
                 out.append(None)

@@ -38,7 +38,7 @@ async def score_refitted(task: Task, source: str, outcome: numeric.NumericOutcom
     (lawlab.literals rewrites the module so that each is a LAW_CONSTANT;
     lawlab_scorer.refit fits them); None where it does not apply (a problem
     with a known ground truth, or a submission that did not run)."""
-    if task.meta.suite != "real" or outcome.status != "ok":
+    if task.meta.suite != "real" or outcome.status != RunStatus.OK:
         return None
     if outcome.s_n <= 0.0:
         # S_N is the smaller of the two scores: a refit could only confirm the 0
@@ -66,7 +66,7 @@ async def score_refitted(task: Task, source: str, outcome: numeric.NumericOutcom
         return numeric.Refitted(outcome.s_n, shown, fitted.message, fitted.capped)
     jobs = [replace(j, law_constants=fitted.constants) for j in numeric.build_jobs(task)]
     again = numeric.score(task, await run(jobs), refs)
-    return numeric.Refitted(again.s_n if again.status == "ok" else 0.0, shown,
+    return numeric.Refitted(again.s_n if again.status == RunStatus.OK else 0.0, shown,
                             fitted.message, fitted.capped)
 
 
@@ -112,7 +112,7 @@ class ScorerServicer(scorer_pb2_grpc.ScorerServiceServicer):
                     # (shorter) limit for submissions
                     run = await run_jobs(self.sandbox, task.meta, ref.module, jobs,
                                          timeout_seconds=REFERENCE_SECONDS)
-                    if run.status != "ok":
+                    if run.status != RunStatus.OK:
                         raise FailedPrecondition(
                             f"reference {ref.name} of {task.task_id} failed: {run.message}")
                     out[ref.name] = numeric.group_metrics(task, run)
@@ -128,7 +128,7 @@ class ScorerServicer(scorer_pb2_grpc.ScorerServiceServicer):
         source = request.submission.source
         run = await run_jobs(self.sandbox, task.meta, source, numeric.build_jobs(task))
         outcome = numeric.score(task, run, refs)
-        if task.meta.suite == "real" and outcome.status == "ok" and outcome.s_n > 0:
+        if task.meta.suite == "real" and outcome.status == RunStatus.OK and outcome.s_n > 0:
             table = await table_verdict(task, source, self._run(task))
             if table:
                 outcome.s_n = 0.0

@@ -33,6 +33,7 @@ from prometheus_client import Counter
 
 from lawlab.errors import PermissionDenied, ResourceExhausted, Unauthenticated
 from lawlab.rpc.server import HandlerInterceptor, bearer_token, refusal, wrap_handler
+from lawlab.vocab import Role, coerce
 from lawlab_simulator.store import Store, TokenRow
 
 CACHE_SECONDS = 5.0
@@ -48,17 +49,20 @@ QUOTA_REFUSALS = Counter("lawlab_simulator_quota_refusals_total",
 @dataclass(frozen=True)
 class Identity:
     team: str
-    role: str  # team | operator | internal
+    role: Role
     max_open_sessions: int | None = None
     queries_per_second: float | None = None
     token_id: str = ""
 
+    def __post_init__(self) -> None:
+        coerce(self)
+
     @property
     def sees_all_sessions(self) -> bool:
-        return self.role in ("operator", INTERNAL)
+        return self.role in (Role.OPERATOR, Role.INTERNAL)
 
 
-INTERNAL_IDENTITY = Identity(INTERNAL, INTERNAL)
+INTERNAL_IDENTITY = Identity(INTERNAL, Role.INTERNAL)
 
 
 class RateLimiter:
@@ -205,7 +209,7 @@ class IdentityInterceptor(HandlerInterceptor):
 
         @contextlib.asynccontextmanager
         async def as_caller(context: grpc.aio.ServicerContext) -> AsyncIterator[None]:
-            if who.role == "team" and who.queries_per_second:
+            if who.role == Role.TEAM and who.queries_per_second:
                 try:  # raised inside the chain: the error layer adds retry-after
                     self.rates.take(who.team, who.queries_per_second)
                 except ResourceExhausted:

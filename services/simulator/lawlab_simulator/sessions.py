@@ -19,7 +19,7 @@ from prometheus_client import Counter
 
 from lawlab.errors import FailedPrecondition, InvalidArgument, NotFound, ResourceExhausted, shown
 from lawlab.tasks import Task
-from lawlab.vocab import Setting
+from lawlab.vocab import Role, SessionState, Setting
 from lawlab_simulator.auth import QUOTA_REFUSALS, Identity
 from lawlab_simulator.store import BudgetMismatch, NoOpenEpoch, QuotaExceeded, SessionRow, Store
 
@@ -76,17 +76,17 @@ class Sessions:
                                          "(`lawlab sim tasks` shows which tasks have one)")
             calls_max = task.meta.caps.max_experiment_calls
         if trial_id:
-            if who.role == "team":
+            if who.role == Role.TEAM:
                 raise InvalidArgument("trial_id", "is for lawlab's own services; a team's budget "
                                                   "is its (team, task, epoch) budget")
             if len(trial_id) > MAX_TRIAL_ID:
                 raise InvalidArgument("trial_id", f"longer than {MAX_TRIAL_ID} characters")
-        max_open = who.max_open_sessions if who.role == "team" else None
+        max_open = who.max_open_sessions if who.role == Role.TEAM else None
         try:
             row = await asyncio.to_thread(
                 self.store.sessions.open, uuid.uuid4().hex, task.task_id, str(setting), calls_max,
                 who.team, max_open, trial_id, who.token_id, self.release,
-                "" if who.role == "internal" else peer)
+                "" if who.role == Role.INTERNAL else peer)
         except QuotaExceeded as err:
             QUOTA_REFUSALS.labels("open_sessions", who.team).inc()
             await asyncio.to_thread(self.store.audit.event, who.team, "open_refused", None, str(err))
@@ -96,7 +96,7 @@ class Sessions:
         except BudgetMismatch as err:
             raise InvalidArgument("trial_id", str(err)) from None
         SESSIONS_OPENED.labels(str(setting)).inc()
-        if who.role == "team":
+        if who.role == Role.TEAM:
             TEAM_SESSIONS.labels(who.team).inc()
         return row
 
@@ -110,7 +110,7 @@ class Sessions:
         row = await asyncio.to_thread(self.store.sessions.get, session_id)
         if row is None or not (who.sees_all_sessions or row.owner == who.team):
             raise _not_found(session_id)
-        if row.state == "open" and time.time() - row.last_used > TOUCH_EVERY_SECONDS \
+        if row.state == SessionState.OPEN and time.time() - row.last_used > TOUCH_EVERY_SECONDS \
                 and self.state(row) == "open":
             await asyncio.to_thread(self.store.sessions.touch, row.session_id)
         return row

@@ -34,6 +34,7 @@ from lawlab.rpc.client import SCORING_CALL, aio_channel
 from lawlab.scorer.v1 import scorer_pb2_grpc
 from lawlab.simulator.v1 import simulator_pb2
 from lawlab.tasks import Task, TaskLibrary
+from lawlab.vocab import Role, Setting, SubmissionState
 from lawlab_simulator.auth import Identity
 from lawlab_simulator.sessions import Sessions
 from lawlab_simulator.store import EpochRow, Store, SubmissionRow
@@ -81,12 +82,12 @@ def status_proto(row: SubmissionRow, epoch: EpochRow | None, fingerprint: str,
         submission_id=row.submission_id, task_id=row.task_id,
         setting=convert.setting_from_name(row.setting), epoch=row.epoch,
         state=enum_value(simulator_pb2.SubmissionState, row.state),
-        release=(epoch.release_real if row.setting == "real" else epoch.release)
+        release=(epoch.release_real if row.setting == Setting.REAL else epoch.release)
         if epoch is not None else "",
-        released=released and row.state != "queued", world_fingerprint=fingerprint,
+        released=released and row.state != SubmissionState.QUEUED, world_fingerprint=fingerprint,
         replayed=replayed, team=row.owner)
     out.received.FromSeconds(int(row.received))
-    if row.state == "queued":
+    if row.state == SubmissionState.QUEUED:
         out.message = "received, validated and queued for scoring"
     elif not released:
         out.message = ("scored; the scores are released when epoch "
@@ -341,7 +342,7 @@ class Submissions:
             stored, replayed = await asyncio.to_thread(
                 self.store.submissions.submit, session.session_id,
                 "internal" if who.sees_all_sessions else who.team, request_id, source,
-                "", "" if who.role == "internal" else peer)
+                "", "" if who.role == Role.INTERNAL else peer)
         except LawlabError as err:
             SUBMISSIONS.labels(session.epoch, session.setting, "refused").inc()
             await asyncio.to_thread(self.store.audit.event, who.team, "submit_refused", session,

@@ -96,7 +96,7 @@ class LocalWorkers:
                 finally:
                     RUNNING.dec()
             await asyncio.to_thread(self.store.end_attempt, record, cause or "ok", cause, error)
-            if cause == "config":
+            if cause == Cause.CONFIG:
                 raise ConfigurationError(error)
             if cause:
                 record.status = TrialStatus.ERROR
@@ -133,7 +133,7 @@ class LocalWorkers:
                 offer = await self.scheduler.lease(campaign_id, worker_id)
                 if offer.lease is not None:
                     cause = await self._run_lease(worker_id, offer.lease)
-                    if cause == "config":
+                    if cause == Cause.CONFIG:
                         return
                     continue
             if offer.done:

@@ -24,7 +24,7 @@ from pathlib import Path
 from prometheus_client import Counter, Gauge, Histogram
 
 from lawlab.errors import FailedPrecondition, NotFound
-from lawlab.vocab import Cause, TrialStatus, Unset, coerce
+from lawlab.vocab import CampaignState, Cause, TrialStatus, Unset, coerce
 from lawlab_agent import attempt
 from lawlab_agent import campaign as camp
 from lawlab_agent.campaigns import retry
@@ -195,7 +195,7 @@ class CampaignScheduler:
                     await asyncio.to_thread(self.store.put, r)
         row = await asyncio.to_thread(self.store.campaign, campaign_id)
         assert row is not None
-        if row.state != "finished" or any(r.status not in DONE_STATUSES for r in trials):
+        if row.state != CampaignState.FINISHED or any(r.status not in DONE_STATUSES for r in trials):
             self.start(campaign_id)
         return await self.snapshot(campaign_id)
 
@@ -208,7 +208,7 @@ class CampaignScheduler:
         row = await asyncio.to_thread(self.store.campaign, campaign_id)
         if row is None:
             raise NotFound(f"campaign {campaign_id!r} not found")
-        if row.state in ("running", "interrupted"):
+        if row.state in (CampaignState.RUNNING, CampaignState.INTERRUPTED):
             await asyncio.to_thread(self.store.set_campaign_state, campaign_id, "cancelled")
         stop = self._stops.get(campaign_id)
         if stop is not None:
@@ -217,7 +217,7 @@ class CampaignScheduler:
     async def resume_interrupted(self) -> list[str]:
         """At start-up: campaigns that were running when the service stopped go on."""
         rows = await asyncio.to_thread(self.store.campaigns)
-        resumed = [r.campaign_id for r in rows if r.state == "interrupted"]
+        resumed = [r.campaign_id for r in rows if r.state == CampaignState.INTERRUPTED]
         for campaign_id in resumed:
             self.start(campaign_id)
         return resumed
@@ -280,7 +280,7 @@ class CampaignScheduler:
         current = await asyncio.to_thread(self.store.campaign, run.campaign_id)
         if run.failure:
             state, error = "failed", f"configuration error: {run.failure[0]}"
-        elif current is not None and current.state == "cancelled":
+        elif current is not None and current.state == CampaignState.CANCELLED:
             state, error = "cancelled", ""
         else:
             state, error = "finished", "; ".join(run.tripped.values())
@@ -294,7 +294,7 @@ class CampaignScheduler:
             row = await asyncio.to_thread(self.store.campaign, campaign_id)
             if row is None:
                 raise NotFound(f"campaign {campaign_id!r} not found")
-            return Offer(done=row.state != "running", retry_after=2.0)
+            return Offer(done=row.state != CampaignState.RUNNING, retry_after=2.0)
         if run.stop.is_set():
             return Offer(done=True)
         run.opening += 1  # a cell off the queue, not leased yet: the run is not over

@@ -14,6 +14,7 @@ from lawlab.sandbox.v1 import sandbox_pb2, sandbox_pb2_grpc
 from lawlab.scorer.v1 import scorer_pb2_grpc
 from lawlab.simulator.v1 import simulator_pb2, simulator_pb2_grpc
 from lawlab.tasks import SolverTask, Variable
+from lawlab.vocab import Setting
 from lawlab_agent import prompts
 from lawlab_agent.policy import Policy, TrialContext
 from lawlab_agent.store import TrialRecord
@@ -78,7 +79,7 @@ async def _starting_data(clients: Clients, view: View, session: simulator_pb2.Se
 
 async def open_trial(record: TrialRecord, policy: Policy, clients: Clients,
                      max_turns: int | None) -> OpenTrial:
-    parallel = record.setting == "parallel"
+    parallel = record.setting == Setting.PARALLEL
     task = convert.solver_task_from_proto((await clients.simulator.GetTask(
         simulator_pb2.GetTaskRequest(task_id=record.task_id), timeout=FAST_CALL)).task)
     view = make_view(task, record.context)

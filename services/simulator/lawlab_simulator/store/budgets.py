@@ -18,6 +18,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 
 from lawlab.db import Database, Executor
+from lawlab.vocab import SessionState
 from lawlab_simulator.store import audit
 from lawlab_simulator.store.sessions import SessionRepository, session_row
 
@@ -113,11 +114,11 @@ class BudgetRepository:
         if row is None:
             raise KeyError(req.session_id)
         state = self.sessions.effective_state(row, now)
-        if state != "open":
+        if state != SessionState.OPEN:
             raise SessionNotOpen(
                 f"session {req.session_id!r} is {state}"
-                + (f" (unused for more than {self.sessions.idle_seconds:g} s)" if state == "expired"
-                   else "")
+                + (f" (unused for more than {self.sessions.idle_seconds:g} s)"
+                   if state == SessionState.EXPIRED else "")
                 + "; open a new one on the same task: it continues the same budget")
         if not row.budget_key:
             raise SessionNotOpen("this session has no experiment budget (a Real session)")

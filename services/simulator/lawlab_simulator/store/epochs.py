@@ -7,7 +7,7 @@ import time
 from dataclasses import dataclass
 
 from lawlab.db import Database, Executor
-from lawlab.vocab import Release, coerce
+from lawlab.vocab import Release, Setting, coerce
 from lawlab_simulator.store import audit
 
 DEFAULT_EPOCH = "default"
@@ -29,7 +29,7 @@ class EpochRow:
 
     def releases(self, setting: str) -> bool:
         """Whether this epoch shows scores of ``setting`` now."""
-        policy = self.release_real if setting == "real" else self.release
+        policy = self.release_real if setting == Setting.REAL else self.release
         return policy == "immediate" or self.closed is not None
 
 

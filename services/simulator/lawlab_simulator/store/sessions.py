@@ -72,7 +72,7 @@ class SessionRepository:
 
     def effective_state(self, row: SessionRow, now: float | None = None) -> SessionState:
         """'expired' for an open session idle longer than the ledger allows."""
-        if row.state == "open" and self.idle_seconds is not None \
+        if row.state == SessionState.OPEN and self.idle_seconds is not None \
                 and (now or time.time()) - row.last_used > self.idle_seconds:
             return SessionState.EXPIRED
         return row.state
@@ -119,7 +119,7 @@ class SessionRepository:
                                       "(lawlab epoch open NAME)")
                 epoch = ""
             key = ""
-            if setting == "parallel":
+            if setting == Setting.PARALLEL:
                 key = budget_key(task_id, owner, world, trial_id)
                 ex("INSERT INTO budgets (budget_key, task_id, owner, epoch, calls_max, created) "
                    "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (budget_key) DO NOTHING",

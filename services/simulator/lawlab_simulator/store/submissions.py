@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from lawlab.db import Database
-from lawlab.vocab import Setting, SubmissionState, coerce
+from lawlab.vocab import SessionState, Setting, SubmissionState, coerce
 from lawlab_simulator.store import audit
 from lawlab_simulator.store.epochs import current_epoch
 from lawlab_simulator.store.sessions import SessionRepository, session_row
@@ -99,14 +99,14 @@ class SubmissionRepository:
                     f"one final submission per task, setting and epoch: {row.task_id} "
                     f"({row.setting}) already has {old.submission_id} in epoch {row.epoch}")
             state = self.sessions.effective_state(row, now)
-            if state != "open":
+            if state != SessionState.OPEN:
                 raise FailedPrecondition(f"session {session_id} is {state}; open a session on "
                                          f"{row.task_id} again (the budget continues) and submit")
             current = current_epoch(ex)
             if row.epoch and current != row.epoch:
                 raise FailedPrecondition(f"epoch {row.epoch} of this session has closed; "
                                          "submissions belong to the current epoch")
-            if row.setting == "parallel" and row.calls_used < 1:
+            if row.setting == Setting.PARALLEL and row.calls_used < 1:
                 raise FailedPrecondition("a Parallel submission needs at least one experiment "
                                          "(Query) on this task in this epoch")
             if actor != "internal":
