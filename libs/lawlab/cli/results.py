@@ -97,12 +97,11 @@ def load_export(path: Path, data_dir: Path) -> dict[str, Any]:
     return dict(json.loads(proc.stdout.strip().splitlines()[-1]))
 
 
-def release_note(path: Path, tasks_dir: Path) -> str:
-    """A line when the export came from another library release than this machine's."""
-    from lawlab import exportfile
+def release_note(path: Path, theirs: str, tasks_dir: Path) -> str:
+    """A line when the export (of release ``theirs``) came from another library
+    release than this machine's."""
     from lawlab.tasks import TaskLibrary
 
-    theirs = exportfile.read(path).manifest.get("release", "")
     ours = TaskLibrary(tasks_dir).release if tasks_dir.is_dir() else ""
     if theirs and ours and theirs != ours:
         return (f"note: {path} was exported from library release {theirs}; this machine's "
@@ -115,7 +114,7 @@ def cmd_import(args: argparse.Namespace) -> int:
     path = Path(args.file)
     data = Path(args.data_dir)
     loaded = load_export(path, data)
-    note = release_note(path, Path(args.tasks_dir))
+    note = release_note(path, loaded.get("release", ""), Path(args.tasks_dir))
     if note:
         print(note, file=sys.stderr)
     if loaded["already"]:

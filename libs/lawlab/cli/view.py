@@ -31,7 +31,8 @@ def cmd_view(args: argparse.Namespace) -> int:
         os.environ.pop("LAWLAB_TRIAL_STORE_URL", None)
         with tempfile.TemporaryDirectory(prefix="lawlab-export-") as tmp:
             loaded = load_export(Path(args.file), Path(tmp))
-            note = release_note(Path(args.file), Path(args.tasks_dir))
+            note = release_note(Path(args.file), loaded.get("release", ""),
+                                Path(args.tasks_dir))
             if note:
                 print(note, file=sys.stderr)
             print(f"[export] campaign {loaded['campaign_id']} from {args.file}: "

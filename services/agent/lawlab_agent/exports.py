@@ -38,6 +38,7 @@ class Loaded:
     trials: int
     transcripts: int
     already: bool  # the store held this export already
+    release: str = ""  # the library release the export names (its manifest)
 
 
 def load(path: Path, data_dir: Path, store_url: str = "") -> Loaded:
@@ -76,7 +77,8 @@ def _load(export: Export, path: Path, data_dir: Path, store: TrialStore) -> Load
         have = {r.trial_id: r for r in store.campaign_trials(cid)}
         if existing.spec == spec and set(have) == {r.trial_id for r in records} and all(
                 _same(have[r.trial_id], r) for r in records):
-            return Loaded(cid, len(records), len(export.transcripts), already=True)
+            return Loaded(cid, len(records), len(export.transcripts), already=True,
+                          release=str(export.manifest.get("release", "")))
         raise ExportError(f"campaign {cid!r} exists in {data_dir} with other trials or another "
                           "grid: import the export into another --data-dir (an empty one is "
                           "made for you by `lawlab view FILE`)")
@@ -107,7 +109,8 @@ def _load(export: Export, path: Path, data_dir: Path, store: TrialStore) -> Load
     # nothing runs an imported campaign: one that was running reads as interrupted
     word = CampaignState.INTERRUPTED if word in ("running", "unspecified") else word
     store.set_campaign_state(cid, word, campaign.error)
-    return Loaded(cid, len(records), written, already=False)
+    return Loaded(cid, len(records), written, already=False,
+                  release=str(export.manifest.get("release", "")))
 
 
 def _cause(a: agent_pb2.Attempt) -> Cause | Unset:

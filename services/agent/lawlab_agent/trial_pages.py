@@ -280,11 +280,11 @@ def _rows_of(store: TrialStore, side: str, reveal: bool) -> tuple[list[Any], int
     records = store.campaign_trials(cid)
     if agent:
         records = [r for r in records
-                   if (r.agent + (f"/{r.model}" if r.model else "")) == agent]
+                   if _name(r) == agent]
         if not records:
             return [], 0, f"campaign {cid!r} has no trials of agent {agent!r}"
     withheld = [r for r in records if not reveal and sealed(r)]
-    rows = [Row(agent=r.agent + (f"/{r.model}" if r.model else ""), setting=r.setting,
+    rows = [Row(agent=_name(r), setting=r.setting,
                 context=r.context, task_id=r.task_id, seed=r.seed, status=r.status,
                 score_status="", s_n=r.s_n, s_v=r.s_v, s_s=r.s_s)
             for r in records if r not in withheld and r.status in vocab.FINAL_STATUSES]
