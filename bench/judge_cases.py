@@ -1,8 +1,9 @@
 """The structure judge against cases generated from the worlds (issue #49).
 
-For every world of a library, submissions whose right C.5 level is known by
-construction, each judged by the deterministic structure judge exactly as the
-judge service runs it (``structure.judge_structure`` on the module's text):
+For every world of a library, the submissions ``lawlab.structure_cases`` generates
+with their right C.5 level known by construction, each judged by the
+deterministic structure judge exactly as the judge service runs it
+(``structure.judge_structure`` on the module's text):
 
 - ``exact``: the hidden law with its own constants (1.0);
 - ``exact_off``: the hidden law with every declared start 15 % off the hidden
@@ -36,138 +37,12 @@ import multiprocessing
 import sys
 import time
 from collections import Counter, defaultdict
-from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from lawlab.structure_cases import EXPECT, judge_task, kappa
+
 ROOT = Path(__file__).resolve().parents[1]
-OFF = 0.15
-LEVELS = (0.0, 0.25, 0.5, 0.75, 1.0)
-# kind -> (exact label or None, upper bound)
-EXPECT: dict[str, tuple[float | None, float]] = {
-    "exact": (1.0, 1.0), "exact_off": (1.0, 1.0), "plus_extra": (0.75, 0.75),
-    "base": (None, 0.5), "other_reference": (None, 0.5), "line": (None, 0.25),
-    "line_is_base": (None, 0.5),
-    "constant": (0.0, 0.0),
-}
-
-
-def _module(expr: str, inputs: Sequence[str], constants: Mapping[str, float],
-            local: Mapping[str, float] | None, space: str) -> str:
-    from lawlab.contract import law_module
-    from lawlab.expr import Expression
-
-    names = Expression(expr).names
-    used = [n for n in inputs if n in names] or list(inputs)[:1]
-    return law_module(title="generated case", expr=expr, used_inputs=used,
-                      constants=dict(constants), local_init=dict(local) if local else None,
-                      space=space)
-
-
-def _affine(expr: str, inputs: Sequence[str]) -> bool:
-    """Whether a law is a straight line in its inputs (every second derivative 0)."""
-    import sympy
-
-    from lawlab.expr import Expression
-
-    if not expr:
-        return False
-    e = Expression(expr).to_sympy()
-    xs = [s for s in e.free_symbols if s.name in inputs]
-    return all(sympy.simplify(sympy.diff(e, a, b)) == 0 for a in xs for b in xs)
-
-
-def cases(task: Any) -> list[tuple[str, str, str]]:
-    """(kind, label, module source) for one world."""
-    import numpy as np
-
-    from lawlab.taskbuild import mechanisms
-    from lawlab.taskbuild.specs import SPECS
-
-    spec = task.world_spec()
-    law = spec["law"]
-    inputs = list(task.meta.input_names)
-    local_names = list(law.get("local", {}))
-    shared = {k: float(v) for k, v in law["constants"].items() if k not in local_names}
-    local = {n: float(np.median(list(t.values()))) for n, t in law.get("local", {}).items()}
-    out = []
-    out.append(("exact", "hidden law", _module(law["expr"], inputs, shared, local or None,
-                                               spec["space"])))
-    off = {k: v * (1 + OFF) for k, v in shared.items()}
-    loc_off = {k: v * (1 - OFF) for k, v in local.items()}
-    out.append(("exact_off", "hidden law, starts 15% off",
-                _module(law["expr"], inputs, off, loc_off or None, spec["space"])))
-    refs = task.references()
-    for r in refs:
-        kind = "base" if r.name == law.get("base_reference") else "other_reference"
-        out.append((kind, r.name, r.module))
-    lin = " + ".join(f"b{i} * {n}" for i, n in enumerate(inputs))
-    # where the published base is itself a straight line, the line recovers it (0.5)
-    line_kind = "line_is_base" if _affine(law.get("base_expr", ""), inputs) else "line"
-    y = task.train[task.meta.target.name].to_numpy(float)
-    out.append((line_kind, "a straight line", _module(
-        f"a + {lin}", inputs, {"a": float(np.mean(y)), **{f"b{i}": 1e-3
-                                                             for i in range(len(inputs))}},
-        None, spec["space"])))
-    out.append(("constant", "a constant", _module("a", inputs, {"a": float(np.mean(y))},
-                                                  None, spec["space"])))
-    # the hidden law plus one catalogued mechanism it lacks
-    tspec = next((s for s in SPECS if s.task_id == task.task_id), None)
-    if tspec is not None:
-        names = {r.name: [*r.global_names, *r.local_names] for r in tspec.references}
-        catalogue = mechanisms.parse_catalogue(tspec.variants, tspec.task_id, inputs, names)
-        have = {p["id"] for p in law.get("pieces", [])}
-        law_variants = [v for v in catalogue if v.id in have]
-        taken = set(law["expr"].replace("(", " ").replace(")", " ").split())
-        for v in catalogue:
-            if v.id in have or v.base != law.get("base_reference") or v.edit == "replace":
-                continue
-            if not mechanisms.compatible([*law_variants, v]):
-                continue
-            if any(c.name in taken or c.name in shared or c.name in local for c in v.constants):
-                continue
-            expr = v.apply(law["expr"])
-            extra = {c.name: float(c.init) for c in v.constants if not c.local}
-            extra_local = {c.name: float(c.init) for c in v.constants if c.local}
-            out.append(("plus_extra", f"hidden law + {v.id}", _module(
-                expr, inputs, {**shared, **extra}, {**local, **extra_local} or None,
-                spec["space"])))
-            break
-    return out
-
-
-def judge_task(args: tuple[str, str]) -> list[dict[str, Any]]:
-    root, task_id = args
-    from lawlab import structure
-    from lawlab.tasks import Task
-
-    task = Task(Path(root) / task_id)
-    hidden = structure.hidden_law_of(task.world_spec(), task.meta.input_names)
-    rows = []
-    for kind, label, source in cases(task):
-        start = time.perf_counter()
-        try:
-            outcome = structure.judge_structure(source, hidden)
-            level, why = float(outcome.level), outcome.explanation
-        except Exception as err:  # noqa: BLE001  (recorded: a case the judge cannot take)
-            level, why = float("nan"), f"judge raised {type(err).__name__}: {err}"
-        exact, bound = EXPECT[kind]
-        rows.append({"task": task_id, "kind": kind, "case": label, "level": level,
-                     "expected": exact, "bound": bound,
-                     "agrees": (level == exact) if exact is not None else level <= bound,
-                     "seconds": round(time.perf_counter() - start, 2), "why": why})
-    return rows
-
-
-def kappa(pairs: Sequence[tuple[float, float]]) -> float:
-    """Cohen's kappa over the five levels."""
-    n = len(pairs)
-    if not n:
-        return float("nan")
-    po = sum(a == b for a, b in pairs) / n
-    ca, cb = Counter(a for a, _ in pairs), Counter(b for _, b in pairs)
-    pe = sum(ca[k] * cb[k] for k in LEVELS) / n / n
-    return (po - pe) / (1 - pe) if pe < 1 else 1.0
 
 
 def report(rows: list[dict[str, Any]]) -> str:

@@ -7,7 +7,9 @@ free parameter except small integers and simple rational exponents (a
 structural choice). Two forms *match* when one reproduces the other exactly
 after refitting its parameters on dense, noise-free probes (an exact
 structural match fits to round-off; MATCH_TOL is a relative RMS in residual
-space).
+space). Before any fit the judge asks sympy: a submission whose placeholder
+reading is the hidden law's own expression under some renaming of its constants
+(:func:`renamings`), sharing kept, is the hidden structure whatever its starts.
 
 Sharing matters (C.5: "which parameters are shared and which per group"). For
 Type II laws the comparison is made jointly over several groups: parameters a
@@ -360,6 +362,17 @@ def family_rank(form: Form, data: Sequence[Mapping[str, np.ndarray]],
     extra term or extra per-group freedom has a higher one, even where the extra
     parameter happens to be zero."""
     return _rank(_grouped_jacobian(form, data, values, space), tol)
+
+
+def per_group_dimension(form: Form, data: Sequence[Mapping[str, np.ndarray]],
+                        values: Sequence[Params], space: str) -> int:
+    """How many directions of a form's family vary per group at these values: its
+    grouped rank less its rank with every parameter shared (the first group's values
+    for all). The hidden law's sharing pattern has its own count; a form that frees
+    more parameters per group has a larger one, whatever extra shared terms it adds."""
+    shared = form.with_local([False] * len(form.params))
+    first = [np.asarray(values[0], float)] * len(data)
+    return family_rank(form, data, values, space) - family_rank(shared, data, first, space)
 
 
 def grouped_misfit(form: Form, data: Sequence[Mapping[str, np.ndarray]],
@@ -723,6 +736,92 @@ def _freeze(form: Form, names: Sequence[str], values: Mapping[str, float]) -> Fo
                 [form.names[i] for i in keep] if form.names else [])
 
 
+_SELF = sympy.Symbol("__lawlab_self__", real=True)
+_OTHER = sympy.Symbol("__lawlab_other__", real=True)
+SAME_LITERAL = 1e-9  # a literal of the hidden law, written again (relative)
+MAX_RENAMINGS = 5040  # renamings of tied parameters tried before the symbolic test gives up
+
+
+def renamings(a: Form, b: Form) -> list[dict[int, int]]:
+    """Every renaming of ``a``'s parameters onto ``b``'s (index to index, one to one)
+    under which the two expressions are the same sympy expression and each parameter
+    keeps its sharing (per group or shared). Empty when none is found, which is not a
+    proof that the two differ: sympy compares trees, not functions (``a / (1 + x / b)``
+    is not ``a b / (b + x)`` here), and more than MAX_RENAMINGS ties are not tried.
+
+    A parameter's signature is its expression with that parameter one symbol and
+    every other parameter another: parameters with the same signature on both sides
+    are the only candidates for each other, so a renaming is found without trying
+    every permutation."""
+    if len(a.params) != len(b.params) or set(a.inputs) != set(b.inputs):
+        return []
+
+    def signatures(form: Form) -> list[sympy.Expr]:
+        out = []
+        for i in range(len(form.params)):
+            table = {q: (_SELF if j == i else _OTHER) for j, q in enumerate(form.params)}
+            out.append(form.expr.xreplace(table))
+        return out
+
+    sig_a, sig_b = signatures(a), signatures(b)
+    classes: dict[tuple[sympy.Expr, bool], tuple[list[int], list[int]]] = {}
+    for i, (s, loc) in enumerate(zip(sig_a, a.local)):
+        classes.setdefault((s, loc), ([], []))[0].append(i)
+    for j, (s, loc) in enumerate(zip(sig_b, b.local)):
+        if (s, loc) not in classes:
+            return []
+        classes[(s, loc)][1].append(j)
+    if any(len(ia) != len(jb) for ia, jb in classes.values()):
+        return []
+    ties = [math.factorial(len(ia)) for ia, _ in classes.values()]
+    if math.prod(ties) > MAX_RENAMINGS:
+        return []
+    out = []
+    for choice in itertools.product(*(itertools.permutations(jb)
+                                      for _, jb in classes.values())):
+        mapping = {i: j for (ia, _), js in zip(classes.values(), choice)
+                   for i, j in zip(ia, js)}
+        renamed = a.expr.xreplace({a.params[i]: b.params[j] for i, j in mapping.items()})
+        if renamed == b.expr:
+            out.append(mapping)
+    return out
+
+
+def _symbolic_level(free: Form, hidden: HiddenLaw) -> StructureOutcome | None:
+    """1.0 when the submission, every constant and literal a placeholder, is the
+    hidden law's own expression (:func:`renamings`) with its sharing, each literal it
+    wrote for a hidden constant within COEFF_FULL of that constant's value and each
+    literal it wrote for a literal of the hidden law that literal itself (to
+    SAME_LITERAL: an origin 1900 for the hidden 1958 is another law). A declared
+    constant is fitted by contract and may start anywhere. Else None, and the
+    numerical comparison decides. Decided without a fit, so no start can lose it."""
+    hform = hidden.placeholder_form()
+    values = hidden.placeholder_values(hform)
+    for mapping in renamings(free, hform):
+        off, literal_off = 0.0, 0.0
+        for i, j in mapping.items():
+            if free.names[i]:
+                continue
+            truth = [float(v[j]) for v in values]
+            scale = max(max(abs(t) for t in truth), abs(free.init[i]), 1e-12)
+            gap = min(abs(free.init[i] - t) for t in truth) / scale
+            if hform.names[j]:
+                off = max(off, gap)
+            else:  # a literal of the hidden law itself (an origin, a harmonic's 4)
+                literal_off = max(literal_off, gap)
+        if off <= COEFF_FULL and literal_off <= SAME_LITERAL:
+            multi = len(hidden.groups) > 1
+            pieces = [p.description for p in hidden.pieces]
+            return StructureOutcome(
+                1.0, ["base form", *pieces, *(["sharing"] if multi else [])], [],
+                Confidence.HIGH,
+                "the hidden law's own expression with every constant and literal a "
+                "placeholder (sympy, no fit)" + (", with the same shared and per-group "
+                                                  "parameters" if multi else "")
+                + (f"; its literals within {off:.0%} of the hidden values" if off else ""))
+    return None
+
+
 def judge_structure(source: str, hidden: HiddenLaw, seed: int = 0) -> StructureOutcome:
     """The level of hidden structure a submission recovers (module docstring).
 
@@ -747,6 +846,9 @@ def judge_structure(source: str, hidden: HiddenLaw, seed: int = 0) -> StructureO
     except Exception as err:  # noqa: BLE001  (a broken expression is an invalid submission)
         return StructureOutcome(0.0, [], ["base form", *pieces], Confidence.HIGH,
                                 f"the translated law cannot be evaluated: {err}")
+    symbolic = _symbolic_level(free, hidden)
+    if symbolic is not None:
+        return symbolic
     h_curves = hidden.evaluate(hidden.values())
     targets = h_curves
     if len(data) > 1:  # move the hidden law's per-group values: the sharing pattern is exercised
@@ -785,6 +887,19 @@ def judge_structure(source: str, hidden: HiddenLaw, seed: int = 0) -> StructureO
         f"are within {off:.0%} of that structure's values and leave {left:.0%} of the hidden "
         "pieces' departure from the base)")
     return placeholders
+
+
+def reference_above_base(hidden: HiddenLaw, modules: Mapping[str, str]) -> str:
+    """The judge's own verdict on every published reference of the task, as the
+    world builder's last integrity screen and `lawlab tasks validate` ask it (one
+    equivalence for builder and judge): '' when each scores at most 0.5, else the
+    first that scores more, with its level and the judge's reason."""
+    for name, source in modules.items():
+        outcome = judge_structure(source, hidden)
+        if outcome.level > 0.5:
+            return (f"the structure judge scores the published reference {name} "
+                    f"{outcome.level:g} against the hidden law ({outcome.explanation})")
+    return ""
 
 
 def literal_deviation(free: Form, hidden: HiddenLaw,
@@ -869,6 +984,15 @@ def _level(sub: Form, hidden: HiddenLaw, hform: Form, truth: list[np.ndarray],
                                                             "parameters" if multi else ""),
                                     (sub, h_curves))
         extra = "extra terms" if not multi else "extra terms or extra per-group freedom"
+        if not hidden.added and multi and \
+                per_group_dimension(sub, data, fitted, hidden.space) <= \
+                per_group_dimension(hform, data, truth, hidden.space):
+            # the hidden law is the base with other sharing, and the submission varies
+            # per group no more than it does: the sharing found, plus shared extra terms
+            return StructureOutcome(0.75, ["base form", *pieces, "sharing"], ["(extra terms)"],
+                                    Confidence.HIGH, "contains the hidden structure (its "
+                                    "shared and per-group parameters) plus extra shared terms",
+                                    (sub, h_curves))
         if not hidden.added:  # the hidden law is the base with other sharing: no added structure
             return StructureOutcome(0.5, ["base form"], pieces, Confidence.HIGH,
                                     f"the published base form (plus {extra}); the hidden law "

@@ -165,6 +165,10 @@ SHARING_CASES = [
     (SHARING_ONLY, {"scal": 1.0}, {"Asym": 2.0, "xmid": 1.5}, 0.5),
     (SHARING_ONLY, {"xmid": 1.5, "scal": 1.0}, {"Asym": 2.0}, 1.0),
     ("a + b * log(c)", {"b": 0.4}, {"a": 1.0}, 0.25),
+    # issue #49: the hidden sharing plus a shared extra term is the hidden structure plus
+    # extra terms; the published sharing (freer) plus the same term is still the base
+    (SHARING_ONLY + " + e * c", {"xmid": 1.5, "scal": 1.0, "e": 0.01}, {"Asym": 2.0}, 0.75),
+    (SHARING_ONLY + " + e * c", {"scal": 1.0, "e": 0.01}, {"Asym": 2.0, "xmid": 1.5}, 0.5),
 ]
 
 

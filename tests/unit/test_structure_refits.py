@@ -14,11 +14,23 @@ task's published references):
   read as a free constant, which makes it Antoine's three-constant family, and the
   hidden piece (a hydrostatic head, 3.7e-4 of the law's spread) fitted under the
   tolerance.
+
+And three of this machine's library (the key c5a0eccf; their structure does not
+depend on the key, only mare_follicles' h2s does):
+
+- mare_follicles (Type II, a second harmonic `4 pi`, abs(A)) and mauna_loa_co2 (five
+  `1958` origins): the hidden law as written, or from 15 % off, scored 0.75 ("plus
+  extra terms"): the written reading frees those literals and the refit lost;
+  the symbolic test (`structure.renamings`) finds the hidden expression itself;
+- spruce_growth, a world whose only piece is a change of sharing (y0 per group):
+  the hidden law plus a shared extra term scored 0.5; a form freeing more
+  parameters per group still must.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -49,16 +61,18 @@ def _exact_off(spec: dict) -> str:
                       constants=shared, local_init=local or None, space=spec["space"])
 
 
-@pytest.mark.parametrize("name", ["metal_biosensor_induction", "heart_rate_baroreflex",
-                                  "forbes_boiling_point"])
+WORLDS = ["metal_biosensor_induction", "heart_rate_baroreflex", "forbes_boiling_point",
+          "mare_follicles", "mauna_loa_co2", "spruce_growth"]
+
+
+@pytest.mark.parametrize("name", WORLDS)
 def test_the_hidden_law_with_starts_15_percent_off_scores_1(name):
     spec, hidden = _world(name)
     outcome = structure.judge_structure(_exact_off(spec), hidden)
     assert outcome.level == 1.0, outcome.explanation
 
 
-@pytest.mark.parametrize("name", ["metal_biosensor_induction", "heart_rate_baroreflex",
-                                  "forbes_boiling_point"])
+@pytest.mark.parametrize("name", WORLDS)
 def test_no_published_reference_scores_above_the_base(name):
     spec, hidden = _world(name)
     for ref, source in spec["references"].items():
@@ -117,3 +131,94 @@ def test_a_piece_neutral_at_a_removable_singularity_is_its_limit():
     frozen = structure._freeze(form, ["a", "b", "kd"], {"kd": 0.0})
     w = {"w": np.linspace(50, 300, 6)}
     assert np.allclose(frozen.evaluate(w, [0.5, 0.01]), 0.5 + 0.01 * w["w"], rtol=1e-12)
+
+
+def _spruce(expr: str, shared: dict, local: dict) -> str:
+    return law_module(title="spruce case", expr=expr, used_inputs=["days"], constants=shared,
+                      local_init=local or None, space="log10")
+
+
+def test_the_hidden_law_as_written_scores_1_without_a_fit():
+    """The symbolic test decides the exact law (and any renaming of its constants)
+    before any refit: no start can lose it."""
+    for name in ("mare_follicles", "mauna_loa_co2"):
+        spec, hidden = _world(name)
+        law = spec["law"]
+        local = {n: float(np.median(list(t.values()))) for n, t in law["local"].items()}
+        shared = {f"renamed_{k}": float(v) for k, v in law["constants"].items()
+                  if k not in local}
+        expr = law["expr"]
+        for k in law["constants"]:
+            if k not in local:
+                expr = re.sub(rf"\b{k}\b", f"renamed_{k}", expr)
+        names = Expression(expr).names
+        source = law_module(title="renamed", expr=expr,
+                            used_inputs=[n for n in spec["inputs"] if n in names],
+                            constants=shared, local_init=local or None, space=spec["space"])
+        outcome = structure.judge_structure(source, hidden)
+        assert outcome.level == 1.0 and "no fit" in outcome.explanation, (name, outcome)
+
+
+def test_a_literal_far_from_the_hidden_one_is_not_decided_symbolically():
+    """mauna_loa_co2's law with its origin 1958 written as 1900: the same tree with
+    every literal a placeholder, but a literal 3 % off is not the hidden law's (the
+    numerical comparison decides, and it is not 1.0 as written)."""
+    spec, hidden = _world("mauna_loa_co2")
+    law = spec["law"]
+    source = law_module(title="origin moved", expr=law["expr"].replace("1958", "1900"),
+                        used_inputs=["t"], constants=law["constants"], space=spec["space"])
+    free = structure.translate(source, free_literals=True, free_exponents=True)
+    assert structure.renamings(free, hidden.placeholder_form())  # the same tree
+    outcome = structure.judge_structure(source, hidden)
+    assert "no fit" not in outcome.explanation, outcome
+
+
+def test_renamings_keep_sharing_and_do_not_claim_a_difference():
+    x = ["x"]
+    a = structure.translate(law_module(title="a", expr="k * exp(-r * x) + c", used_inputs=x,
+                                       constants={"r": 0.5, "c": 1.0}, local_init={"k": 2.0}))
+    b = structure.translate(law_module(title="b", expr="c2 + a1 * exp(-x * r1)", used_inputs=x,
+                                       constants={"r1": 0.4, "c2": 0.9}, local_init={"a1": 3.0}))
+    (mapping,) = structure.renamings(a, b)
+    assert all(b.names[j] == {"k": "a1", "r": "r1", "c": "c2"}[a.names[i]]
+               for i, j in mapping.items())
+    shared_k = b.with_local([False] * len(b.params))
+    assert structure.renamings(a, shared_k) == []  # k per group there, shared here
+    # the same function written as another tree: not found, and not claimed different
+    c = structure.translate(law_module(title="c", expr="k * b / (b + x)", used_inputs=x,
+                                       constants={"k": 1.0, "b": 2.0}))
+    d = structure.translate(law_module(title="d", expr="k / (1 + x / b)", used_inputs=x,
+                                       constants={"k": 1.0, "b": 2.0}))
+    assert structure.renamings(c, d) == []
+
+
+def test_symmetric_parameters_are_renamed_either_way():
+    x = ["x"]
+    a = structure.translate(law_module(title="a", expr="p * x + q * x ** 2 + r * x ** 2",
+                                       used_inputs=x, constants={"p": 1.0, "q": 2.0, "r": 3.0}))
+    assert len(structure.renamings(a, a)) == 2  # q and r trade places
+
+
+def test_a_sharing_world_credits_its_sharing_plus_extra_terms_and_nothing_freer():
+    """spruce_growth's hidden law is the published base with y0 per group."""
+    spec, hidden = _world("spruce_growth")
+    law = spec["law"]
+    k = float(law["constants"]["k"])
+    A, y0 = (float(np.median(list(law["local"][n].values()))) for n in ("Asym", "y0"))
+    base = "Asym - (Asym - y0) * exp(-k * days)"
+    extra = base + " + e * days"
+    cases = {
+        "hidden sharing plus a shared extra term": (_spruce(extra, {"k": k, "e": 1e-3},
+                                                            {"Asym": A, "y0": y0}), 0.75),
+        "every parameter per group": (_spruce(base, {}, {"Asym": A, "y0": y0, "k": k}), 0.5),
+        "every parameter per group plus an extra term": (
+            _spruce(extra, {"e": 1e-3}, {"Asym": A, "y0": y0, "k": k}), 0.5),
+        "the published sharing plus an extra term": (
+            _spruce(extra, {"k": k, "y0": y0, "e": 1e-3}, {"Asym": A}), 0.5),
+        "the hidden law written another way, starts 15% off": (
+            _spruce("Asym + (y0 - Asym) * exp(-days * k)", {"k": k * 1.15},
+                    {"Asym": A * 0.85, "y0": y0 * 0.85}), 1.0),
+    }
+    for label, (source, level) in cases.items():
+        outcome = structure.judge_structure(source, hidden)
+        assert outcome.level == level, (label, outcome.level, outcome.explanation)

@@ -233,6 +233,8 @@ def _validate_world(task: Task, rep: Report, items: Sequence[dict[str, Any]]) ->
         rep.check(misfit >= structure.MATCH_TOL,
                   f"the hidden law is refit-equivalent to the published reference {ref.name} "
                   f"(misfit {misfit:.2e})")
+    above = structure.reference_above_base(hidden, {r.name: r.module for r in refs})
+    rep.check(not above, above)
     for piece in hidden.pieces:
         if not piece.neutral:
             continue

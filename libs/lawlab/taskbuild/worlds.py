@@ -517,6 +517,27 @@ class WorldBuilder:
                     return f"refit-equivalent to the published reference {ref.name} as served"
         return ""
 
+    def judged_references(self, spec: dict[str, Any], refs: Sequence[Reference]) -> str:
+        """The last integrity screen, on the world with its pieces: the structure judge
+        itself scores no published reference above 0.5 (each as a module from its
+        pooled fit, as a solver would write it; `lawlab tasks validate` asks the same
+        of the served modules)."""
+        from lawlab.contract import law_module
+
+        modules = {}
+        for ref in refs:
+            fitted = self.ref_fits.get(ref.name)
+            consts = {**ref.init, **(fitted.constants if fitted is not None else {})}
+            local = {n: (float(np.median(list(fitted.local[n].values())))
+                         if fitted is not None and n in fitted.local else consts.get(n, 1.0))
+                     for n in ref.local_names}
+            modules[ref.name] = law_module(
+                title=ref.name, expr=ref.expr,
+                used_inputs=[i for i in self.inputs if i in Expression(ref.expr).names],
+                constants={n: float(consts.get(n, 1.0)) for n in ref.global_names},
+                local_init=local or None, space=self.space)
+        return structure.reference_above_base(structure.hidden_law_of(spec, self.inputs), modules)
+
     def make_world(self, expr: str, constants: Mapping[str, float],
                    local: Mapping[str, Mapping[str, float]]
                    ) -> tuple[dict[str, Any], dict[str, np.ndarray], world_mod.World]:
@@ -1291,5 +1312,9 @@ def _world(builder: WorldBuilder, cand: Candidate, base: Reference, base_fit: Fi
             + "; ".join(f"{v.mechanism} ({v.citation})" for v in cand.variants)
             + f"; magnitude {cand.magnitude:g} x the departure the records support"),
     })
+    why = builder.judged_references(spec, refs)
+    if why:
+        entry["screen"]["integrity"] = f"fail: {why}"
+        return None
     record["chosen_draw"] = draw_no
     return BuiltWorld(spec, arrays, record, world, builder.frame)
