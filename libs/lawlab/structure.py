@@ -789,27 +789,27 @@ def renamings(a: Form, b: Form) -> list[dict[int, int]]:
 
 def _symbolic_level(free: Form, hidden: HiddenLaw) -> StructureOutcome | None:
     """1.0 when the submission, every constant and literal a placeholder, is the
-    hidden law's own expression (:func:`renamings`) with its sharing, each literal it
-    wrote for a hidden constant within COEFF_FULL of that constant's value and each
-    literal it wrote for a literal of the hidden law that literal itself (to
-    SAME_LITERAL: an origin 1900 for the hidden 1958 is another law). A declared
-    constant is fitted by contract and may start anywhere. Else None, and the
-    numerical comparison decides. Decided without a fit, so no start can lose it."""
+    hidden law's own expression (:func:`renamings`) with its sharing, and every
+    number it wrote is one the hidden law writes: a declared constant wherever the
+    hidden law has a constant (fitted by contract, so it may start anywhere), the
+    hidden literal itself wherever the hidden law has a literal (to SAME_LITERAL: an
+    origin 1900 for the hidden 1958 is another law). Else None, and the numerical
+    comparison decides, with its rules for literals near a hidden constant (a
+    literal exponent 0.75 for a hidden 0.69 keeps the base's Kleiber exponent).
+    Decided without a fit, so no start can lose it."""
     hform = hidden.placeholder_form()
     values = hidden.placeholder_values(hform)
     for mapping in renamings(free, hform):
-        off, literal_off = 0.0, 0.0
+        same = True
         for i, j in mapping.items():
-            if free.names[i]:
-                continue
-            truth = [float(v[j]) for v in values]
-            scale = max(max(abs(t) for t in truth), abs(free.init[i]), 1e-12)
-            gap = min(abs(free.init[i] - t) for t in truth) / scale
-            if hform.names[j]:
-                off = max(off, gap)
-            else:  # a literal of the hidden law itself (an origin, a harmonic's 4)
-                literal_off = max(literal_off, gap)
-        if off <= COEFF_FULL and literal_off <= SAME_LITERAL:
+            if hform.names[j]:  # a constant of the hidden law: the submission's is declared
+                same = same and bool(free.names[i])
+            else:  # a literal of the hidden law (an origin, a harmonic's 4): the same one
+                truth = float(values[0][j])
+                scale = max(abs(truth), abs(free.init[i]), 1e-12)
+                same = same and not free.names[i] and \
+                    abs(free.init[i] - truth) / scale <= SAME_LITERAL
+        if same:
             multi = len(hidden.groups) > 1
             pieces = [p.description for p in hidden.pieces]
             return StructureOutcome(
@@ -817,8 +817,7 @@ def _symbolic_level(free: Form, hidden: HiddenLaw) -> StructureOutcome | None:
                 Confidence.HIGH,
                 "the hidden law's own expression with every constant and literal a "
                 "placeholder (sympy, no fit)" + (", with the same shared and per-group "
-                                                  "parameters" if multi else "")
-                + (f"; its literals within {off:.0%} of the hidden values" if off else ""))
+                                                  "parameters" if multi else ""))
     return None
 
 
