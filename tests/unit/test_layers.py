@@ -280,3 +280,108 @@ def test_the_literal_check_sees_what_it_refuses():
     tree = ast.parse('if r.setting == "real" or status in ("ok", "x") or d["state"] != "open":'
                      '\n    pass\nif kind == "real" or r.setting == Setting.REAL:\n    pass\n')
     assert [n for n, _ in _literal_comparisons(tree)] == [1, 1, 1]
+
+
+def _packages(roots: dict[str, Path]) -> dict[str, Path]:
+    """Every module of the given top-level packages, by dotted name (generated stubs
+    aside)."""
+    mods = {}
+    for root in roots.values():
+        for f in root.rglob("*.py"):
+            parts = list(f.relative_to(root.parent).with_suffix("").parts)
+            if parts[-1] == "__init__":
+                parts = parts[:-1]
+            if not any("_pb2" in p for p in parts):
+                mods[".".join(parts)] = f
+    return mods
+
+
+def _load_time_imports(name: str, path: Path, mods: dict[str, Path]) -> set[str]:
+    """The modules of ``mods`` that ``name`` imports while it loads: statements at
+    module level (inside if/try too), not those in functions (deliberately lazy) or
+    under `if TYPE_CHECKING`."""
+    def owner(dotted: str) -> str:
+        while dotted and dotted not in mods:
+            dotted = dotted.rpartition(".")[0]
+        return dotted
+
+    out = set()
+    nodes: list[ast.stmt] = []
+    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            continue
+        nodes += [n for n in ast.walk(node) if isinstance(n, (ast.Import, ast.ImportFrom))] \
+            if isinstance(node, (ast.If, ast.Try)) else [node]
+    for node in nodes:
+        if isinstance(node, ast.Import):
+            out |= {owner(a.name) for a in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                pkg = name if path.name == "__init__.py" else name.rpartition(".")[0]
+                for _ in range(node.level - 1):
+                    pkg = pkg.rpartition(".")[0]
+                base = f"{pkg}.{base}" if base else pkg
+            out |= {owner(f"{base}.{a.name}") or owner(base) for a in node.names}
+    out.discard("")
+    out.discard(name)
+    return out
+
+
+def _cycles(roots: dict[str, Path]) -> list[list[str]]:
+    """The strongly connected components of more than one module in the load-time
+    import graph (Tarjan)."""
+    mods = _packages(roots)
+    edges = {m: _load_time_imports(m, f, mods) for m, f in mods.items()}
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in edges[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                found.append(sorted(comp))
+
+    for v in sorted(mods):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def test_no_import_cycles():
+    """Issue #53: no module of the core or of a service imports, while it loads, a
+    module that imports it back (directly or round a longer loop)."""
+    roots = {"lawlab": ROOT / "libs" / "lawlab",
+             **{s: ROOT / "services" / s.removeprefix("lawlab_") / s for s in SERVICES}}
+    assert len(_packages(roots)) > 150
+    assert _cycles(roots) == []
+
+
+def test_the_cycle_check_finds_a_cycle(tmp_path):
+    pkg = tmp_path / "demo"
+    (pkg / "sub").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "sub" / "__init__.py").write_text("")
+    (pkg / "a.py").write_text("from demo.sub import b\n")
+    (pkg / "sub" / "b.py").write_text("from .. import c\n")
+    (pkg / "c.py").write_text("import demo.a\n")
+    (pkg / "d.py").write_text("def f():\n    import demo.a\n")  # lazy: no edge
+    (pkg / "e.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
+                              "    import demo.f\n")
+    (pkg / "f.py").write_text("import demo.e\n")
+    assert _cycles({"demo": pkg}) == [["demo.a", "demo.c", "demo.sub.b"]]
