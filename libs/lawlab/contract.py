@@ -1,4 +1,4 @@
-"""The submission contract (PROTOCOL.md section 3): generating and reading modules.
+"""The submission contract (docs/protocol.md section 3): generating and reading modules.
 
 Reading here is static (AST only): names, literals and structure. Executing a
 submission happens only in the sandbox service.

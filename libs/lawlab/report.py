@@ -4,7 +4,7 @@ Pure functions over rows (one per trial) so every number is unit-testable;
 ``lawlab report CAMPAIGN`` fetches the rows from the agent service and writes
 everything into one folder.
 
-Definitions (PROTOCOL.md section 4). Per-task means first (repeats of a task
+Definitions (docs/protocol.md section 4). Per-task means first (repeats of a task
 are averaged), then over tasks. ``strict_mean`` counts a missing, failed or
 non-finite score as 0; ``mean_scored`` averages finite scores only. A trial
 that ended in error (given up after an infrastructure failure: an endpoint

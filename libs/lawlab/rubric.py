@@ -1,4 +1,4 @@
-"""Executable validity rubrics: probe plans and verdicts (PROTOCOL.md section 4,
+"""Executable validity rubrics: probe plans and verdicts (docs/protocol.md section 4,
 paper C.2).
 
 A rubric item is data, e.g. ``{"id": "saturates_at_high_conc", "kind": "limit",

@@ -1,4 +1,4 @@
-"""The task model and loader for the on-disk layout of PROTOCOL.md section 1.
+"""The task model and loader for the on-disk layout of docs/protocol.md section 1.
 
 ``<task>/metadata.yaml`` and ``<task>/data/train.csv`` are solver-facing.
 ``<task>/data/test*.csv``, ``<task>/eval/`` and ``<task>/simulator/`` are

@@ -1,5 +1,5 @@
 """S_V: a task's rubric of executable checks behind the anti-hacking gate
-(PROTOCOL.md section 4, paper C.2-C.3; docs/judges.md).
+(docs/protocol.md section 4, paper C.2-C.3; docs/judges.md).
 
     S_V = M / N  when the gate passes, where N is the weighted number of rubric
                  items and M the weighted number that hold on every probed group

@@ -1,4 +1,4 @@
-"""The residual-calibrated Parallel world (PROTOCOL.md section 5).
+"""The residual-calibrated Parallel world (docs/protocol.md section 5).
 
 A world is phi(Y(x)) = phi(F(x)) + s * R(x): the hidden law F evaluated by the
 safe evaluator, plus noise R resampled from the debiased residuals of the real

@@ -1,7 +1,7 @@
 """Builds the task library: data, splits, fitted references, rubric, hidden law, world.
 
 ``lawlab tasks build --out DIR`` runs :func:`build_all`. The output is the
-on-disk layout of PROTOCOL.md section 1; a MANIFEST.json records a content
+on-disk layout of docs/protocol.md section 1; a MANIFEST.json records a content
 hash per file so that a rebuild can be checked to be identical.
 """
 
@@ -313,7 +313,7 @@ def _build_task(spec: TaskSpec, out: Path, proposer: llm_variants.Proposer | Non
 
 
 def task_caps(spec: TaskSpec, n_train: int) -> dict[str, Any]:
-    """The task's caps (PROTOCOL.md sections 2-3): constants a law may fit, the
+    """The task's caps (docs/protocol.md sections 2-3): constants a law may fit, the
     experiment budget."""
     return {
         "max_law_constants": max(len(r.global_names) for r in spec.references) + 2,

@@ -1,4 +1,4 @@
-"""Writing LLM-SRBench-style problems in the task layout (PROTOCOL.md section 1).
+"""Writing LLM-SRBench-style problems in the task layout (docs/protocol.md section 1).
 
 A problem directory has the same files as a real-data task, plus
 ``data/test_ood.csv`` (out of domain) and ``eval/ground_truth.json``; its one

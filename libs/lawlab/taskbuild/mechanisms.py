@@ -1,5 +1,5 @@
 """Cited mechanisms: the structural variants a field scientist would add to a
-published law (WORLDS.md; paper A.1 "agents propose structural variants").
+published law (docs/worlds.md, docs/protocol.md section 5; paper A.1 "agents propose structural variants").
 
 Each task's YAML lists ``variants``; an operator may add private ones in a file
 held with the world key (:func:`load_private`). A variant is one mechanism:
@@ -53,7 +53,7 @@ FEATURES = frozenset({"maximum", "minimum", "sign_change", "pole"})
 TEMPERATURE_ZERO = {"degc": 273.15, "°c": 273.15, "degf": 459.67, "°f": 459.67}
 CALENDAR_UNITS = {"year", "yr", "years"}
 CALENDAR_FROM = 1000.0  # a year-valued input at or above this is a calendar date, not an age
-WIDEN = 10.0           # the support widened tenfold (WORLDS.md)
+WIDEN = 10.0           # the support widened tenfold (docs/protocol.md section 5)
 SWEEP_POINTS = 1201
 
 

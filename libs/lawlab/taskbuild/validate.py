@@ -1,6 +1,6 @@
 """``lawlab tasks validate``: every claim a task makes, checked on its files.
 
-For each task directory: the layout of PROTOCOL.md section 1 is complete; the
+For each task directory: the layout of docs/protocol.md section 1 is complete; the
 metadata loads and names a known metric; rubric items are valid; the best
 reference beats the naive baseline and satisfies every rubric item; where there
 is a Parallel world, the hidden law is not refit-equivalent to any published

@@ -1,4 +1,4 @@
-"""Builds one task's Parallel world (PROTOCOL.md section 5, paper Appendix A;
+"""Builds one task's Parallel world (docs/protocol.md section 5, paper Appendix A;
 docs/protocol.md maps each screen to the paper).
 
 Construction data are all records of the Real splits pooled (A.1); groups with

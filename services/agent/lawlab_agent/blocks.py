@@ -1,4 +1,4 @@
-"""Parsing one tool block out of a model reply (PROTOCOL.md section 2, paper B.2).
+"""Parsing one tool block out of a model reply (docs/protocol.md section 2, paper B.2).
 
 The reference rule is that the first emitted block runs. What "emitted" means
 for replies as real models write them, decided here and tested on a corpus

@@ -1,4 +1,4 @@
-"""S_N for one submission (PROTOCOL.md section 4), computed from sandbox runs.
+"""S_N for one submission (docs/protocol.md section 4), computed from sandbox runs.
 
 m_ref is never typed in: every published reference of the task is run through
 the same sandbox path and split as the submission, and the best one anchors

@@ -1,4 +1,4 @@
-"""The trial loop (PROTOCOL.md section 2): each turn the policy replies, the first
+"""The trial loop (docs/protocol.md section 2): each turn the policy replies, the first
 tool block runs through the tool router, its result is the next user message;
 every event goes to the trajectory; then the submission is scored."""
 

@@ -1,6 +1,6 @@
 """The tool router: the first tool block of a reply goes to one handler per tool
 (``python`` to the sandbox, ``experiment`` to the simulator, ``final_formula``
-to the submission), under the protocol's rules (PROTOCOL.md section 2: a forced
+to the submission), under the protocol's rules (docs/protocol.md section 2: a forced
 final turn takes only a submission; Parallel submissions need an experiment;
 one retry of an unreadable forced submission)."""
 
