@@ -232,3 +232,21 @@ def test_tasks_list_filters_by_suite_and_names_the_suites_on_a_typo(tasks_dir):
                           str(tasks_dir)], capture_output=True, text=True, timeout=120)
     assert bad.returncode == 2 and bad.stderr.strip() == (
         "error: no task in suite 'lsr-synt' (suites: lsr-synth, lsr-transform, real)")
+
+
+def test_validate_holds_a_real_task_to_the_spec_loaders_rubric_floor(tasks_dir, tmp_path):
+    """`lawlab tasks validate` asked 3 rubric items of every task while the spec loader
+    asks a real task for specs.MIN_ITEMS (4): a real task cut to 3 is named; the
+    LLM-SRBench-style problems keep their floor of 3 (test_every_task_validates)."""
+    import shutil
+
+    from lawlab.taskbuild.specs import MIN_ITEMS
+    from lawlab.taskbuild.validate import validate_task
+    from lawlab.tasks import Task
+
+    copy = tmp_path / "hill_race_times"
+    shutil.copytree(tasks_dir / "hill_race_times", copy)
+    items = json.loads((copy / "eval" / "rubric.json").read_text())
+    (copy / "eval" / "rubric.json").write_text(json.dumps(items[:MIN_ITEMS - 1]))
+    problems = validate_task(Task(copy)).problems
+    assert f"rubric has {MIN_ITEMS - 1} items (at least {MIN_ITEMS} required)" in problems
