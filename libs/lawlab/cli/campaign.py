@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from lawlab import config
 from lawlab.cli.common import with_offline
+from lawlab.durations import eta_text
 from lawlab.tables import table
 
 if TYPE_CHECKING:
@@ -40,14 +41,6 @@ def bar(done: int, total: int, width: int = 30) -> str:
     return "[" + "#" * full + "." * (width - full) + f"] {done}/{total} ({frac:.0%})"
 
 
-def _eta(seconds: float) -> str:
-    if seconds <= 0:
-        return "-"
-    m, s = divmod(int(seconds), 60)
-    h, m = divmod(m, 60)
-    return f"{h}h{m:02d}m" if h else f"{m}m{s:02d}s"
-
-
 def render(c: agent_pb2.Campaign) -> str:
     """A campaign snapshot as text: state, progress bar, ETA, then one row per slice."""
     from lawlab import convert
@@ -57,7 +50,7 @@ def render(c: agent_pb2.Campaign) -> str:
     finished = t.completed + t.unsubmitted + t.failed
     state = agent_pb2.CampaignState.Name(c.state).removeprefix("CAMPAIGN_STATE_").lower()
     lines = [f"campaign {c.campaign_id}: {state}   {bar(finished, t.total)}   "
-             f"running {t.running}  retries {t.retries}  ETA {_eta(c.eta_seconds)}"]
+             f"running {t.running}  retries {t.retries}  ETA {eta_text(c.eta_seconds)}"]
     if c.error:
         lines.append(f"error: {c.error}")
     rows = []

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, quote, unquote
 
+from lawlab import durations
 from lawlab.prices import Price
 from lawlab.rpc.server import bearer_token
 from lawlab_agent import campaign as camp
@@ -123,13 +124,9 @@ def _external_section(ext: dict) -> str:
 
 
 def eta_text(seconds: float) -> str:
-    """An ETA a person reads: minutes and seconds under an hour ("0 min" said nothing
-    with half a fast grid left), hours and minutes above; a dash when unknown."""
-    if not seconds or seconds <= 0:
-        return "&ndash;"
-    m, s = divmod(int(round(seconds)), 60)
-    h, m = divmod(m, 60)
-    return f"{h} h {m:02d} min" if h else f"{m} min {s:02d} s" if m else f"{s} s"
+    """The campaign's ETA on the pages: the command line's wording
+    (lawlab.durations.eta_text), an en dash when unknown."""
+    return durations.eta_text(seconds, unknown="&ndash;")
 
 
 def _campaign_rows(campaigns: list[dict]) -> list[str]:
