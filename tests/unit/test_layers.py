@@ -77,6 +77,25 @@ def test_every_package_is_in_the_wheel():
     assert found - listed == set()
 
 
+def test_every_data_file_is_in_the_wheel():
+    """The task builder reads YAML and JSON beside its code (feynman.yaml, the
+    LSR-Transform variables and settings, the validity labels): each is package data,
+    or an image built from the wheel cannot build the suites."""
+    import fnmatch
+    import tomllib
+
+    doc = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    data = doc["tool"]["setuptools"]["package-data"]
+    for package, patterns in data.items():
+        folder = ROOT / "libs" / package.replace(".", "/")
+        files = [f.relative_to(folder).as_posix() for f in folder.rglob("*")
+                 if f.suffix in (".yaml", ".json") and "__pycache__" not in f.parts]
+        assert files, package
+        missing = [f for f in files if not any(fnmatch.fnmatch(f, p) and
+                                               f.count("/") == p.count("/") for p in patterns)]
+        assert not missing, (package, missing)
+
+
 def test_import_names_follow_folders():
     """Issue #32: every package lives in a folder of its own name (lawlab in
     libs/lawlab, lawlab_<name> in services/<name>/lawlab_<name>), so a module's

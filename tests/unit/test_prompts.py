@@ -152,3 +152,34 @@ def test_docs_show_the_current_prompts(library):
         assert text[i:j] == want, f"docs/agents.md shows stale prompts for {task_id}"
     if os.environ.get("LAWLAB_UPDATE_DOCS"):
         path.write_text(text)
+
+
+def test_every_lsr_problem_shows_described_inputs(library):
+    """Issue #54: LLM-SRBench keeps each problem's scientific context. Every
+    LSR-Transform variable has its AI Feynman quantity and SI unit
+    (libs/lawlab/taskbuild/feynman_variables.yaml), every LSR-Synth variable its
+    meaning, and the prompt shows each as `- name (unit): description`."""
+    lsr = [t for t in library if t.meta.suite in ("lsr-transform", "lsr-synth")]
+    assert len(lsr) >= 300
+    bare = []
+    for t in lsr:
+        task, _ = _task(library, t.task_id, False)
+        text = prompts.user_prompt(task, False)
+        if not task.target.description or task.target.description == "target":
+            bare.append((t.task_id, task.target.name))
+        assert f"Target: {task.target.name} ({task.target.unit or 'dimensionless'}): " \
+            f"{task.target.description}" in text
+        for v in task.inputs:
+            if not v.description:
+                bare.append((t.task_id, v.name))
+            assert f"- {v.name} ({v.unit or 'dimensionless'}): {v.description}, " in text
+    assert not bare, bare[:10]
+
+
+def test_an_lsr_transform_velocity_is_a_velocity_in_metres_per_second():
+    from lawlab.taskbuild import lsr_transform
+
+    assert lsr_transform.variable("v") == ("velocity", "m/s")
+    assert lsr_transform.variable("theta")[1] == ""
+    with pytest.raises(KeyError, match="feynman_variables.yaml"):
+        lsr_transform.variable("no_such_variable")

@@ -163,7 +163,11 @@ def _funnels(root: Path) -> list[str]:
         "answer without data; no LLM runs here, so two stated tests stand in: the target is a "
         "monomial of its inputs (a log-linear fit recovers it exactly), or it is the textbook "
         "form of a law of the list (equal to one up to a constant factor, renaming and sign "
-        "flips of its variables).",
+        "flips of its variables). Each problem's context states its physical setting in our "
+        "words, never the law's name or form (`feynman_settings.yaml`), and every variable has "
+        "its quantity and SI unit from the AI Feynman units table (`feynman_variables.yaml`); "
+        "LSR-Synth problems describe theirs in arbitrary units (the materials' temperature in "
+        "kelvin).",
         "",
         "| step | all 120 equations | the 100 (the paper's set) | paper |",
         "|---|---|---|---|",

@@ -63,6 +63,8 @@ class Problem:
     parts: dict[str, pd.DataFrame]  # train, test (in domain), test_ood
     source: str
     notes: dict[str, Any] = field(default_factory=dict)
+    # name -> (description, unit) of the target and every input, as the prompt shows them
+    variables: dict[str, tuple[str, str]] = field(default_factory=dict)
 
 
 # ---- LSR-Synth ------------------------------------------------------------------
@@ -178,6 +180,23 @@ def solvable(expr: str, constants: dict[str, float], frame: pd.DataFrame, target
     return best
 
 
+# what each LSR-Synth variable is (the synthetic laws have no physical units: their
+# quantities are in arbitrary units, the materials' temperature in kelvin)
+ARBITRARY = "arbitrary units"
+SYNTH_VARIABLES: dict[str, dict[str, tuple[str, str]]] = {
+    "chemistry": {"t": ("time", ARBITRARY),
+                  "A": ("concentration of the reacting species", ARBITRARY),
+                  "dA_dt": ("rate of change of the concentration, dA/dt", ARBITRARY)},
+    "biology": {"t": ("time", ARBITRARY), "P": ("population size", ARBITRARY),
+                "dP_dt": ("growth rate of the population, dP/dt", ARBITRARY)},
+    "physics": {"t": ("time", ARBITRARY), "x": ("the oscillator's coordinate", ARBITRARY),
+                "v": ("the oscillator's velocity dx/dt", ARBITRARY),
+                "dv_dt": ("the oscillator's acceleration dv/dt", ARBITRARY)},
+    "materials science": {"eps": ("strain", ""), "T": ("absolute temperature", "K"),
+                          "sigma": ("stress", ARBITRARY)},
+}
+
+
 def synth(s: Synth) -> Problem:
     text = _synth_expr(s)
     expr = Expression(text)
@@ -211,7 +230,8 @@ def synth(s: Synth) -> Problem:
         target=s.target, inputs=s.inputs, expr=text, constants=dict(s.constants), parts=parts,
         source="synthetic problem in the style of LLM-SR and LLM-SRBench LSR-Synth (Shojaee et "
                "al. 2025): a textbook term plus a plausible synthetic term",
-        notes={"title": s.title, "known": s.known, "synthetic": s.synthetic, "refit_nmse": nmse})
+        notes={"title": s.title, "known": s.known, "synthetic": s.synthetic, "refit_nmse": nmse},
+        variables={n: SYNTH_VARIABLES[s.discipline][n] for n in [s.target, *s.inputs]})
 
 
 def add_noise(problem: Problem, level: float, seed: int = 0) -> Problem:

@@ -32,6 +32,13 @@ def _scores(expr: Expression, constants: dict[str, float], frame: pd.DataFrame, 
     return {"acc_0.1": metrics.acc_tau(y, pred, 0.1), "nmse": metrics.nmse(y, pred)}
 
 
+def _described(problem: Problem, name: str) -> dict[str, str]:
+    """A variable's unit and description as the metadata holds them (the prompt shows
+    both); every LSR variable has one (lsr_transform.variable, lsr.SYNTH_VARIABLES)."""
+    description, unit = problem.variables[name]
+    return {"unit": unit, "description": description}
+
+
 def build_problem(problem: Problem, out: Path) -> dict[str, Any]:
     import shutil
 
@@ -60,9 +67,9 @@ def build_problem(problem: Problem, out: Path) -> dict[str, Any]:
     meta = {
         "task_id": problem.problem_id, "title": problem.title, "discipline": problem.discipline,
         "suite": problem.suite, "context": problem.context, "type": "I",
-        "target": {"name": target, "symbol": target, "unit": "", "description": "target",
+        "target": {"name": target, "symbol": target, **_described(problem, target),
                    "min": float(y.min()), "max": float(y.max())},
-        "inputs": [{"name": c, "symbol": c, "unit": "", "description": "",
+        "inputs": [{"name": c, "symbol": c, **_described(problem, c),
                     "min": float(train[c].min()), "max": float(train[c].max())} for c in inputs],
         "metric": "nmse",
         # LLM-SR (the method LLM-SRBench is built around) hands every equation skeleton

@@ -53,6 +53,8 @@ from lawlab.taskbuild.lsr import N_OOD, N_TEST, N_TRAIN, OOD_STRETCH, Problem, _
 
 HERE = Path(__file__).resolve().parent
 EQUATIONS_FILE = HERE / "feynman.yaml"
+VARIABLES_FILE = HERE / "feynman_variables.yaml"  # each variable's quantity and SI unit
+SETTINGS_FILE = HERE / "feynman_settings.yaml"  # each equation's physical setting
 SOLUTIONS_FILE = HERE / "lsr_transform_solutions.json"
 SOLVE_SECONDS = 20.0
 MAX_NODES = 40  # step 4: expression-tree nodes of the transformed target
@@ -448,7 +450,8 @@ def problem(c: Candidate, expr: sympy.Expr) -> Problem:
     return Problem(
         problem_id=c.problem_id, suite="lsr-transform", discipline="physics",
         title=f"Find {c.pivot} from {', '.join(inputs)}",
-        context=(f"Noise-free data generated from a physical relation among {names}. Find a "
+        context=(f"The setting: {setting(eq.eq_id)}. Noise-free data generated from the "
+                 f"physical relation among {names}. Find a "
                  f"law for {c.pivot} in terms of {', '.join(inputs)}. The records lie in the "
                  "domain where that law is valid; predictions are scored within a relative "
                  "tolerance, in and out of the sampled domain."),
@@ -460,7 +463,37 @@ def problem(c: Candidate, expr: sympy.Expr) -> Problem:
                "original": f"{eq.target} = {eq.expr}", "solved_for": c.pivot,
                "nodes": c.nodes, **c.notes,
                "citation": "Udrescu, S.-M. and Tegmark, M. (2020) Science Advances 6, eaay2631; "
-                           "transformed by the method of LLM-SRBench (Shojaee et al. 2025)"})
+                           "transformed by the method of LLM-SRBench (Shojaee et al. 2025)"},
+        variables={n: variable(n) for n in [c.pivot, *inputs]})
+
+
+@cache
+def _variables() -> dict[str, dict[str, str]]:
+    with open(VARIABLES_FILE, encoding="utf-8") as fh:
+        return dict(yaml.safe_load(fh))
+
+
+@cache
+def _settings() -> dict[str, str]:
+    with open(SETTINGS_FILE, encoding="utf-8") as fh:
+        return {str(k): str(v) for k, v in yaml.safe_load(fh).items()}
+
+
+def setting(eq_id: str) -> str:
+    """An equation's physical setting in words (feynman_settings.yaml): the system its
+    variables describe, never the law's name or form."""
+    if eq_id not in _settings():
+        raise KeyError(f"{eq_id!r} has no setting in {SETTINGS_FILE.name}: write one")
+    return _settings()[eq_id]
+
+
+def variable(name: str) -> tuple[str, str]:
+    """What an AI Feynman variable is: its quantity and SI unit ('' if dimensionless),
+    from the dataset's units table (feynman_variables.yaml)."""
+    entry = _variables().get(name)
+    if entry is None:
+        raise KeyError(f"{name!r} is not in {VARIABLES_FILE.name}: add its quantity and unit")
+    return str(entry["description"]), str(entry["unit"])
 
 
 def problems(only: list[str] | None = None) -> list[Problem]:
