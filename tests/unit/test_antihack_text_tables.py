@@ -192,7 +192,7 @@ def test_a_table_gets_s_v_0_and_s_n_0(library):
     from test_refit_every_number import run_local
 
     from lawlab import validity
-    from lawlab_scorer.servicer import table_verdict
+    from lawlab_scorer.scoring import table_verdict
 
     task = library.get("puromycin_enzyme_kinetics")
     source = _opaque_table(task)

@@ -165,6 +165,22 @@ def test_the_simulator_service_is_rooms_behind_a_thin_servicer():
     assert not long, long
 
 
+def test_the_scorer_servicer_only_converts():
+    """Issue #53: the scorer's servicer converts requests and answers; running the
+    module, the table test, the refit and how the two scores combine are
+    lawlab_scorer.scoring's (tested in process: test_refit_every_number,
+    test_antihack_text_tables)."""
+    servicer = ROOT / "services" / "scorer" / "lawlab_scorer" / "servicer.py"
+    imported = _imports(servicer)
+    tree = ast.parse(servicer.read_text())
+    names = {a.name for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) for a in n.names}
+    assert not names & {"jumps", "literals", "refit", "numeric"}, names
+    assert "lawlab_scorer" in imported and "scoring" in names
+    calls = {n.func.attr for n in ast.walk(tree) if isinstance(n, ast.Call)
+             and isinstance(n.func, ast.Attribute)}
+    assert not calls & {"rewrite", "refit", "verdict", "group_metrics"}, calls
+
+
 def test_one_solver_facing_task_model():
     """Issue #32: the variables, caps and solver-facing task are the core's
     (lawlab.tasks); no service defines its own."""

@@ -101,7 +101,7 @@ def test_a_capped_refit_makes_the_scoring_a_failure(library, monkeypatch):
     assert ok.status == common_pb2.RUN_STATUS_OK and ok.s_n > 0
 
     real_refit = refit.refit
-    monkeypatch.setattr(mod.refit, "refit",
+    monkeypatch.setattr(refit, "refit",
                         lambda task, c, run, **kw: real_refit(task, c, _slow(run), seconds=0.01,
                                                               **kw))
     capped = asyncio.run(servicer.ScoreSubmission(request, SimpleNamespace()))

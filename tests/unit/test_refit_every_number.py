@@ -25,7 +25,7 @@ from lawlab.literals import rewrite, structural
 from lawlab.submission_runs import RunResult
 from lawlab.world import residual_space
 from lawlab_scorer import numeric
-from lawlab_scorer.servicer import score_refitted
+from lawlab_scorer.scoring import score_refitted
 
 
 def run_local(source, jobs, cap=99):
