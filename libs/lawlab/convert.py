@@ -89,19 +89,24 @@ def solver_task_from_proto(pb: common_pb2.TaskMetadata) -> SolverTask:
 
 def meta_to_proto(meta: TaskMeta, group_ids: Sequence[str],
                   parallel: bool = False) -> common_pb2.TaskMetadata:
-    c = meta.caps
+    """The catalogue's message: the task's public projection (TaskMeta.public)."""
+    return solver_task_to_proto(meta.public(tuple(group_ids), parallel))
+
+
+def solver_task_to_proto(task: SolverTask) -> common_pb2.TaskMetadata:
+    c = task.caps
     return common_pb2.TaskMetadata(
-        task_id=meta.task_id,
-        title=meta.title,
-        discipline=meta.discipline,
-        context=meta.context,
-        target=variable_to_proto(meta.target),
-        inputs=[variable_to_proto(v) for v in meta.inputs],
-        type=(common_pb2.TASK_TYPE_MULTI_GROUP if meta.multi_group
+        task_id=task.task_id,
+        title=task.title,
+        discipline=task.discipline,
+        context=task.context,
+        target=variable_to_proto(task.target),
+        inputs=[variable_to_proto(v) for v in task.inputs],
+        type=(common_pb2.TASK_TYPE_MULTI_GROUP if task.multi_group
               else common_pb2.TASK_TYPE_SINGLE_GROUP),
-        group_ids=list(group_ids),
-        group_description=meta.group_description,
-        metric=meta.metric,
+        group_ids=list(task.group_ids),
+        group_description=task.group_description,
+        metric=task.metric,
         caps=common_pb2.Caps(
             max_law_constants=c.max_law_constants,
             max_local_params=c.max_local_params,
@@ -112,10 +117,10 @@ def meta_to_proto(meta: TaskMeta, group_ids: Sequence[str],
             max_samples_per_point=c.max_samples_per_point,
             max_turns=c.max_turns,
         ),
-        source=meta.source,
-        license=meta.license,
-        suite=meta.suite,
-        settings=[common_pb2.SETTING_REAL] + ([common_pb2.SETTING_PARALLEL] if parallel else []),
+        source=task.source,
+        license=task.license,
+        suite=task.suite,
+        settings=[enum_value(common_pb2.Setting, s, "settings") for s in task.settings],
     )
 
 

@@ -85,13 +85,28 @@ class TaskMeta:
     def type_label(self) -> str:
         return "II" if self.multi_group else "I"
 
+    def public(self, group_ids: tuple[str, ...] | list[str] = (),
+               parallel: bool = False) -> SolverTask:
+        """The task as a solver sees it: the one projection of this model that leaves
+        the simulator (the catalogue's message is this, converted). Never the split's
+        rationale; references, rubric, laws and data live elsewhere (Task)."""
+        return SolverTask(
+            task_id=self.task_id, title=self.title, discipline=self.discipline,
+            context=self.context, target=self.target, inputs=self.inputs,
+            multi_group=self.multi_group, caps=self.caps, metric=self.metric,
+            group_ids=tuple(group_ids), group_description=self.group_description,
+            source=self.source, license=self.license, suite=self.suite,
+            settings=(Setting.REAL, Setting.PARALLEL) if parallel else (Setting.REAL,))
+
 
 @dataclass(frozen=True)
 class SolverTask:
-    """A task as a solver sees it: what the simulator's catalogue shows (never
-    references, rubric, laws or how the held-out data was split). The agent's
-    policies, prompts, views and built-in agents read it; it is made from the
-    catalogue's message once where a trial opens (convert.solver_task_from_proto)."""
+    """A task as a solver sees it (TaskMeta.public, the one projection): what the
+    simulator's catalogue shows (never references, rubric, laws or how the held-out
+    data was split). The agent's policies, prompts, views and built-in agents read
+    it; it is made from the catalogue's message once where a trial opens
+    (convert.solver_task_from_proto), and the message from it
+    (convert.solver_task_to_proto)."""
 
     task_id: str
     title: str
