@@ -26,3 +26,18 @@ def test_a_contrast_is_still_judged_on_ordinary_predictions():
     assert rubric.verdict(CONTRAST, PROBES, np.array([1.0, 4.0]))[0] is False
     diff = dict(CONTRAST, **{"as": "difference", "lo": 0.5, "hi": 1.5})
     assert rubric.verdict(diff, PROBES, np.array([0.0, 1.0]))[0] is True
+
+
+def test_every_kind_is_one_class_in_the_table():
+    """Issue #53: a rubric kind is one unit (its checks, probes and verdict), and the
+    sets the rest of lawlab reads are derived from the table."""
+    from lawlab.vocab import RubricKind
+
+    assert set(rubric.KIND_TABLE) == set(RubricKind)
+    assert all(k == c.kind for k, c in rubric.KIND_TABLE.items())
+    assert len({type(c) for c in rubric.KIND_TABLE.values()}) == len(RubricKind)
+    assert rubric.ONE_INPUT == {"monotone", "depends_on", "limit", "curvature", "slope",
+                                "ratio", "contrast", "level", "peak", "periodic", "linear"}
+    assert rubric.WEIGHTS == {"level": 0.5}
+    with pytest.raises(ValueError, match="unknown kind 'nope'"):
+        rubric.verdict({"id": "x", "kind": "nope"}, None, np.array([1.0]))
