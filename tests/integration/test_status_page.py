@@ -148,7 +148,7 @@ def test_a_running_trial_shows_its_turns_as_they_pass(cluster, tmp_path, executo
 
 
 def test_an_eta_under_a_minute_is_said_in_seconds():
-    from lawlab_agent.status_page import eta_text
+    from lawlab_agent.pages.status import eta_text
 
     assert eta_text(0) == "&ndash;"
     assert eta_text(42.4) == "42 s"

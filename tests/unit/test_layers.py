@@ -123,7 +123,7 @@ def test_the_agent_service_has_no_long_function_and_no_generated_messages_inside
     whose trials are Trial messages in JSON) import a *_pb2 module."""
     agent = ROOT / "services" / "agent" / "lawlab_agent"
     edges = {"servicer.py", "admission.py", "wire.py", "server.py", "worker.py",
-             "status_page.py", "trial/opening.py", "trial/tools.py", "trial/scoring.py",
+             "pages/status.py", "trial/opening.py", "trial/tools.py", "trial/scoring.py",
              "campaigns/scheduler.py", "exports.py"}
     long, inside = [], []
     for path in sorted(agent.rglob("*.py")):

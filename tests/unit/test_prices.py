@@ -49,8 +49,8 @@ def test_a_missing_list_and_a_service_started_with_a_bad_one(tmp_path, monkeypat
 
 def test_the_report_and_the_pages_show_the_cost_per_model_and_in_all(tmp_path):
     from lawlab.report import Row, token_usage
+    from lawlab_agent.pages.trials import token_table
     from lawlab_agent.store import TrialRecord
-    from lawlab_agent.trial_pages import token_table
 
     table = {"openai/a": prices.Price(1.0, 2.0)}
     rows = [Row(agent=a, setting="real", context="full", task_id="t", seed=0,

@@ -6,7 +6,7 @@ import pytest
 
 
 def test_status_page_ranks_teams_by_released_scores_only():
-    from lawlab_agent import status_page
+    from lawlab_agent.pages import status as status_page
 
     subs = [{"team": "acme", "epoch": "r1", "released": True, "scores": {"s_n": 0.6, "s_v": 0.8}},
             {"team": "acme", "epoch": "r1", "released": True, "scores": {"s_n": 0.4, "s_v": 0.6}},
@@ -24,7 +24,7 @@ def test_status_page_ranks_teams_by_released_scores_only():
 
 def test_without_the_internal_token_the_page_shows_no_team():
     """Issue #31: the unauthenticated page listed every team's submissions."""
-    from lawlab_agent import status_page
+    from lawlab_agent.pages import status as status_page
 
     subs = [{"team": "acme", "epoch": "r1", "released": True, "scores": {"s_n": 0.6}},
             {"team": "beta", "epoch": "r1", "released": False, "scores": {}}]
@@ -43,7 +43,7 @@ def test_without_the_internal_token_the_page_shows_no_team():
             out.append(b"".join(app(environ, start)).decode())
         return out
 
-    import lawlab_agent.status_page as sp
+    import lawlab_agent.pages.status as sp
     original = sp.snapshot
     sp.snapshot = lambda store, recent=20, reveal=True: {"campaigns": [], "recent_trials": []}
     try:

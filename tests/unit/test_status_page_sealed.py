@@ -48,7 +48,7 @@ def _get(url: str, headers: dict | None = None) -> tuple[int, dict, str]:
 
 @pytest.fixture
 def pages(tmp_path: Path) -> Iterator[dict]:
-    from lawlab_agent import status_page
+    from lawlab_agent.pages import status as status_page
     from lawlab_agent.store import Cell, TrialRecord, TrialStore
 
     store = TrialStore(open_database(f"sqlite:///{tmp_path / 'trials.sqlite'}"))

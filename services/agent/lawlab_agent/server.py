@@ -15,7 +15,8 @@ from lawlab.sandbox.v1 import sandbox_pb2_grpc
 from lawlab.scorer.v1 import scorer_pb2_grpc
 from lawlab.settings import Settings
 from lawlab.simulator.v1 import simulator_pb2_grpc
-from lawlab_agent import launchers, status_page
+from lawlab_agent import launchers
+from lawlab_agent.pages import status as status_page
 from lawlab_agent.servicer import AgentServicer
 from lawlab_agent.store import open_store
 from lawlab_agent.trial.opening import Clients

@@ -21,7 +21,7 @@ from lawlab import durations
 from lawlab.prices import Price
 from lawlab.rpc.server import bearer_token
 from lawlab_agent import campaign as camp
-from lawlab_agent import trial_pages
+from lawlab_agent.pages import trials as trial_pages
 from lawlab_agent.store import TrialStore
 
 CSP = ("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'")
@@ -287,7 +287,7 @@ def make_app(store: TrialStore, external: Callable[[], list[dict]] | None = None
              internal_token: str = "", trajectories: Path | None = None,
              view: bool = False, view_token: str = "",
              prices: dict[str, Price] | None = None) -> Callable:
-    """The status page, ``/api/status``, and the trial pages (lawlab_agent.trial_pages)
+    """The status page, ``/api/status``, and the trial pages (lawlab_agent.pages.trials)
     over ``trajectories``; ``view``: a read-only view of a stopped cluster's data.
 
     A caller is trusted with the internal token (``Authorization: Bearer``) or, for a
