@@ -39,7 +39,7 @@ import ast
 import itertools
 import math
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
 
@@ -736,54 +736,89 @@ def _freeze(form: Form, names: Sequence[str], values: Mapping[str, float]) -> Fo
                 [form.names[i] for i in keep] if form.names else [])
 
 
-_SELF = sympy.Symbol("__lawlab_self__", real=True)
-_OTHER = sympy.Symbol("__lawlab_other__", real=True)
 SAME_LITERAL = 1e-9  # a literal of the hidden law, written again (relative)
-MAX_RENAMINGS = 5040  # renamings of tied parameters tried before the symbolic test gives up
+MAX_RENAMINGS = 64  # renamings collected (parameters in symmetric places give several)
+MAX_UNIFY_STEPS = 200_000  # node comparisons before the symbolic test gives up
+
+
+class _Unifier:
+    """Finds renamings of one form's parameters onto another's by walking the two
+    sympy trees together: a parameter binds to a parameter (one to one, sharing
+    kept), every other node must be the same kind with the same number of
+    arguments, and the arguments of a sum or a product match as a multiset (their
+    order depends on the parameters' names). Bounded by MAX_UNIFY_STEPS."""
+
+    def __init__(self, a: Form, b: Form) -> None:
+        self.a_local = dict(zip(a.params, a.local))
+        self.b_local = dict(zip(b.params, b.local))
+        self.steps = 0
+
+    def unify(self, x: sympy.Basic, y: sympy.Basic,
+              m: dict[sympy.Basic, sympy.Basic]) -> Iterator[dict[sympy.Basic, sympy.Basic]]:
+        self.steps += 1
+        if self.steps > MAX_UNIFY_STEPS:
+            return
+        if x in self.a_local:
+            if y not in self.b_local or self.a_local[x] != self.b_local[y]:
+                return
+            if x in m:
+                if m[x] == y:
+                    yield m
+            elif y not in m.values():
+                yield {**m, x: y}
+            return
+        if y in self.b_local or x.func != y.func or len(x.args) != len(y.args):
+            return
+        if not x.args:
+            if x == y:
+                yield m
+            return
+        if isinstance(x, (sympy.Add, sympy.Mul)):
+            yield from self.unordered(list(x.args), list(y.args), m)
+        else:
+            yield from self.ordered(list(x.args), list(y.args), m)
+
+    def ordered(self, xs: list[sympy.Basic], ys: list[sympy.Basic],
+                m: dict[sympy.Basic, sympy.Basic]) -> Iterator[dict[sympy.Basic, sympy.Basic]]:
+        if not xs:
+            yield m
+            return
+        for m1 in self.unify(xs[0], ys[0], m):
+            yield from self.ordered(xs[1:], ys[1:], m1)
+
+    def unordered(self, xs: list[sympy.Basic], ys: list[sympy.Basic],
+                  m: dict[sympy.Basic, sympy.Basic]
+                  ) -> Iterator[dict[sympy.Basic, sympy.Basic]]:
+        if not xs:
+            yield m
+            return
+        for k, y in enumerate(ys):
+            for m1 in self.unify(xs[0], y, m):
+                yield from self.unordered(xs[1:], ys[:k] + ys[k + 1:], m1)
 
 
 def renamings(a: Form, b: Form) -> list[dict[int, int]]:
-    """Every renaming of ``a``'s parameters onto ``b``'s (index to index, one to one)
+    """Renamings of ``a``'s parameters onto ``b``'s (index to index, one to one)
     under which the two expressions are the same sympy expression and each parameter
-    keeps its sharing (per group or shared). Empty when none is found, which is not a
-    proof that the two differ: sympy compares trees, not functions (``a / (1 + x / b)``
-    is not ``a b / (b + x)`` here), and more than MAX_RENAMINGS ties are not tried.
-
-    A parameter's signature is its expression with that parameter one symbol and
-    every other parameter another: parameters with the same signature on both sides
-    are the only candidates for each other, so a renaming is found without trying
-    every permutation."""
+    keeps its sharing (per group or shared); at most MAX_RENAMINGS. Empty when none
+    is found, which is not a proof that the two differ: sympy compares trees, not
+    functions (``a / (1 + x / b)`` is not ``a b / (b + x)`` here), and the search
+    stops after MAX_UNIFY_STEPS node comparisons."""
     if len(a.params) != len(b.params) or set(a.inputs) != set(b.inputs):
         return []
-
-    def signatures(form: Form) -> list[sympy.Expr]:
-        out = []
-        for i in range(len(form.params)):
-            table = {q: (_SELF if j == i else _OTHER) for j, q in enumerate(form.params)}
-            out.append(form.expr.xreplace(table))
-        return out
-
-    sig_a, sig_b = signatures(a), signatures(b)
-    classes: dict[tuple[sympy.Expr, bool], tuple[list[int], list[int]]] = {}
-    for i, (s, loc) in enumerate(zip(sig_a, a.local)):
-        classes.setdefault((s, loc), ([], []))[0].append(i)
-    for j, (s, loc) in enumerate(zip(sig_b, b.local)):
-        if (s, loc) not in classes:
-            return []
-        classes[(s, loc)][1].append(j)
-    if any(len(ia) != len(jb) for ia, jb in classes.values()):
-        return []
-    ties = [math.factorial(len(ia)) for ia, _ in classes.values()]
-    if math.prod(ties) > MAX_RENAMINGS:
-        return []
-    out = []
-    for choice in itertools.product(*(itertools.permutations(jb)
-                                      for _, jb in classes.values())):
-        mapping = {i: j for (ia, _), js in zip(classes.values(), choice)
-                   for i, j in zip(ia, js)}
-        renamed = a.expr.xreplace({a.params[i]: b.params[j] for i, j in mapping.items()})
-        if renamed == b.expr:
-            out.append(mapping)
+    index_a = {p: i for i, p in enumerate(a.params)}
+    index_b = {p: j for j, p in enumerate(b.params)}
+    out: list[dict[int, int]] = []
+    for m in _Unifier(a, b).unify(a.expr, b.expr, {}):
+        if len(m) != len(a.params):
+            continue  # a parameter that appears nowhere in the expression
+        renamed = a.expr.xreplace(m)
+        if renamed == b.expr:  # the proof: the renamed tree is the other tree
+            mapping = {index_a[x]: index_b[y] for x, y in m.items()}
+            if mapping not in out:
+                out.append(mapping)
+        if len(out) >= MAX_RENAMINGS:
+            break
     return out
 
 

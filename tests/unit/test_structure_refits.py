@@ -22,6 +22,10 @@ depend on the key, only mare_follicles' h2s does):
   `1958` origins): the hidden law as written, or from 15 % off, scored 0.75 ("plus
   extra terms"): the written reading frees those literals and the refit lost;
   the symbolic test (`structure.renamings`) finds the hidden expression itself;
+- heart_rate_baroreflex under a fresh key of the key sweep (a3a3390a): from 15 % off
+  the numerical refit ends at the base (0.5), and the first symbolic test (by
+  signatures) gave up: with every other constant one symbol, (d - c) cancels and nine
+  of eleven constants looked alike;
 - spruce_growth, a world whose only piece is a change of sharing (y0 per group):
   the hidden law plus a shared extra term scored 0.5; a form freeing more
   parameters per group still must.
@@ -62,7 +66,7 @@ def _exact_off(spec: dict) -> str:
 
 
 WORLDS = ["metal_biosensor_induction", "heart_rate_baroreflex", "forbes_boiling_point",
-          "mare_follicles", "mauna_loa_co2", "spruce_growth"]
+          "mare_follicles", "mauna_loa_co2", "spruce_growth", "heart_rate_baroreflex_fresh_key"]
 
 
 @pytest.mark.parametrize("name", WORLDS)
@@ -222,3 +226,16 @@ def test_a_sharing_world_credits_its_sharing_plus_extra_terms_and_nothing_freer(
     for label, (source, level) in cases.items():
         outcome = structure.judge_structure(source, hidden)
         assert outcome.level == level, (label, outcome.level, outcome.explanation)
+
+
+def test_a_renaming_is_found_where_constants_cancel_when_alike():
+    """heart_rate_baroreflex's law `c + (d - c) / (1 + exp(...))`: replacing every other
+    constant by one symbol cancels (d - c), so a search by per-constant signatures saw
+    nine of eleven constants as alike and gave up; walking the two trees together
+    finds the renaming."""
+    spec, hidden = _world("heart_rate_baroreflex_fresh_key")
+    free = structure.translate(_exact_off(spec), free_literals=True, free_exponents=True)
+    assert len(free.params) == 11
+    assert structure.renamings(free, hidden.placeholder_form())
+    outcome = structure.judge_structure(_exact_off(spec), hidden)
+    assert outcome.level == 1.0 and "no fit" in outcome.explanation, outcome
