@@ -1,24 +1,9 @@
 """The structure judge against cases generated from the worlds (issue #49).
 
 For every world of a library, the submissions ``lawlab.structure_cases`` generates
-with their right C.5 level known by construction, each judged by the
-deterministic structure judge exactly as the judge service runs it
-(``structure.judge_structure`` on the module's text):
-
-- ``exact``: the hidden law with its own constants (1.0);
-- ``exact_off``: the hidden law with every declared start 15 % off the hidden
-  values, shared ones up and per-group starts down (1.0: a solver's declared
-  constants are placeholders, C.5 and E.3);
-- ``plus_extra``: the hidden law with one more catalogued mechanism of the task
-  that the law lacks, at its catalogued start (0.75, "hidden structure plus extra
-  terms"), where one composes with the law;
-- ``base``: the published reference the world was built on, as published (at
-  most 0.5: it lacks the added structure);
-- ``other_reference``: every other published reference of the task (at most
-  0.5: another family is never the hidden structure);
-- ``line``: a straight line in every input (at most 0.25; at most 0.5, as
-  ``line_is_base``, where the published base is itself a straight line);
-- ``constant``: a constant (0).
+(its docstring lists the kinds and their labels), each judged by the deterministic
+structure judge exactly as the judge service runs it (``structure.judge_structure``
+on the module's text).
 
     .venv/bin/python bench/judge_cases.py [--tasks-dir var/tasks] [--only TASK ...]
         [--processes N] [--json out.json]

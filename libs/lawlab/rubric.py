@@ -103,6 +103,12 @@ def _transform(values: np.ndarray, how: str) -> np.ndarray:
         return values
 
 
+def _axes(item: Item, probes: pd.DataFrame, pred: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The probed input and the prediction in the item's ``x`` and ``y`` transforms."""
+    return (_transform(probes[item["input"]].to_numpy(float), item.get("x", "identity")),
+            _transform(pred, item.get("y", "identity")))
+
+
 def _scale(pred: np.ndarray) -> float:
     return max(float(np.max(np.abs(pred))), 1e-300)
 
@@ -316,8 +322,7 @@ class Curvature(Kind):
 
     def judge(self, item: Item, probes: pd.DataFrame, pred: np.ndarray,
               paired: bool) -> Verdict:
-        x = _transform(probes[item["input"]].to_numpy(float), item.get("x", "identity"))
-        y = _transform(pred, item.get("y", "identity"))
+        x, y = _axes(item, probes, pred)
         if not np.all(np.isfinite(y)):
             return False, NOT_FINITE_AFTER_TRANSFORM
         first = np.diff(y) / np.diff(x)
@@ -343,8 +348,7 @@ class Slope(Kind):
 
     def judge(self, item: Item, probes: pd.DataFrame, pred: np.ndarray,
               paired: bool) -> Verdict:
-        x = _transform(probes[item["input"]].to_numpy(float), item.get("x", "identity"))
-        y = _transform(pred, item.get("y", "identity"))
+        x, y = _axes(item, probes, pred)
         if not np.all(np.isfinite(y)):
             return False, NOT_FINITE_AFTER_TRANSFORM
         slopes = np.diff(y) / np.diff(x)
@@ -366,8 +370,7 @@ class Linear(Kind):
 
     def judge(self, item: Item, probes: pd.DataFrame, pred: np.ndarray,
               paired: bool) -> Verdict:
-        x = _transform(probes[item["input"]].to_numpy(float), item.get("x", "identity"))
-        y = _transform(pred, item.get("y", "identity"))
+        x, y = _axes(item, probes, pred)
         if not np.all(np.isfinite(y)):
             return False, NOT_FINITE_AFTER_TRANSFORM
         if float(np.ptp(y)) <= 1e-12 * max(float(np.max(np.abs(y))), 1e-300):
