@@ -238,7 +238,11 @@ def cmd_tasks_catalogue(args: argparse.Namespace) -> int:
 def cmd_tasks_import(args: argparse.Namespace) -> int:
     from lawlab.taskbuild.importer import import_all
 
-    reports = import_all(Path(args.source), Path(args.out))
+    formulas = Path(args.formulas) if args.formulas else None
+    if formulas is not None and not formulas.is_dir():
+        print(f"--formulas {formulas}: not a folder", file=sys.stderr)
+        return 2
+    reports = import_all(Path(args.source), Path(args.out), formulas)
     rows = []
     for r in reports:
         status = "converted" if r.ok else "FAILED"
@@ -349,6 +353,9 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     p = tasks.add_parser("import", help="convert official SciLaws-Bench task folders")
     p.add_argument("source", help="a task folder or a folder of task folders")
     p.add_argument("--out", default="var/imported", help="where converted tasks go")
+    p.add_argument("--formulas", help="a folder holding <task>/formulas/<reference id>.py: the "
+                                      "published reference modules, which the Hugging Face "
+                                      "release does not ship")
     p.set_defaults(func=cmd_tasks_import)
     p = tasks.add_parser("build", help="build the task library (data, references, rubrics, "
                                        "Parallel worlds under the world key)")

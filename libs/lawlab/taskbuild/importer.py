@@ -14,6 +14,17 @@ per folder, or a folder of task folders at any depth):
     <task>/eval/validity_rubrics.json  the rubric, where metadata.yaml has none
     <task>/simulator/formula.py the hidden law of the Parallel world
 
+The Hugging Face release (``RealSR/SciLaws-Bench``, ``tasks/typeI|typeII/<task>``) is
+this layout with the grader's fields moved: ``metadata.yaml`` is solver-facing,
+``eval/metadata_full.yaml`` adds ``references`` (without ``formula_file``),
+``validity_rubrics`` and ``best_baseline``, and ``eval/reference_metrics.json`` holds
+the official anchors (each baseline's held-out metric, per cluster for Type II, and
+the derived caps). The release ships no ``formulas/``: the published reference
+modules come from ``formulas=`` (``lawlab tasks import --formulas DIR``), a folder
+holding ``<task>/formulas/<reference id>.py``; without them the task is refused with
+that instruction. ``simulator/state.joblib`` is a pickle and is never opened (lawlab
+never unpickles in a trusted process).
+
 Every task is tried; one that cannot be imported is reported with the file and
 line that stopped it, and the rest go on. Each reference's ``predict`` becomes a
 restricted expression (LAW_CONSTANTS named, LOCAL_FITTABLE per group with
@@ -394,9 +405,12 @@ def _read(path: Path, src: Path) -> pd.DataFrame:
     return frame
 
 
-def _reference_files(src: Path, raw: dict[str, Any]) -> list[tuple[str, Path, dict[str, Any]]]:
+def _reference_files(src: Path, raw: dict[str, Any], formulas: Path | None = None,
+                     task_id: str = "") -> list[tuple[str, Path, dict[str, Any]]]:
     """(id, file, official entry) of each reference: the metadata's ``references`` list
-    where it has one, else every module under formulas/ (or eval/baselines...)."""
+    where it has one, else every module under formulas/ (or eval/baselines...). A
+    listed module the folder lacks is looked for under ``formulas`` (the release has
+    no formulas/): ``<formulas>/<task id or folder>/formulas/<id>.py``."""
     listed = raw.get("references")
     if isinstance(listed, list) and listed:
         out = []
@@ -404,13 +418,53 @@ def _reference_files(src: Path, raw: dict[str, Any]) -> list[tuple[str, Path, di
             if not isinstance(entry, dict):
                 continue
             rel = str(entry.get("formula_file") or f"formulas/{entry.get('id')}.py")
-            out.append((str(entry.get("id") or Path(rel).stem), src / rel, entry))
+            path = src / rel
+            if not path.exists() and formulas is not None:
+                for name in dict.fromkeys([task_id or src.name, src.name]):
+                    if (formulas / name / rel).exists():
+                        path = formulas / name / rel
+                        break
+            out.append((str(entry.get("id") or Path(rel).stem), path, entry))
         return out
-    for sub in ("formulas", "eval/baselines", "eval/references", "baselines"):
-        files = sorted(p for p in (src / sub).glob("*.py") if not p.name.startswith("_"))
-        if files:
-            return [(p.stem, p, {}) for p in files]
+    for base in [src, *([formulas / (task_id or src.name)] if formulas is not None else [])]:
+        for sub in ("formulas", "eval/baselines", "eval/references", "baselines"):
+            files = sorted(p for p in (base / sub).glob("*.py") if not p.name.startswith("_"))
+            if files:
+                return [(p.stem, p, {}) for p in files]
     return []
+
+
+def _official_anchors(src: Path, metric: str, report: ImportReport) -> dict[str, float]:
+    """Each baseline's held-out metric in the official ``eval/reference_metrics.json``
+    (the harness's: ``baselines.<id>.metrics`` for Type I, the mean over
+    ``per_cluster`` for Type II); empty where the file is absent."""
+    path = src / "eval" / "reference_metrics.json"
+    if not path.exists():
+        return {}
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as err:
+        report.unconvertible.append(f"eval/reference_metrics.json:{err.lineno}: not JSON")
+        return {}
+    out: dict[str, float] = {}
+    baselines = doc.get("baselines") if isinstance(doc, dict) else None
+    for rid, b in (baselines or {}).items():
+        if not isinstance(b, dict):
+            continue
+        flat = b.get("metrics") if isinstance(b.get("metrics"), dict) else None
+        if flat and isinstance(flat.get(metric), (int, float)):
+            out[str(rid)] = float(flat[metric])
+            continue
+        per = b.get("per_cluster")
+        values = [float(m[metric]) for m in (per.values() if isinstance(per, dict) else [])
+                  if isinstance(m, dict) and isinstance(m.get(metric), (int, float))]
+        if values:
+            out[str(rid)] = float(np.mean(values))
+    return out
+
+
+def _release_simulator_state(src: Path) -> bool:
+    return any((src / "simulator").glob("**/state.joblib"))
 
 
 def _is_type_ii(raw: dict[str, Any], train: pd.DataFrame) -> bool:
@@ -437,12 +491,14 @@ def _split(raw: dict[str, Any]) -> tuple[dict[str, str], Any]:
                                                       default="the official split"))}, split
 
 
-def import_task(src: Path, out: Path) -> ImportReport:
+def import_task(src: Path, out: Path, formulas: Path | None = None) -> ImportReport:
     """One official task folder into ``out/<task_id>``; never raises for the task's
-    content: what stops the import is the report's ``error`` (with file and line)."""
+    content: what stops the import is the report's ``error`` (with file and line).
+    ``formulas``: where the published reference modules are when the folder has none
+    (the release's layout): ``formulas/<task>/formulas/<id>.py``."""
     report = ImportReport(task_id=src.name, source=str(src))
     try:
-        _import(src, out, report)
+        _import(src, out, report, formulas)
     except ImportFailure as err:
         report.error = str(err)
     except Exception as err:  # noqa: BLE001  (one task's surprise must not stop the rest)
@@ -452,17 +508,33 @@ def import_task(src: Path, out: Path) -> ImportReport:
     return report
 
 
-def _import(src: Path, out: Path, report: ImportReport) -> None:
-    meta_path = src / "metadata.yaml"
-    text = meta_path.read_text(encoding="utf-8")
+def _load_yaml(path: Path, rel: str) -> tuple[dict[str, Any], str]:
+    text = path.read_text(encoding="utf-8")
     try:
         raw = yaml.safe_load(text) or {}
     except yaml.YAMLError as err:
         mark = getattr(err, "problem_mark", None)
-        where = f"metadata.yaml:{mark.line + 1}" if mark is not None else "metadata.yaml"
+        where = f"{rel}:{mark.line + 1}" if mark is not None else rel
         raise ImportFailure(where, f"not valid YAML: {getattr(err, 'problem', err)}") from None
     if not isinstance(raw, dict):
-        raise ImportFailure("metadata.yaml", "not a mapping")
+        raise ImportFailure(rel, "not a mapping")
+    return raw, text
+
+
+def _import(src: Path, out: Path, report: ImportReport, formulas: Path | None = None) -> None:
+    raw, text = _load_yaml(src / "metadata.yaml", "metadata.yaml")
+    full_path = src / "eval" / "metadata_full.yaml"
+    if full_path.exists():
+        # the release: the grader's fields (references, rubric, anchors) live here
+        full, _ = _load_yaml(full_path, "eval/metadata_full.yaml")
+        frozen = (src / "eval" / "validity_rubrics.json").exists()  # the harness's rubric
+        added = [k for k in full if k not in raw and not (frozen and k == "validity_rubrics")]
+        raw = {**raw, **{k: full[k] for k in added}}
+        if added:
+            report.notes.append(f"eval/metadata_full.yaml adds {', '.join(added)}")
+    if _release_simulator_state(src):
+        report.notes.append("simulator/state.joblib not opened: a pickle, and lawlab never "
+                            "unpickles in a trusted process (the world is not served)")
     task_id = str(_meta_value(raw, "task_id", "id", default=src.name))
     report.task_id = task_id
     if not raw.get("target"):
@@ -531,7 +603,16 @@ def _import(src: Path, out: Path, report: ImportReport) -> None:
 
     # references
     refs: list[tuple[str, Converted, str, dict[str, Any]]] = []
-    for rid, path, entry in _reference_files(src, raw):
+    listed = _reference_files(src, raw, formulas, task_id)
+    if listed and not any(path.exists() for _, path, _ in listed):
+        where = (f"{formulas}/{task_id}/formulas/" if formulas is not None
+                 else f"{src.name}/formulas/")
+        raise ImportFailure(
+            "formulas/", f"none of the {len(listed)} published reference modules "
+            f"({', '.join(rid for rid, _, _ in listed)}) is in {where}; the Hugging Face "
+            "release ships no formulas/: give a folder holding <task>/formulas/<id>.py with "
+            "`lawlab tasks import --formulas DIR` (docs/tasks.md)")
+    for rid, path, entry in listed:
         rel = str(path.relative_to(src)) if path.is_relative_to(src) else str(path)
         if not path.exists():
             report.unconvertible.append(f"reference {rid}: {rel} is missing")
@@ -546,11 +627,12 @@ def _import(src: Path, out: Path, report: ImportReport) -> None:
         refs.append((rid, conv, source, entry))
         report.converted.append(f"reference {rid} ({rel}) -> {conv.expr}")
         report.notes += [f"reference {rid}: {n}" for n in conv.notes]
-    report.references_total = len(_reference_files(src, raw))
+    report.references_total = len(listed)
     if not refs:
         report.problems.append("no reference formula could be converted")
 
     ref_json, ref_scores = [], {}
+    official_anchors = _official_anchors(src, metric, report)
     for name, conv, source, entry in refs:
         (root / "eval" / "references" / f"{name}.py").write_text(source, encoding="utf-8")
         label = str(entry.get("label") or raw.get("reference_citation") or rel_source(src))
@@ -564,6 +646,14 @@ def _import(src: Path, out: Path, report: ImportReport) -> None:
         ref_scores[name] = {"heldout_metric": _heldout(conv, data, target["name"], metric, multi),
                             "train_r2_residual_space": float("nan"),
                             "official_measured": entry.get("measured", {})}
+        anchor = official_anchors.get(name)
+        if anchor is not None:
+            ref_scores[name]["official_anchor"] = anchor
+            mine = ref_scores[name]["heldout_metric"]
+            if np.isfinite(mine) and abs(mine - anchor) > 0.05 * max(abs(anchor), 1e-12):
+                report.notes.append(
+                    f"reference {name}: lawlab's held-out {metric} {mine:.4g} differs from the "
+                    f"official anchor {anchor:.4g} (eval/reference_metrics.json) by more than 5%")
     finite = {k: v for k, v in ref_scores.items() if np.isfinite(v["heldout_metric"])}
     best = (max if metric == "r2" else min)(finite, key=lambda k: finite[k]["heldout_metric"]) \
         if finite else (refs[0][0] if refs else "")
@@ -644,7 +734,7 @@ def _import(src: Path, out: Path, report: ImportReport) -> None:
         return {**v, "min": declared[0], "max": declared[1]}
 
     split, official_split = _split(raw)
-    official_block = {k: raw[k] for k in ("caps", "priors", "unseen_group_strategy",
+    official_block: dict[str, Any] = {k: raw[k] for k in ("caps", "priors", "unseen_group_strategy",
                                           "best_baseline", "reference_baseline_id",
                                           "has_group_id", "data_files", "type", "domain")
                       if k in raw}
@@ -737,14 +827,16 @@ def _naive(data: dict[str, pd.DataFrame], target: str, metric: str, multi: bool)
     return float(np.mean(values)) if values else float("nan")
 
 
-def import_all(src: Path, out: Path) -> list[ImportReport]:
+def import_all(src: Path, out: Path, formulas: Path | None = None) -> list[ImportReport]:
     """``src`` is one task folder or a folder of task folders (at any depth, e.g. the
-    release's ``tasks/typeI/<task>``); every task is tried, a failing one reported."""
+    release's ``tasks/typeI/<task>``); every task is tried, a failing one reported.
+    ``formulas``: the published reference modules where the folders have none."""
     out.mkdir(parents=True, exist_ok=True)
     if (src / "metadata.yaml").exists():
-        return [import_task(src, out)]
-    folders = sorted({p.parent for p in src.rglob("metadata.yaml")})
-    return [import_task(d, out) for d in folders]
+        return [import_task(src, out, formulas)]
+    folders = sorted({p.parent for p in src.rglob("metadata.yaml")
+                      if p.parent.name != "eval"})
+    return [import_task(d, out, formulas) for d in folders]
 
 
 __all__ = ["import_all", "import_task", "convert_module", "convert_rubric_item"]
