@@ -83,7 +83,11 @@ def plan(items: Sequence[Mapping[str, Any]], frame: pd.DataFrame, inputs: Sequen
             slices[str(item["id"])] = slice(start, start + len(probes))
             start += len(probes)
             parts.append(probes)
-        out.append(GroupPlan(g, rows, pd.concat(parts, ignore_index=True)[list(inputs)], slices))
+        # a rubric with no executable item (an official one read by the LLM judge
+        # only) probes nothing
+        probes = (pd.concat(parts, ignore_index=True)[list(inputs)] if parts
+                  else pd.DataFrame({n: np.zeros(0) for n in inputs}))
+        out.append(GroupPlan(g, rows, probes, slices))
     return out
 
 

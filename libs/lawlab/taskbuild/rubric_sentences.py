@@ -10,8 +10,10 @@ at their medians). Anything else (a negation the readings do not name, a
 condition, a second input, a structural claim, a unit) is left to the LLM judge:
 :func:`read` returns None, never a guess.
 
-Readings (SUBJECT is "predicted ...", "the predicted ...", "the output", "the
-prediction", or the target's own name or symbol):
+Readings (SUBJECT is the target's own name or symbol, with or without "(the)
+predicted" before it, "the predicted value", "the output" or "the prediction"; a
+"predicted" quantity that is not the target, e.g. "predicted mass-specific BMR"
+where the target is whole-organism BMR, is not the target):
 
 - SUBJECT is (strictly|always) positive | is greater than 0 -> positive
 - SUBJECT is non-negative | nonnegative | never negative | not negative |
@@ -39,6 +41,10 @@ _GENERIC_SUBJECTS = ("the output", "output", "the prediction", "prediction", "pr
                      "the predictions", "the law", "the formula")
 
 
+# "the predicted value" and the like: the target whatever it is called
+_PREDICTED_NOUNS = ("value", "values", "output", "target", "quantity")
+
+
 def _norm(text: str) -> str:
     t = text.strip().strip('"').strip("'").strip()
     t = re.sub(r"\s+", " ", t)
@@ -56,13 +62,14 @@ def _subject_ok(subject: str, target: str, symbol: str) -> bool:
     s = subject.strip().lower()
     if set(s.split()) & _QUALIFIERS:
         return False
-    if s.startswith("predicted ") or s.startswith("the predicted "):
-        return True
     names = {target.lower(), target.lower().replace("_", " ")}
     if symbol:
         names.add(symbol.lower())
     bare = re.sub(r"^(the|a|an)\s+", "", s)
-    return s in _GENERIC_SUBJECTS or bare in names or s in names
+    # "predicted X" is the target only when X names it: "predicted mass-specific BMR"
+    # of a task whose target is log whole-organism BMR is another quantity
+    bare = re.sub(r"^predicted\s+", "", bare)
+    return s in _GENERIC_SUBJECTS or bare in names or bare in _PREDICTED_NOUNS
 
 
 def _mentioned(text: str, inputs: Sequence[str]) -> list[str]:
