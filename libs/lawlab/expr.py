@@ -135,8 +135,9 @@ class Expression:
             if isinstance(node.value, bool) or not isinstance(node.value, (int, float)):
                 raise ExpressionError(f"only numbers are allowed as literals, not {node.value!r}")
         elif isinstance(node, ast.Name):
-            if node.id in FUNCTIONS:
-                raise ExpressionError(f"function {node.id!r} used as a value")
+            # a name in value position is a variable even when it spells a function
+            # (an input called ``exp``, potential work experience): calls and values
+            # are apart in the syntax, so nothing shadows anything
             self.names.add(node.id)
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) \
                 and node.func.id in BRANCHES:
@@ -183,7 +184,10 @@ class Expression:
         bound in ``env`` is that value even when it is ``e`` or ``pi``."""
         missing = self.free(env)
         if missing:
-            raise ExpressionError(f"no value for {', '.join(sorted(missing))}")
+            called = sorted(n for n in missing if n in FUNCTIONS or n in BRANCHES)
+            hint = (f" ({called[0]} is also a function: call it as {called[0]}(x), or bind "
+                    f"a variable of that name)" if called else "")
+            raise ExpressionError(f"no value for {', '.join(sorted(missing))}{hint}")
         with np.errstate(all="ignore"):
             return self._eval(self._root, env)
 

@@ -214,6 +214,11 @@ class PredictWalker(Generic[T]):
         name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
         if isinstance(func, ast.Name) and func.id in self.helpers:
             return self.inline(self.helpers[func.id], node)
+        if isinstance(func, ast.Name) and func.id in ("max", "min") and len(node.args) == 2 \
+                and not node.keywords:
+            # Python's max(a, b) of two numbers (a parameter kept above a floor): for
+            # numbers what np.maximum is (np.max(a, 0) is a reduction, not this)
+            return self.branch("maximum" if func.id == "max" else "minimum", node)
         if name in BRANCHES:
             return self.branch(name, node)
         if name in FILLS and isinstance(func, ast.Attribute) and node.args:

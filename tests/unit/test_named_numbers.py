@@ -80,3 +80,33 @@ def test_importer_input_named_e_with_np_e():
     conv = convert_module(source, "m.py", ["e"])
     value = Expression(conv.expr).evaluate({"e": np.array([0.5]), "k": 2.0})
     assert np.allclose(value, [2.0 * math.e * 0.75])
+
+
+def test_a_variable_named_as_a_function_is_the_variable():
+    """An input called ``exp`` (potential work experience in a Mincer earnings task of
+    the official release) beside the function exp: calls and values are apart in the
+    syntax, so each means itself (the reader refused both of the task's references:
+    "function 'exp' used as a value")."""
+    expr = Expression("a * exp + b * exp**2 + exp(-s / 10) + max(exp, 1)")
+    assert expr.names == {"a", "b", "exp", "s"}
+    env = {"a": 2.0, "b": -0.5, "exp": np.array([1.0, 3.0]), "s": np.array([0.0, 10.0])}
+    assert np.allclose(expr.evaluate(env), [2 - 0.5 + 1 + 1, 6 - 4.5 + math.exp(-1) + 3])
+    x = sympy.Symbol("exp", real=True)
+    assert sympy.simplify(Expression("exp(x) * exp").to_sympy({"exp": x})
+                          - sympy.exp(sympy.Symbol("x", real=True)) * x) == 0
+    with pytest.raises(ValueError, match="exp is also a function: call it as exp"):
+        Expression("2 * exp").evaluate({})
+    source = ("import numpy as np\nUSED_INPUTS = ['s', 'exp']\n"
+              "LAW_CONSTANTS = {'a': 2.0, 'b': -0.5}\n"
+              "def predict(X, a=2.0, b=-0.5):\n    s = X[:, 0]\n    x = X[:, 1]\n"
+              "    return a * x + b * x ** 2 + np.exp(-s / 10)\n")
+    conv = convert_module(source, "m.py", ["s", "exp"])
+    value = Expression(conv.expr).evaluate({"s": np.array([10.0]), "exp": np.array([3.0]),
+                                            "a": 2.0, "b": -0.5})
+    assert np.allclose(value, [6 - 4.5 + math.exp(-1)])
+    module = law_module(title="t", expr=conv.expr, used_inputs=["s", "exp"],
+                        constants={"a": 2.0, "b": -0.5})
+    scope: dict = {}
+    exec(compile(module, "law.py", "exec"), scope)  # noqa: S102  (our own generated module)
+    assert np.allclose(scope["predict"](np.array([[10.0, 3.0]]), a=2.0, b=-0.5),
+                       [6 - 4.5 + math.exp(-1)])

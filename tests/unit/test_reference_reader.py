@@ -138,6 +138,26 @@ def predict(X):
     assert np.allclose(value(c, p=[3.0, 1.0], pet=[1.0, 2.0]), [2.0, 0.0])
 
 
+def test_python_max_of_two_parameters_is_a_branch():
+    """Python's max(a, b) keeping one parameter above another (an official cross-section
+    module's second shell threshold kept above the first): max() of the law; np.max
+    with an axis is a reduction and stays refused."""
+    c = conv('''USED_INPUTS = ["E"]
+LAW_CONSTANTS = {"P1": 10.0, "P2": 5.0}
+
+
+def predict(X, P1=10.0, P2=5.0):
+    E = X[:, 0]
+    P2 = max(P2, P1 + 1.0)
+    return min(P1, P2) * E / P2
+''', ["E"])
+    assert c.expr == "min(P1, max(P2, P1 + 1.0)) * E / max(P2, P1 + 1.0)"
+    assert np.allclose(value(c, E=[11.0]), [10.0])
+    with pytest.raises(Unconvertible, match="np.max"):
+        conv("USED_INPUTS = ['x']\nLAW_CONSTANTS = {}\ndef predict(X):\n"
+             "    return X[:, 0] / np.max(X[:, 0], 0)\n")
+
+
 def test_where_with_a_comparison_is_kept():
     c = conv('''USED_INPUTS = ["log_m"]
 LAW_CONSTANTS = {"M_BREAK": 0.6, "S1": 2.0, "S2": 4.0}
