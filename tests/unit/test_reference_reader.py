@@ -158,6 +158,22 @@ def predict(X, P1=10.0, P2=5.0):
              "    return X[:, 0] / np.max(X[:, 0], 0)\n")
 
 
+def test_constants_read_from_predicts_own_kwargs_name():
+    """predict(X, **law_constants) reading law_constants["A"] (an official melt-viscosity
+    module): the **kwargs dict is the constants, whatever it is called."""
+    c = conv('''USED_INPUTS = ["T"]
+LAW_CONSTANTS = {"A": -4.55, "B": 6000.0, "C": 500.0}
+
+
+def predict(X, **law_constants):
+    A = float(law_constants["A"])
+    T = X[:, 0]
+    return A + law_constants["B"] / (T - law_constants["C"])
+''', ["T"])
+    assert c.expr == "A + B / (T - C)"
+    assert c.constants == {"A": -4.55, "B": 6000.0, "C": 500.0}
+
+
 def test_where_with_a_comparison_is_kept():
     c = conv('''USED_INPUTS = ["log_m"]
 LAW_CONSTANTS = {"M_BREAK": 0.6, "S1": 2.0, "S2": 4.0}

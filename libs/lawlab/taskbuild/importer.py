@@ -276,8 +276,11 @@ def convert_module(source: str, path: str, inputs: list[str]) -> Converted:
     fixed.update(other)
     for k in [*constants, *local]:
         fixed.pop(k, None)
-    dict_names = set(CONSTANT_DICTS) | {k for k, v in module.top.items()
-                                        if isinstance(v, ast.Name) and v.id in CONSTANT_DICTS}
+    # predict's **kwargs is where the harness passes the constants, whatever its name
+    # (``**law_constants`` in an official viscosity module)
+    kwarg = [fn.args.kwarg.arg] if fn.args.kwarg is not None else []
+    dict_names = set(CONSTANT_DICTS) | set(kwarg) | {
+        k for k, v in module.top.items() if isinstance(v, ast.Name) and v.id in CONSTANT_DICTS}
     helpers = {k: v for k, v in module.top.items()
                if isinstance(v, ast.FunctionDef) and k not in (fn.name, "fit")}
     tr = _ToExpr(path, used, set(constants) | set(local), fixed, helpers, dict_names)
