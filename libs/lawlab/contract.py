@@ -156,12 +156,34 @@ class LawModule:
     def local_starts(self) -> dict[str, list[float]]:
         """LOCAL_FITTABLE's parameters with every starting value given ([1.0] if none)."""
         out: dict[str, list[float]] = {}
-        for name, spec in dict(self.literals.get("LOCAL_FITTABLE", {})).items():
+        for name, spec in self._local_table().items():
             init = spec.get("init") if isinstance(spec, dict) else spec
             values = list(init) if isinstance(init, (list, tuple)) else [init]
             starts = [float(v) for v in values if isinstance(v, (int, float))
                       and not isinstance(v, bool)]
             out[str(name)] = starts or [1.0]
+        return out
+
+    def _local_table(self) -> dict[str, Any]:
+        """LOCAL_FITTABLE as written: the literal, or where a start is arithmetic
+        (``"init": [0.0, np.pi / 4.0]``, an official fibre-angle parameter) each entry
+        read with :func:`fold` (a start that does not fold is left out)."""
+        if "LOCAL_FITTABLE" in self.literals:
+            return dict(self.literals["LOCAL_FITTABLE"])
+        node = self.top.get("LOCAL_FITTABLE")
+        if not isinstance(node, ast.Dict):
+            return {}
+        out: dict[str, Any] = {}
+        for key, spec in zip(node.keys, node.values):
+            if not (isinstance(key, ast.Constant) and isinstance(key.value, str)):
+                continue
+            init: Any = None
+            if isinstance(spec, ast.Dict):
+                for k, v in zip(spec.keys, spec.values):
+                    if isinstance(k, ast.Constant) and k.value == "init":
+                        init = ([fold(e, self.values) for e in v.elts]
+                                if isinstance(v, (ast.List, ast.Tuple)) else fold(v, self.values))
+            out[key.value] = {"init": init}
         return out
 
     def dict_size(self, name: str) -> int | None:

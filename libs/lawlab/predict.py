@@ -279,7 +279,10 @@ class PredictWalker(Generic[T]):
             arg = given.get(p, defaults.get(p))
             if arg is None:
                 raise self.fail(node, f"helper {fn.name}() is called without {p!r}")
-            if isinstance(arg, ast.Name) and arg.id in self.x_names:
+            inner = arg
+            while isinstance(inner, ast.Call) and inner.args and _callee(inner) in PASSTHROUGH:
+                inner = inner.args[0]  # np.asarray(X, dtype=float) is X
+            if isinstance(inner, ast.Name) and inner.id in self.x_names:
                 x_names.add(p)  # the input matrix handed on
             else:
                 env[p] = self.expr(arg)
@@ -302,3 +305,8 @@ def _whole(node: ast.AST) -> bool:
         return True
     return (isinstance(node, ast.Slice) and node.lower is None and node.upper is None
             and node.step is None)
+
+
+def _callee(node: ast.Call) -> str:
+    func = node.func
+    return func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")

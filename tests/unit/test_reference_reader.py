@@ -174,6 +174,32 @@ def predict(X, **law_constants):
     assert c.constants == {"A": -4.55, "B": 6000.0, "C": 500.0}
 
 
+def test_input_matrix_handed_to_a_helper_through_asarray():
+    """predict returns _le(np.asarray(X, dtype=float), ...) and the helper reads X's
+    columns (two official latent-heat modules; 'unknown name X' before)."""
+    c = conv('''USED_INPUTS = ["a", "b"]
+LAW_CONSTANTS = {"k": 2.0}
+
+
+def _le(X, k):
+    return k * X[:, 0] + X[:, 1]
+
+
+def predict(X, k=2.0):
+    return _le(np.asarray(X, dtype=float), k)
+''', ["a", "b"])
+    assert c.expr == "k * a + b"
+
+
+def test_arithmetic_starts_of_local_parameters_are_read():
+    """"init": [0.0, np.pi / 4.0, ...] (an official fibre-angle parameter): the starts
+    fold; before, the whole LOCAL_FITTABLE was unread and every parameter was
+    'without values'."""
+    module = read_module(HEAD + 'LOCAL_FITTABLE = {"mu": {"init": None}, '
+                                '"theta": {"init": [0.0, np.pi / 4.0, np.pi / 2.0]}}\n')
+    assert module.local_starts() == {"mu": [1.0], "theta": [0.0, math.pi / 4, math.pi / 2]}
+
+
 def test_where_with_a_comparison_is_kept():
     c = conv('''USED_INPUTS = ["log_m"]
 LAW_CONSTANTS = {"M_BREAK": 0.6, "S1": 2.0, "S2": 4.0}
