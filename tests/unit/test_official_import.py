@@ -161,6 +161,29 @@ def test_a_rubric_only_the_llm_judge_reads_imports(tmp_path):
     assert (report.rubric_executable, report.rubric_llm) == (0, 2)
 
 
+def test_an_input_called_group_beside_group_id_stays_an_input(tmp_path):
+    """An official battery task has an input named ``group`` (the cell's design group)
+    beside ``group_id``: renaming the alias to group_id made two group_id columns and
+    lost the input ('train.csv lacks columns [group]')."""
+    import pandas as pd
+
+    src = tmp_path / "culture_growth_demo__od"
+    shutil.copytree(FIXTURES / src.name, src)
+    meta = yaml.safe_load((src / "metadata.yaml").read_text())
+    meta["inputs"].append({"name": "group", "symbol": "g", "unit": "", "range": [1, 4],
+                           "description": "design group of the culture"})
+    (src / "metadata.yaml").write_text(yaml.safe_dump(meta, allow_unicode=True))
+    for csv in (src / "data").glob("*.csv"):
+        frame = pd.read_csv(csv)
+        frame["group"] = 1 + np.arange(len(frame)) % 4
+        frame.to_csv(csv, index=False)
+    [report] = import_all(src, tmp_path / "out")
+    assert report.ok, (report.error, report.problems)
+    train = TaskLibrary(tmp_path / "out").get("culture_growth_demo__od").train
+    assert set(train["group"]) == {1, 2, 3, 4}
+    assert set(train["group_id"]) == set(pd.read_csv(src / "data" / "train.csv")["group_id"])
+
+
 @pytest.mark.parametrize("task_id, reference", [
     ("orbit_distance_demo__r_mean_km", "time_average"),  # OTHER_CONSTANTS not a parameter
     ("culture_growth_demo__od", "gompertz_curve"),  # "init": None

@@ -400,7 +400,11 @@ def _read(path: Path, src: Path) -> pd.DataFrame:
     except (OSError, ValueError) as err:
         raise ImportFailure(str(path.relative_to(src)), f"cannot read: {err}") from None
     for alias in GROUP_ALIASES:
-        if alias in frame.columns and alias != GROUP_COL:
+        # an alias names the group only where there is no group_id: a column called
+        # ``group`` beside group_id is an input (an official battery task's design group)
+        if GROUP_COL in frame.columns:
+            break
+        if alias in frame.columns:
             frame = frame.rename(columns={alias: GROUP_COL})
             break
     if GROUP_COL in frame.columns:
