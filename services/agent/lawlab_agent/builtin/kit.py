@@ -56,14 +56,28 @@ def last_result(ctx: TrialContext) -> dict | None:
 
 def fallback(ctx: TrialContext) -> str:
     """A straight line in the first input (a per-group offset for Type II), for an
-    agent whose search failed."""
-    multi = ctx.task.multi_group
+    agent whose search failed, within the task's caps: a task that allows one law
+    constant gets the offset alone (an official task capped at 1 scored 0, 'contract
+    fail', for a fallback of two), none gets the range's midpoint written out."""
+    multi, caps = ctx.task.multi_group, ctx.task.caps
     x = ctx.task.inputs[0].name
     mid = (ctx.task.target.min + ctx.task.target.max) / 2
+    offset_local = multi and caps.max_local_params >= 1
+    room = caps.max_law_constants - (0 if offset_local else 1)  # constants left for b
+    terms, constants = [], {}
+    if offset_local:
+        terms.append("a")
+    elif caps.max_law_constants >= 1:
+        terms.append("a")
+        constants["a"] = mid
+    else:
+        terms.append(repr(mid))
+    if room >= 1:
+        terms.append(f"b * {x}")
+        constants["b"] = 0.0
     module = law_module(
         title="fallback: the family search failed, a straight line is submitted",
-        expr=f"a + b * {x}", used_inputs=[x],
-        constants={"b": 0.0} if multi else {"a": mid, "b": 0.0},
-        local_init={"a": mid} if multi else None)
+        expr=" + ".join(terms), used_inputs=[x], constants=constants,
+        local_init={"a": mid} if offset_local else None)
     return ("The family search did not finish; I submit a simple fallback.\n"
             f"<final_formula>\n{module}</final_formula>")
