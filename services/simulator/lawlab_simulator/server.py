@@ -31,6 +31,12 @@ MULTI_PROCESS = True
 def load_world_key(tasks_dir: Path, library: TaskLibrary) -> worldkey.WorldKey:
     """The key that built the library (its fingerprint is in the MANIFEST)."""
     path = worldkey.default_path(tasks_dir)
+    if not path.exists() and not library.world_fingerprint \
+            and not any(t.has_world() for t in library):
+        # a library without worlds (an imported official release): no key built it,
+        # and none is needed; a per-process one serves the Real setting's data
+        log.info("the task library %s has no Parallel world: no world key needed", tasks_dir)
+        return worldkey.WorldKey.generate()
     try:
         key = worldkey.load(path)
     except worldkey.WorldKeyError as err:

@@ -1,0 +1,54 @@
+"""The Hugging Face release's layout through the five services (issue #51): two
+fixture tasks laid out as the release (tests/support/official.py: no formulas/, the
+grader's fields in eval/, a state.joblib tripwire) are imported with --formulas and run
+by `lawlab campaign run --tasks-dir` with a built-in agent: every trial is scored under
+the official caps, nothing is a contract failure, and the pickle is never opened."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.support.official import FIXTURES, RELEASE_TASKS, release_view
+
+LAWLAB = str(Path(sys.executable).parent / "lawlab")
+SERVICES = ("simulator", "sandbox", "agent", "judge", "scorer")
+
+
+def _closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_release_tasks_run_through_the_five_services(tmp_path):
+    marker = tmp_path / "unpickled"
+    hf = release_view(tmp_path / "hf", marker)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LAWLAB_")}
+    env.update({f"LAWLAB_{s.upper()}_PORT": str(_closed_port()) for s in SERVICES})
+    env["LAWLAB_DATA_DIR"] = str(tmp_path / "data")
+
+    def lawlab(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([LAWLAB, *args], env=env, capture_output=True, text=True,
+                              timeout=600)
+
+    imported = lawlab("tasks", "import", str(hf / "tasks"), "--formulas", str(FIXTURES),
+                      "--out", str(tmp_path / "official"))
+    assert imported.returncode == 0, imported.stdout[-2000:]
+    run = lawlab("campaign", "run", "--name", "official", "--tasks-dir",
+                 str(tmp_path / "official"), "--agents", "sr", "--tasks",
+                 ",".join(RELEASE_TASKS), "--settings", "real", "--yes")
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    paths = sorted((tmp_path / "data" / "campaigns" / "trajectories").glob("*.jsonl"))
+    assert {p.name.split("-real-")[0] for p in paths} == set(RELEASE_TASKS)
+    for path in paths:
+        records = [json.loads(line) for line in path.read_text().splitlines()]
+        score, end = records[-2], records[-1]
+        assert score["type"] == "score" and end["type"] == "end", records[-2:]
+        assert score["numeric"]["status"] == "ok", score  # not a contract failure
+        assert end["status"] == "completed" and end["s_n"] is not None, end
+    assert not marker.exists()
