@@ -131,3 +131,48 @@ def test_cli_imports_the_release_with_formulas(release, tmp_path):
     wrong = subprocess.run([LAWLAB, "tasks", "import", str(hf), "--formulas",
                             str(tmp_path / "nowhere")], capture_output=True, text=True)
     assert wrong.returncode == 2 and "not a folder" in wrong.stderr
+
+
+def _hub_cache(release_root, cache):
+    """``release_root`` laid out as the Hugging Face hub cache lays out a downloaded
+    dataset snapshot: refs/main names a commit, snapshots/<commit>/... are symlinks
+    into blobs/<digest>."""
+    import hashlib
+    import os
+
+    repo = cache / "datasets--RealSR--SciLaws-Bench"
+    commit = "0" * 32 + "5c1a7e5b"
+    (repo / "refs").mkdir(parents=True)
+    (repo / "refs" / "main").write_text(commit)
+    for path in sorted((release_root / "tasks").rglob("*")):
+        if path.is_dir():
+            continue
+        data = path.read_bytes()
+        blob = repo / "blobs" / hashlib.sha256(data).hexdigest()
+        blob.parent.mkdir(parents=True, exist_ok=True)
+        blob.write_bytes(data)
+        link = repo / "snapshots" / commit / path.relative_to(release_root)
+        link.parent.mkdir(parents=True, exist_ok=True)
+        os.symlink(os.path.relpath(blob, link.parent), link)
+
+
+def test_fetch_from_a_hub_snapshot_then_import(release, tmp_path):
+    import os
+
+    hf, _ = release
+    _hub_cache(hf, tmp_path / "cache")
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_HUB_CACHE": str(tmp_path / "cache")}
+    fetched = subprocess.run([LAWLAB, "tasks", "fetch", "--out", str(tmp_path / "scilaws")],
+                             capture_output=True, text=True, env=env)
+    assert fetched.returncode == 0, fetched.stderr
+    tasks = tmp_path / "scilaws" / "tasks"
+    assert f"fetched 2 task folders into {tasks}" in fetched.stdout
+    files = [p for p in tasks.rglob("*") if not p.is_dir()]
+    assert files and not any(p.is_symlink() for p in files)
+    reports = import_all(tasks, tmp_path / "official", formulas=FIXTURES)
+    assert [r.ok for r in reports] == [True, True], [(r.error, r.problems) for r in reports]
+    missing = subprocess.run([LAWLAB, "tasks", "fetch", "--repo", "RealSR/Elsewhere", "--out",
+                              str(tmp_path / "none")], capture_output=True, text=True, env=env)
+    assert missing.returncode == 1
+    assert "cannot fetch the dataset RealSR/Elsewhere (main)" in missing.stderr
+    assert "hf download RealSR/Elsewhere --repo-type dataset" in missing.stderr

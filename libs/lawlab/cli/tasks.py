@@ -269,6 +269,20 @@ def cmd_tasks_import(args: argparse.Namespace) -> int:
     return 0 if reports and good == len(reports) else 1
 
 
+def cmd_tasks_fetch(args: argparse.Namespace) -> int:
+    from lawlab.taskbuild.importer import FetchError, fetch_release
+
+    try:
+        tasks, count = fetch_release(Path(args.out), args.repo, args.revision)
+    except FetchError as err:
+        print(f"lawlab tasks fetch: {err}", file=sys.stderr)
+        return 1
+    print(f"fetched {count} task folders into {tasks}\nnext: lawlab tasks import {tasks} "
+          "--formulas DIR --out var/official  (the release ships no reference modules: "
+          "docs/tasks.md)")
+    return 0 if count else 1
+
+
 def cmd_tasks_list(args: argparse.Namespace) -> int:
     from lawlab.tasks import TaskLibrary
 
@@ -350,6 +364,13 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     p.add_argument("--out")
     p.add_argument("--worlds-out", help="also the mechanism catalogue (docs/worlds.md)")
     p.set_defaults(func=cmd_tasks_catalogue)
+    p = tasks.add_parser("fetch", help="download the official SciLaws-Bench release's task "
+                                       "folders from the Hugging Face hub (or its local cache "
+                                       "with HF_HUB_OFFLINE=1)")
+    p.add_argument("--out", default="var/scilaws", help="the tasks land in OUT/tasks")
+    p.add_argument("--repo", default="RealSR/SciLaws-Bench")
+    p.add_argument("--revision", help="a branch, tag or commit of the dataset (default main)")
+    p.set_defaults(func=cmd_tasks_fetch)
     p = tasks.add_parser("import", help="convert official SciLaws-Bench task folders")
     p.add_argument("source", help="a task folder or a folder of task folders")
     p.add_argument("--out", default="var/imported", help="where converted tasks go")

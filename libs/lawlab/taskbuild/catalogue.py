@@ -311,10 +311,16 @@ OFFICIAL_RELEASE: tuple[str, ...] = (
      'reach the hub:'),
     '',
     '```',
-    "hf download RealSR/SciLaws-Bench --repo-type dataset --local-dir scilaws --include 'tasks/*'",
-    'lawlab tasks import scilaws/tasks --formulas FORMULAS_DIR --out var/imported',
-    'lawlab tasks validate --tasks-dir var/imported',
+    'lawlab tasks fetch --out var/scilaws      # huggingface_hub: tasks/ only',
+    'lawlab tasks import var/scilaws/tasks --formulas FORMULAS_DIR --out var/official',
+    'lawlab tasks validate --tasks-dir var/official',
+    'lawlab campaign run --tasks-dir var/official --agents sr --settings real',
     '```',
+    '',
+    ('`lawlab tasks fetch` reads the local hub cache instead where `HF_HUB_OFFLINE=1` (a '
+     'snapshot copied from another machine; `hf download RealSR/SciLaws-Bench --repo-type '
+     "dataset --include 'tasks/*'` there) and says so when the hub cannot be reached. An "
+     'imported library has no Parallel worlds, so the simulator needs no world key for it.'),
     '',
     ('`lawlab tasks import` takes one task folder or a folder of them at any depth. It imports '
      'every task it can, prints one row per task (converted or FAILED, references converted, '

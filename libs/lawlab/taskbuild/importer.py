@@ -834,6 +834,40 @@ def _naive(data: dict[str, pd.DataFrame], target: str, metric: str, multi: bool)
     return float(np.mean(values)) if values else float("nan")
 
 
+RELEASE_REPO = "RealSR/SciLaws-Bench"
+
+
+class FetchError(Exception):
+    """The release could not be fetched; the message says what to do instead."""
+
+
+def fetch_release(out: Path, repo: str = RELEASE_REPO, revision: str | None = None
+                  ) -> tuple[Path, int]:
+    """The release's task folders copied to ``out/tasks`` from the Hugging Face hub (a
+    dataset repository), or from the local hub cache where ``HF_HUB_OFFLINE=1``:
+    (that folder, the number of tasks). Only ``tasks/`` is fetched."""
+    from huggingface_hub import snapshot_download
+
+    try:
+        snapshot = Path(str(snapshot_download(repo, repo_type="dataset", revision=revision,
+                                              allow_patterns=["tasks/*"])))
+    except Exception as err:  # noqa: BLE001  (the hub's errors are many; each is reported)
+        raise FetchError(
+            f"cannot fetch the dataset {repo} ({revision or 'main'}): {type(err).__name__}: "
+            f"{str(err).splitlines()[0] if str(err) else ''}. On a machine that reaches "
+            f"huggingface.co: hf download {repo} --repo-type dataset --local-dir DIR "
+            "--include 'tasks/*', then copy DIR here and run lawlab tasks import "
+            "DIR/tasks") from None
+    src = snapshot / "tasks"
+    if not src.is_dir():
+        raise FetchError(f"the dataset {repo} ({revision or 'main'}) has no tasks/ folder: "
+                         "is it the SciLaws-Bench release?")
+    dst = Path(out) / "tasks"
+    shutil.copytree(src, dst, dirs_exist_ok=True)  # the cache's symlinks become files
+    count = len({p.parent for p in dst.rglob("metadata.yaml")})
+    return dst, count
+
+
 def import_all(src: Path, out: Path, formulas: Path | None = None) -> list[ImportReport]:
     """``src`` is one task folder or a folder of task folders (at any depth, e.g. the
     release's ``tasks/typeI/<task>``); every task is tried, a failing one reported.
@@ -846,4 +880,5 @@ def import_all(src: Path, out: Path, formulas: Path | None = None) -> list[Impor
     return [import_task(d, out, formulas) for d in folders]
 
 
-__all__ = ["import_all", "import_task", "convert_module", "convert_rubric_item"]
+__all__ = ["import_all", "import_task", "convert_module", "convert_rubric_item",
+           "fetch_release"]
