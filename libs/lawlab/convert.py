@@ -71,7 +71,7 @@ def variable_from_proto(v: common_pb2.Variable) -> Variable:
 def caps_from_proto(c: common_pb2.Caps) -> Caps:
     return Caps(c.max_law_constants, c.max_local_params, c.fit_timeout_seconds,
                 c.max_experiment_calls, c.max_points_per_call, c.min_samples_per_point,
-                c.max_samples_per_point, c.max_turns)
+                c.max_samples_per_point, c.max_turns, c.max_init_size_per_param or 1)
 
 
 def solver_task_from_proto(pb: common_pb2.TaskMetadata) -> SolverTask:
@@ -116,6 +116,9 @@ def solver_task_to_proto(task: SolverTask) -> common_pb2.TaskMetadata:
             min_samples_per_point=c.min_samples_per_point,
             max_samples_per_point=c.max_samples_per_point,
             max_turns=c.max_turns,
+            # 0 on the wire for the default of one: lawlab's own tasks' bytes unchanged
+            max_init_size_per_param=(c.max_init_size_per_param
+                                     if c.max_init_size_per_param != 1 else 0),
         ),
         source=task.source,
         license=task.license,

@@ -52,6 +52,8 @@ def contract_for(meta: TaskMeta, max_law_constants: int | None = None) -> sandbo
                            else max_law_constants),
         max_local_params=meta.caps.max_local_params,
         fit_timeout_seconds=meta.caps.fit_timeout_seconds,
+        max_init_size_per_param=(meta.caps.max_init_size_per_param
+                                 if meta.caps.max_init_size_per_param != 1 else 0),
     )
 
 

@@ -57,6 +57,8 @@ class Caps:
     min_samples_per_point: int = 1
     max_samples_per_point: int = 3
     max_turns: int = 30
+    # starts a LOCAL_FITTABLE "init" list may hold (the official caps' field)
+    max_init_size_per_param: int = 1
 
 
 @dataclass(frozen=True)

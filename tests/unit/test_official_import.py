@@ -184,6 +184,29 @@ def test_an_input_called_group_beside_group_id_stays_an_input(tmp_path):
     assert set(train["group_id"]) == set(pd.read_csv(src / "data" / "train.csv")["group_id"])
 
 
+@pytest.mark.parametrize("cap, status", [(3, "ok"), (1, "contract_fail")])
+def test_start_lists_within_the_official_cap_score(tmp_path, cap, status):
+    """The official caps allow max_init_size_per_param starts per local parameter; the
+    sandbox refused any list longer than one."""
+    src = tmp_path / "culture_growth_demo__od"
+    shutil.copytree(FIXTURES / src.name, src)
+    module = tmp_path / "submission.py"  # the logistic reference with three starts for A
+    module.write_text((src / "formulas" / "logistic_curve.py").read_text().replace(
+        '{"init": [0.5]}', '{"init": [0.5, 0.3, 0.7]}'))
+    meta = yaml.safe_load((src / "metadata.yaml").read_text())
+    meta["caps"]["max_init_size_per_param"] = cap
+    (src / "metadata.yaml").write_text(yaml.safe_dump(meta, allow_unicode=True))
+    [report] = import_all(src, tmp_path / "out")
+    assert report.ok, (report.error, report.problems)
+    run = subprocess.run([LAWLAB, "score", "--task", src.name, "--submission", str(module),
+                          "--tasks-dir", str(tmp_path / "out"), "--json"],
+                         capture_output=True, text=True, timeout=300)
+    doc = json.loads(run.stdout[run.stdout.index("{"):])
+    assert doc["status"] == status, doc
+    if status != "ok":
+        assert "init list of 3 starts exceeds the cap of 1" in doc["message"], doc
+
+
 @pytest.mark.parametrize("task_id, reference", [
     ("orbit_distance_demo__r_mean_km", "time_average"),  # OTHER_CONSTANTS not a parameter
     ("culture_growth_demo__od", "gompertz_curve"),  # "init": None

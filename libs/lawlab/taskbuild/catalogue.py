@@ -370,9 +370,10 @@ OFFICIAL_RELEASE: tuple[str, ...] = (
     '',
     ('Not done by the import: the Parallel worlds of the official `simulator/` are not served '
      "(`state.joblib` is a pickle and is never opened; the hidden law of `formula.py` is "
-     "converted to `eval/imported_hidden_law.json` where it can be); lawlab's sandbox still "
-     'refuses a `LOCAL_FITTABLE` start list longer than one (the official caps allow '
-     "`max_init_size_per_param`). The importer's tests run on fixtures of lawlab's own making "
+     "converted to `eval/imported_hidden_law.json` where it can be), and lawlab's builder does "
+     "not make worlds for imported tasks. A `LOCAL_FITTABLE` start list may be as long as the "
+     "official `max_init_size_per_param` (one on lawlab's own tasks). The importer's tests "
+     "run on fixtures of lawlab's own making "
      'in the curation layout (`tests/fixtures/scilaws/`) and on the same fixtures laid out as '
      'the release (`tests/unit/test_release_import.py`).'),
 )

@@ -721,6 +721,8 @@ def _import(src: Path, out: Path, report: ImportReport, formulas: Path | None = 
         for key in ("max_law_constants", "max_local_params"):
             if official_caps.get(key) is not None:
                 caps[key] = int(official_caps[key])
+        if official_caps.get("max_init_size_per_param") is not None:
+            caps["max_init_size_per_param"] = max(1, int(official_caps["max_init_size_per_param"]))
         if official_caps.get("fit_timeout_seconds") is not None:
             caps["fit_timeout_seconds"] = float(official_caps["fit_timeout_seconds"])
         else:

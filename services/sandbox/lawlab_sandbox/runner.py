@@ -341,8 +341,13 @@ def _contract_problems(mod: dict, contract: dict) -> list[str]:
         for k, spec in local.items():
             init = spec.get("init") if isinstance(spec, dict) else None
             if isinstance(init, (list, tuple)):
-                if len(init) > 1:
-                    problems.append(f"LOCAL_FITTABLE[{k!r}] init list longer than 1")
+                starts = int(contract.get("max_init_size_per_param", 1))
+                if len(init) > starts:
+                    problems.append(f"LOCAL_FITTABLE[{k!r}] init list of {len(init)} starts "
+                                    f"exceeds the cap of {starts}")
+                elif not init or not all(isinstance(v, (int, float)) and not isinstance(v, bool)
+                                         for v in init):
+                    problems.append(f"LOCAL_FITTABLE[{k!r}] init list needs numbers")
             elif init is None and isinstance(spec, dict) and "init" in spec:
                 pass  # the official contract's "fit() derives its own starts"
             elif not isinstance(init, (int, float)) or isinstance(init, bool):

@@ -272,7 +272,8 @@ class SandboxServicer(sandbox_pb2_grpc.SandboxServiceServicer):
             jobs.append(entry)
         contract = {"type": "II" if multi else "I", "max_law_constants": c.max_law_constants,
                     "max_local_params": c.max_local_params,
-                    "fit_timeout_seconds": c.fit_timeout_seconds or 10.0}
+                    "fit_timeout_seconds": c.fit_timeout_seconds or 10.0,
+                    "max_init_size_per_param": c.max_init_size_per_param or 1}
         timeout = min(request.timeout_seconds or self.submission_seconds, box.DEFAULT_TIMEOUT)
         # A large batch of seeded jobs (each job reseeds the RNGs, so results do not depend
         # on which box runs it) is spread over one box per core; each box is a full box.
