@@ -220,3 +220,18 @@ def test_imported_references_score(imported, task_id, reference):
     assert run.returncode == 0, run.stdout + run.stderr
     doc = json.loads(run.stdout[run.stdout.index("{"):])
     assert doc["status"] == "ok" and np.isfinite(doc["s_n"]) and doc["s_n"] > 0
+
+
+def test_the_prompt_shows_an_official_start_list_cap(imported):
+    import dataclasses
+
+    from lawlab_agent.prompts import caps_text
+
+    out, _ = imported
+    task = TaskLibrary(out).get("culture_growth_demo__od")
+    public = task.meta.public(task.group_ids)
+    assert "max_init_size_per_param" not in caps_text(public, False)  # one: not said
+    three = dataclasses.replace(public, caps=dataclasses.replace(public.caps,
+                                                                 max_init_size_per_param=3))
+    assert "- max_init_size_per_param = 3: starts a LOCAL_FITTABLE \"init\" list may hold" \
+        in caps_text(three, False)

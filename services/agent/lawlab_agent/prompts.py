@@ -40,6 +40,9 @@ def caps_text(task: SolverTask, parallel: bool) -> str:
         lines += [f"- max_local_params = {c.max_local_params}: entries of LOCAL_FITTABLE "
                   "(parameters refitted for each group)",
                   f"- fit_timeout_seconds = {c.fit_timeout_seconds:g}: wall time of one fit() call"]
+        if c.max_init_size_per_param > 1:  # an official task's cap (lawlab's own: one)
+            lines.append(f"- max_init_size_per_param = {c.max_init_size_per_param}: starts a "
+                         "LOCAL_FITTABLE \"init\" list may hold")
     else:
         lines.append("- max_local_params = 0: this task has one global law (LOCAL_FITTABLE "
                      "stays empty, no fit())")
