@@ -176,3 +176,50 @@ def test_fetch_from_a_hub_snapshot_then_import(release, tmp_path):
     assert missing.returncode == 1
     assert "cannot fetch the dataset RealSR/Elsewhere (main)" in missing.stderr
     assert "hf download RealSR/Elsewhere --repo-type dataset" in missing.stderr
+
+
+def test_names_that_climb_out_read_and_write_nothing(release, tmp_path):
+    """A reference id or task_id with ``../`` (metadata is the task author's, not
+    lawlab's) neither reads a module outside the task or --formulas folder nor writes or
+    deletes outside --out."""
+    import shutil
+
+    import yaml
+
+    hf, _ = release
+    task = tmp_path / "src" / "orbit_distance_demo__r_mean_km"
+    shutil.copytree(hf / "tasks" / "typeI" / task.name, task)
+    secret = tmp_path / "secret.py"
+    secret.write_text("SECRET = 1\n")
+    full = yaml.safe_load((task / "eval" / "metadata_full.yaml").read_text())
+    full["references"][1]["id"] = "../../../../secret"
+    (task / "eval" / "metadata_full.yaml").write_text(yaml.safe_dump(full))
+    [r] = import_all(task, tmp_path / "out", formulas=FIXTURES)
+    assert any("'../../../../secret': its id or formula_file leaves the task folder" in u
+               for u in r.unconvertible), r.unconvertible
+    assert not any("SECRET" in p.read_text() for p in (tmp_path / "out").rglob("*.py"))
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    (victim / "precious.txt").write_text("keep")
+    meta = yaml.safe_load((task / "metadata.yaml").read_text())
+    meta["task_id"] = "../victim"
+    (task / "metadata.yaml").write_text(yaml.safe_dump(meta))
+    [r] = import_all(task, tmp_path / "out", formulas=FIXTURES)
+    assert "is not a plain name" in r.error
+    assert (victim / "precious.txt").read_text() == "keep"
+
+
+def test_a_failed_reimport_keeps_the_earlier_import(release, tmp_path):
+    """Importing again without --formulas (refused) must not wipe the tasks the first
+    import made: each task is written aside and moved into place when whole."""
+    from lawlab.tasks import TaskLibrary
+
+    hf, _ = release
+    out = tmp_path / "official"
+    assert all(r.ok for r in import_all(hf / "tasks", out, formulas=FIXTURES))
+    refused = import_all(hf / "tasks", out)
+    assert all(r.error for r in refused)
+    library = TaskLibrary(out)
+    assert sorted(t.task_id for t in library) == sorted(RELEASE_TASKS)
+    assert all((out / t / "eval" / "references.json").exists() for t in RELEASE_TASKS)
+    assert not (out / ".importing").exists()

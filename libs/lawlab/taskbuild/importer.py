@@ -413,25 +413,31 @@ def _read(path: Path, src: Path) -> pd.DataFrame:
 
 
 def _reference_files(src: Path, raw: dict[str, Any], formulas: Path | None = None,
-                     task_id: str = "") -> list[tuple[str, Path, dict[str, Any]]]:
+                     task_id: str = "") -> list[tuple[str, Path | None, dict[str, Any]]]:
     """(id, file, official entry) of each reference: the metadata's ``references`` list
     where it has one, else every module under formulas/ (or eval/baselines...). A
     listed module the folder lacks is looked for under ``formulas`` (the release has
     no formulas/): ``<formulas>/<task id or folder>/formulas/<id>.py``."""
     listed = raw.get("references")
     if isinstance(listed, list) and listed:
-        out = []
+        out: list[tuple[str, Path | None, dict[str, Any]]] = []
         for entry in listed:
             if not isinstance(entry, dict):
                 continue
             rel = str(entry.get("formula_file") or f"formulas/{entry.get('id')}.py")
+            rid = str(entry.get("id") or Path(rel).stem)
+            if not _safe_name(rid) or not _inside(src / rel, src):
+                # a name that climbs out (``../``) or is absolute reads nothing
+                out.append((rid, None, entry))
+                continue
             path = src / rel
             if not path.exists() and formulas is not None:
                 for name in dict.fromkeys([task_id or src.name, src.name]):
-                    if (formulas / name / rel).exists():
-                        path = formulas / name / rel
+                    candidate = formulas / name / rel
+                    if _safe_name(name) and _inside(candidate, formulas) and candidate.exists():
+                        path = candidate
                         break
-            out.append((str(entry.get("id") or Path(rel).stem), path, entry))
+            out.append((rid, path, entry))
         return out
     for base in [src, *([formulas / (task_id or src.name)] if formulas is not None else [])]:
         for sub in ("formulas", "eval/baselines", "eval/references", "baselines"):
@@ -439,6 +445,19 @@ def _reference_files(src: Path, raw: dict[str, Any], formulas: Path | None = Non
             if files:
                 return [(p.stem, p, {}) for p in files]
     return []
+
+
+STAGING = ".importing"  # where a task is written before it replaces the earlier import
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]*")
+
+
+def _safe_name(name: str) -> bool:
+    """A task or reference id usable as a file name: no separators, no ``..``."""
+    return bool(_NAME.fullmatch(name)) and ".." not in name
+
+
+def _inside(path: Path, base: Path) -> bool:
+    return path.resolve().is_relative_to(base.resolve())
 
 
 def _official_anchors(src: Path, metric: str, report: ImportReport) -> dict[str, float]:
@@ -512,6 +531,12 @@ def import_task(src: Path, out: Path, formulas: Path | None = None) -> ImportRep
         frame = traceback.extract_tb(err.__traceback__)[-1]
         report.error = (f"unexpected {type(err).__name__}: {err} (in lawlab's importer at "
                         f"{Path(frame.filename).name}:{frame.lineno}; please report)")
+    finally:
+        staging = out / STAGING
+        if staging.exists():  # a task that stopped half-written leaves nothing behind
+            shutil.rmtree(staging / report.task_id, ignore_errors=True)
+            if not any(staging.iterdir()):
+                staging.rmdir()
     return report
 
 
@@ -543,6 +568,9 @@ def _import(src: Path, out: Path, report: ImportReport, formulas: Path | None = 
         report.notes.append("simulator/state.joblib not opened: a pickle, and lawlab never "
                             "unpickles in a trusted process (the world is not served)")
     task_id = str(_meta_value(raw, "task_id", "id", default=src.name))
+    if not _safe_name(task_id):
+        raise ImportFailure(_line(text, "task_id"), f"task_id {task_id!r} is not a plain name "
+                            "(letters, digits, _ . -): it names the imported folder")
     report.task_id = task_id
     if not raw.get("target"):
         raise ImportFailure("metadata.yaml", "no target")
@@ -598,7 +626,10 @@ def _import(src: Path, out: Path, report: ImportReport, formulas: Path | None = 
                                 "0..k-1 in the imported data, the names in metadata.yaml "
                                 "inputs[].categories")
 
-    root = out / task_id
+    # built in a staging folder and moved into place only when the whole task is
+    # written: a failed re-import leaves the earlier import as it was
+    final = out / task_id
+    root = out / STAGING / task_id
     if root.exists():
         shutil.rmtree(root)
     (root / "data").mkdir(parents=True)
@@ -611,7 +642,7 @@ def _import(src: Path, out: Path, report: ImportReport, formulas: Path | None = 
     # references
     refs: list[tuple[str, Converted, str, dict[str, Any]]] = []
     listed = _reference_files(src, raw, formulas, task_id)
-    if listed and not any(path.exists() for _, path, _ in listed):
+    if listed and not any(path is not None and path.exists() for _, path, _ in listed):
         where = (f"{formulas}/{task_id}/formulas/" if formulas is not None
                  else f"{src.name}/formulas/")
         raise ImportFailure(
@@ -620,6 +651,10 @@ def _import(src: Path, out: Path, report: ImportReport, formulas: Path | None = 
             "release ships no formulas/: give a folder holding <task>/formulas/<id>.py with "
             "`lawlab tasks import --formulas DIR` (docs/tasks.md)")
     for rid, path, entry in listed:
+        if path is None:
+            report.unconvertible.append(f"reference {rid!r}: its id or formula_file leaves the "
+                                        "task folder; not read")
+            continue
         rel = str(path.relative_to(src)) if path.is_relative_to(src) else str(path)
         if not path.exists():
             report.unconvertible.append(f"reference {rid}: {rel} is missing")
@@ -772,6 +807,9 @@ def _import(src: Path, out: Path, report: ImportReport, formulas: Path | None = 
     from lawlab.taskbuild.validate import validate_task
 
     report.problems += validate_task(Task(root)).problems
+    if final.exists():
+        shutil.rmtree(final)
+    root.rename(final)
 
 
 def _json(doc: Any) -> str:
