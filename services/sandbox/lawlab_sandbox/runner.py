@@ -346,8 +346,8 @@ def _contract_problems(mod: dict, contract: dict) -> list[str]:
                     problems.append(f"LOCAL_FITTABLE[{k!r}] init list of {len(init)} starts "
                                     f"exceeds the cap of {starts}")
                 elif not init or not all(isinstance(v, (int, float)) and not isinstance(v, bool)
-                                         for v in init):
-                    problems.append(f"LOCAL_FITTABLE[{k!r}] init list needs numbers")
+                                         and math.isfinite(v) for v in init):
+                    problems.append(f"LOCAL_FITTABLE[{k!r}] init list needs finite numbers")
             elif init is None and isinstance(spec, dict) and "init" in spec:
                 pass  # the official contract's "fit() derives its own starts"
             elif not isinstance(init, (int, float)) or isinstance(init, bool):
