@@ -223,3 +223,21 @@ def test_a_failed_reimport_keeps_the_earlier_import(release, tmp_path):
     assert sorted(t.task_id for t in library) == sorted(RELEASE_TASKS)
     assert all((out / t / "eval" / "references.json").exists() for t in RELEASE_TASKS)
     assert not (out / ".importing").exists()
+
+
+def test_a_library_without_worlds_gets_one_stable_stand_in_key(imported, tmp_path,
+                                                             monkeypatch):
+    """The simulator serves an imported library (no world, no key file beside it) with a
+    key derived from the library, the same in every process and restart (it stamps
+    sessions and trials as their release), and another for another library."""
+    from lawlab.tasks import TaskLibrary
+    from lawlab_simulator.server import load_world_key
+
+    monkeypatch.delenv("LAWLAB_WORLD_KEY_FILE", raising=False)
+    out, _ = imported
+    first = load_world_key(out, TaskLibrary(out)).fingerprint
+    assert load_world_key(out, TaskLibrary(out)).fingerprint == first
+    other = tmp_path / "one"
+    import shutil
+    shutil.copytree(out / "orbit_distance_demo__r_mean_km", other / "orbit_distance_demo__r_mean_km")
+    assert load_world_key(other, TaskLibrary(other)).fingerprint != first

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import hashlib
 import logging
 from pathlib import Path
 
@@ -34,9 +35,14 @@ def load_world_key(tasks_dir: Path, library: TaskLibrary) -> worldkey.WorldKey:
     if not path.exists() and not library.world_fingerprint \
             and not any(t.has_world() for t in library):
         # a library without worlds (an imported official release): no key built it,
-        # and none is needed; a per-process one serves the Real setting's data
+        # and none is needed; one derived from the library's metadata stands in, the
+        # same in every process and restart (it stamps sessions and trials as their
+        # release)
         log.info("the task library %s has no Parallel world: no world key needed", tasks_dir)
-        return worldkey.WorldKey.generate()
+        digest = hashlib.sha256(b"lawlab: a library without worlds\0")
+        for meta in sorted(Path(tasks_dir).glob("*/metadata.yaml")):
+            digest.update(meta.parent.name.encode() + b"\0" + meta.read_bytes())
+        return worldkey.WorldKey(digest.digest())
     try:
         key = worldkey.load(path)
     except worldkey.WorldKeyError as err:
