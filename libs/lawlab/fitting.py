@@ -131,7 +131,9 @@ def _derivatives(text: str, names: tuple[str, ...], params: tuple[str, ...]
                  ) -> Callable[..., list[Any]] | None:
     """d expr / d param for each param, compiled with numpy (None if sympy cannot)."""
     try:
-        syms = {n: sympy.Symbol(n, real=True) for n in names}
+        # symbols named by position: lambdify binds each symbol's name in the generated
+        # function, and an input called ``exp`` would shadow the function (#51)
+        syms = {n: sympy.Symbol(f"_lawlab_arg{i}", real=True) for i, n in enumerate(names)}
         e = Expression(text).to_sympy(syms)
         grads = [sympy.diff(e, syms[p]) for p in params]
         compiled: Callable[..., list[Any]] = sympy.lambdify([syms[n] for n in names], grads,

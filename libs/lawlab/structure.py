@@ -60,6 +60,16 @@ Params = Sequence[float] | np.ndarray
 # sympy's printer names erf and erfc, which numpy lacks: scipy's, as lawlab.expr uses
 _MODULES: list[Any] = [{"erf": scipy.special.erf, "erfc": scipy.special.erfc}, "numpy"]
 FREEZE_NUDGE = 1e-9
+
+
+def _lambdify(args: Sequence[sympy.Symbol], expr: Any) -> Any:
+    """sympy.lambdify with the arguments renamed first: lambdify binds each free symbol's
+    name in the generated function's namespace, so an input called ``exp`` (or ``log``)
+    would shadow the function of that name (#51: the official Mincer task's input)."""
+    safe = [sympy.Symbol(f"_lawlab_arg{i}", real=True) for i in range(len(args))]
+    table = dict(zip(args, safe))
+    body = [e.xreplace(table) for e in expr] if isinstance(expr, list) else expr.xreplace(table)
+    return sympy.lambdify(safe, body, modules=_MODULES)
 MATCH_TOL = 1e-4  # RMS misfit relative to the target's spread, in residual space
 # ... or less: a fraction of the hidden law's smallest piece's effect after a refit
 # (HiddenLaw.tolerance), never below what the fits reach on exact curves
@@ -125,7 +135,7 @@ class Form:
             try:
                 syms = [sympy.Symbol(n, real=True) for n in self.inputs]
                 grads = [sympy.diff(self.expr, p) for p in self.params]
-                self._gradient = sympy.lambdify([*syms, *self.params], grads, modules=_MODULES)
+                self._gradient = _lambdify([*syms, *self.params], grads)
             except Exception:  # noqa: BLE001  (finite differences then)
                 self._gradient = False
         if self._gradient is False:
@@ -145,7 +155,7 @@ class Form:
     def evaluate(self, data: Mapping[str, np.ndarray], theta: Params) -> np.ndarray:
         if self._compiled is None:  # lambdify once: evaluate runs inside the refit loops
             syms = [sympy.Symbol(n, real=True) for n in self.inputs]
-            self._compiled = sympy.lambdify([*syms, *self.params], self.expr, modules=_MODULES)
+            self._compiled = _lambdify([*syms, *self.params], self.expr)
         fn = self._compiled
         n = len(next(iter(data.values())))
         with np.errstate(all="ignore"):

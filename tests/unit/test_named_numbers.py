@@ -110,3 +110,21 @@ def test_a_variable_named_as_a_function_is_the_variable():
     exec(compile(module, "law.py", "exec"), scope)  # noqa: S102  (our own generated module)
     assert np.allclose(scope["predict"](np.array([[10.0, 3.0]]), a=2.0, b=-0.5),
                        [6 - 4.5 + math.exp(-1)])
+
+
+def test_an_input_named_as_a_function_through_sympy_and_the_fits():
+    """The compiled forms (the structure judge's refit, the fitter's derivatives) bind
+    each symbol's name; an input called ``exp`` beside a call of exp() must not shadow
+    the function (review: 'numpy.ndarray object is not callable', a correct law 0)."""
+    from lawlab.fitting import fit_expression
+
+    expr = Expression("a * exp(b * exp)")
+    form = form_from_expression(expr, {"a": 1.0, "b": 0.1}, ["exp"])
+    data = {"exp": np.array([1.0, 2.0, 3.0])}
+    assert np.allclose(form.evaluate(data, [1.0, 0.1]), np.exp(0.1 * data["exp"]))
+    assert np.allclose(form.gradient(data, [1.0, 0.1])[:, 0], np.exp(0.1 * data["exp"]))
+    x = np.linspace(0.0, 3.0, 20)
+    fit = fit_expression(expr, {"exp": x}, 2.0 * np.exp(0.5 * x), ["a", "b"],
+                         {"a": 1.0, "b": 0.1})
+    assert fit.constants["a"] == pytest.approx(2.0, rel=1e-6)
+    assert fit.constants["b"] == pytest.approx(0.5, rel=1e-6)
