@@ -68,8 +68,10 @@ def _subject_ok(subject: str, target: str, symbol: str) -> bool:
     bare = re.sub(r"^(the|a|an)\s+", "", s)
     # "predicted X" is the target only when X names it: "predicted mass-specific BMR"
     # of a task whose target is log whole-organism BMR is another quantity
+    predicted = bare.startswith("predicted ")
     bare = re.sub(r"^predicted\s+", "", bare)
-    return s in _GENERIC_SUBJECTS or bare in names or bare in _PREDICTED_NOUNS
+    # "value" alone is any value: only "the predicted value" is the target
+    return s in _GENERIC_SUBJECTS or bare in names or (predicted and bare in _PREDICTED_NOUNS)
 
 
 def _mentioned(text: str, inputs: Sequence[str]) -> list[str]:
