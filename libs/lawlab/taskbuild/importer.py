@@ -903,7 +903,13 @@ def fetch_release(out: Path, repo: str = RELEASE_REPO, revision: str | None = No
         raise FetchError(f"the dataset {repo} ({revision or 'main'}) has no tasks/ folder: "
                          "is it the SciLaws-Bench release?")
     dst = Path(out) / "tasks"
-    shutil.copytree(src, dst, dirs_exist_ok=True)  # the cache's symlinks become files
+    staging = Path(out) / ".tasks-fetching"
+    if staging.exists():
+        shutil.rmtree(staging)
+    shutil.copytree(src, staging)  # the cache's symlinks become files
+    if dst.exists():  # another revision's tasks would linger beside this one's
+        shutil.rmtree(dst)
+    staging.rename(dst)
     count = len({p.parent for p in dst.rglob("metadata.yaml")})
     return dst, count
 
