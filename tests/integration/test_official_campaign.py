@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -16,21 +15,14 @@ from pathlib import Path
 from tests.support.official import FIXTURES, RELEASE_TASKS, release_view
 
 LAWLAB = str(Path(sys.executable).parent / "lawlab")
-SERVICES = ("simulator", "sandbox", "agent", "judge", "scorer")
-
-
-def _closed_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def test_release_tasks_run_through_the_five_services(tmp_path):
     marker = tmp_path / "unpickled"
     hf = release_view(tmp_path / "hf", marker)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("LAWLAB_")}
-    env.update({f"LAWLAB_{s.upper()}_PORT": str(_closed_port()) for s in SERVICES})
-    env["LAWLAB_DATA_DIR"] = str(tmp_path / "data")
+    # tests/conftest.py already points every service port at a closed one
+    env = {**os.environ, "LAWLAB_DATA_DIR": str(tmp_path / "data")}
+    env.pop("LAWLAB_TASKS_DIR", None)
 
     def lawlab(*args: str) -> subprocess.CompletedProcess:
         return subprocess.run([LAWLAB, *args], env=env, capture_output=True, text=True,
