@@ -69,9 +69,10 @@ sandbox-access: deps
 # Rebuilt when the builder or anything it evaluates with changes: its folder and
 # every lawlab module it imports (tests/unit/test_baselines_state.py holds this
 # list to bench/baselines.py's builder_sources).
-TASK_SOURCES := $(shell find libs/lawlab/taskbuild -name '*.py' -o -name '*.yaml' -o -name '*.json') \
-  $(addprefix libs/lawlab/,__init__.py antihack.py contract.py expr.py fitting.py metrics.py \
-    neighbours.py predict.py rubric.py structure.py tasks.py validity.py vocab.py world.py worldkey.py)
+TASK_SOURCES := $(shell find libs/lawlab_ops/taskbuild libs/lawlab/task_specs -name '*.py' -o -name '*.yaml' -o -name '*.json') \
+  libs/lawlab_ops/__init__.py \
+  $(addprefix libs/lawlab/,__init__.py antihack.py contract.py expr.py fitting.py mechanisms.py metrics.py \
+    neighbours.py predict.py rubric.py specs.py structure.py tasks.py validity.py vocab.py world.py worldkey.py)
 $(TASKS_DIR)/.stamp: $(GEN_STAMP) $(TASK_SOURCES) | $(VENV)/.lawlab-stamp
 	$(BIN)/lawlab tasks build --out $(TASKS_DIR)
 	touch $@
@@ -105,7 +106,7 @@ test: install
 # services (package lawlab_<name> in services/<name>/lawlab_<name>).
 SERVICE_PATHS := libs:services/simulator:services/sandbox:services/agent:services/judge:services/scorer
 define TYPECHECK
-$(BIN)/mypy libs/lawlab
+$(BIN)/mypy libs/lawlab libs/lawlab_ops
 MYPYPATH=$(SERVICE_PATHS) $(BIN)/mypy -p lawlab_simulator -p lawlab_sandbox -p lawlab_agent -p lawlab_judge -p lawlab_scorer
 endef
 

@@ -29,7 +29,7 @@ sys.path.insert(0, str(ROOT))
 
 from lawlab.agent.v1 import agent_pb2, agent_pb2_grpc  # noqa: E402
 from lawlab.common.v1 import common_pb2  # noqa: E402
-from lawlab.launcher import Cluster  # noqa: E402
+from lawlab_ops.launcher import Cluster  # noqa: E402
 from tests.support.scripted_llm import SUBMISSION, ScriptedLLM  # noqa: E402
 
 REAL_TASKS = ["mercury_vapour_pressure", "dnase_elisa", "brain_body_allometry",

@@ -44,11 +44,11 @@ from pathlib import Path
 import numpy as np
 
 from lawlab.agent.v1 import agent_pb2, agent_pb2_grpc
-from lawlab.cli.campaign import render, watch
 from lawlab.common.v1 import common_pb2
 from lawlab.convert import enum_name
-from lawlab.launcher import Cluster
 from lawlab.tasks import TaskLibrary
+from lawlab_ops.cli.campaign import render, watch
+from lawlab_ops.launcher import Cluster
 
 ROOT = Path(__file__).resolve().parents[1]
 REAL, PARALLEL = common_pb2.SETTING_REAL, common_pb2.SETTING_PARALLEL
@@ -73,7 +73,7 @@ BEATS = 0.5005
 
 def score_controls(cluster: Cluster, library: TaskLibrary, only: list[str]
                    ) -> dict[str, list[tuple[float, float]]]:
-    """S_N and S_V of the controls (lawlab.taskbuild.controls) on every real-data task,
+    """S_N and S_V of the controls (lawlab_ops.taskbuild.controls) on every real-data task,
     through the real scorer and judge (the sandbox runs each like any submission), two
     tasks at a time as the campaigns run trials."""
     import json
@@ -81,7 +81,7 @@ def score_controls(cluster: Cluster, library: TaskLibrary, only: list[str]
 
     from lawlab.judge.v1 import judge_pb2, judge_pb2_grpc
     from lawlab.scorer.v1 import scorer_pb2, scorer_pb2_grpc
-    from lawlab.taskbuild import controls
+    from lawlab_ops.taskbuild import controls
 
     judge = judge_pb2_grpc.JudgeServiceStub(cluster.channel("judge"))
     scorer = scorer_pb2_grpc.ScorerServiceStub(cluster.channel("scorer"))
@@ -115,7 +115,7 @@ def score_controls(cluster: Cluster, library: TaskLibrary, only: list[str]
 
 def score_parallel_controls(cluster: Cluster, library: TaskLibrary, only: list[str]
                             ) -> dict[str, dict[str, float]]:
-    """S_S of the Parallel zero-data controls (lawlab.taskbuild.controls:
+    """S_S of the Parallel zero-data controls (lawlab_ops.taskbuild.controls:
     PARALLEL_CONTROLS: a straight line, the published base, the public-catalogue sink)
     on every world, through the real judge service (bench/parallel_controls.py)."""
     from parallel_controls import score, service_judge
@@ -151,28 +151,29 @@ def _campaign(stub, name: str, agents: list[str], tasks: list[str], settings: li
 
 
 def builder_sources() -> set[Path]:
-    """What the task builder is made of: its own folder (code and data) and every
-    lawlab module it imports (the world model, the nearest-records search and the
-    fitting engine shape a release as much). The Makefile's TASK_SOURCES must name
-    them all (a test holds it to this)."""
-    lib = ROOT / "libs" / "lawlab"
-    paths = {p for p in (lib / "taskbuild").rglob("*")
+    """What the task builder is made of: its own folder (code and data), the task
+    specifications it reads (the core's task_specs) and every lawlab module it imports
+    (the world model, the nearest-records search and the fitting engine shape a release
+    as much). The Makefile's TASK_SOURCES must name them all (a test holds it to this)."""
+    lib, ops = ROOT / "libs" / "lawlab", ROOT / "libs" / "lawlab_ops"
+    paths = {p for folder in (ops / "taskbuild", lib / "task_specs") for p in folder.rglob("*")
              if p.is_file() and "__pycache__" not in p.parts}
     # in a fresh interpreter on this checkout's sources, so that only the builder's
     # own imports count, whatever the virtualenv's editable install points at
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(
         [str(ROOT / "libs"), *filter(None, [os.environ.get("PYTHONPATH")])])}
     loaded = subprocess.run(
-        [sys.executable, "-c", "import sys, lawlab.taskbuild.build\n"
+        [sys.executable, "-c", "import sys, lawlab_ops.taskbuild.build\n"
          "for m in list(sys.modules.values()):\n"
          "    print(getattr(m, '__file__', None) or '')"],
         check=True, capture_output=True, text=True, cwd=ROOT, env=env).stdout.splitlines()
-    core = {Path(f).resolve() for f in loaded if f}
-    core = {p for p in core if p.is_relative_to(lib) and "taskbuild" not in p.parts}
-    if not any(p.name == "world.py" for p in core):
+    modules = {Path(f).resolve() for f in loaded if f}
+    modules = {p for p in modules if (p.is_relative_to(lib) or p.is_relative_to(ops))
+               and "taskbuild" not in p.parts}
+    if not any(p.name == "world.py" for p in modules):
         raise RuntimeError(f"the task builder did not import lawlab.world from {lib}: "
                            "check PYTHONPATH and the virtualenv's lawlab install")
-    return paths | core
+    return paths | modules
 
 
 def _sources_digest() -> str:
@@ -209,7 +210,7 @@ def public_library(path: Path, as_is: bool = False) -> TaskLibrary:
     import json
 
     from lawlab import worldkey
-    from lawlab.taskbuild.build import build_all
+    from lawlab_ops.taskbuild.build import build_all
 
     key = worldkey.public()
     suite, stamp = path / "SUITE.json", path / ".built-from"
@@ -290,7 +291,7 @@ def figure(trials: list, agents: list[str], library: TaskLibrary, out: Path) -> 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from lawlab.report import agent_colours
+    from lawlab_ops.report import agent_colours
 
     colours = agent_colours(agents)
     fig, axes = plt.subplots(1, 3, figsize=(13, 3.9))
@@ -374,11 +375,11 @@ def spent_minutes(data_dir: Path, seconds: float) -> float:
 def _validity_labels(library: TaskLibrary) -> list[str]:
     """S_V of the labelled wrong-mechanism and right-but-weak laws (issue #30),
     each fitted on its task's training split, in-process with the judge's plan."""
-    from lawlab.taskbuild import validity_labels
+    from lawlab_ops.taskbuild import validity_labels
 
     results = validity_labels.score_all(library)
     out = ["", "## Does S_V grade the science? Labelled laws", "",
-           "Laws whose verdict is known in advance (`libs/lawlab/taskbuild/"
+           "Laws whose verdict is known in advance (`libs/lawlab_ops/taskbuild/"
            "validity_labels.yaml`, each with the reason), fitted on the training split and "
            "judged with the task's rubric on its use range (docs/judges.md): *wrong* "
            "mechanisms that fit the data must fail, *weak* but right ones must pass.", "",
@@ -481,12 +482,12 @@ def parallel_section(agent_s_s: dict[str, list[float]],
     the mean S_S, each with its task-bootstrap interval, and one sentence naming the
     agents that beat every control on both figures. The generator's upper bound is
     not passed here: it is reported apart."""
-    from lawlab.taskbuild.controls import PARALLEL_LABELS
+    from lawlab_ops.taskbuild.controls import PARALLEL_LABELS
 
     controls = {PARALLEL_LABELS.get(n, n): list(v.values()) for n, v in control_s_s.items() if v}
     lines = ["", "## Parallel: the agents against zero-data controls", "",
              "Every world's S_S (seed 1) beside three laws submitted with no observation, judged "
-             "by the same structure judge (`libs/lawlab/taskbuild/controls.py`, "
+             "by the same structure judge (`libs/lawlab_ops/taskbuild/controls.py`, "
              "`bench/parallel_controls.py`; each reads public information only, never the "
              "world): a straight line in every input (the intercept per group on Type II), the "
              "published base the world is built on (docs/worlds.md names it), and the "
@@ -597,9 +598,9 @@ def _lsr_section(r: Run, agents: list[str], library: TaskLibrary,
 
 
 def write(r: Run, args: argparse.Namespace) -> None:
-    from lawlab.cli.campaign import rows_from_trials
-    from lawlab.report import write_report
-    from lawlab.taskbuild.catalogue import catalogue, worlds_catalogue
+    from lawlab_ops.cli.campaign import rows_from_trials
+    from lawlab_ops.report import write_report
+    from lawlab_ops.taskbuild.catalogue import catalogue, worlds_catalogue
 
     library = TaskLibrary(Path(args.library))
     docs = Path(args.out_dir)
@@ -707,7 +708,7 @@ def write(r: Run, args: argparse.Namespace) -> None:
               "best_reference": "best published reference"}
     lines += ["", "## Controls", "",
               "Laws whose right score is known in advance, scored through the same scorer and "
-              "judge services on the 41 real-data tasks (`libs/lawlab/taskbuild/controls.py`, "
+              "judge services on the 41 real-data tasks (`libs/lawlab_ops/taskbuild/controls.py`, "
               "docs/judges.md): the rubric must fail a constant, the anti-hacking gate must stop "
               "the two hacks (S_V = 0 on every task), the best reference anchors S_N = 0.5 and "
               "satisfies its own literature's rubric.", "",

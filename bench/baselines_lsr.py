@@ -31,10 +31,10 @@ from pathlib import Path
 import numpy as np
 
 from lawlab.agent.v1 import agent_pb2, agent_pb2_grpc
-from lawlab.cli.campaign import render, watch
 from lawlab.common.v1 import common_pb2
-from lawlab.launcher import Cluster
 from lawlab.tasks import TaskLibrary
+from lawlab_ops.cli.campaign import render, watch
+from lawlab_ops.launcher import Cluster
 
 ROOT = Path(__file__).resolve().parents[1]
 SUITES = ("lsr-transform", "lsr-synth")

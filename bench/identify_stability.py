@@ -35,7 +35,7 @@ def _hook(log_dir: Path, reps: int) -> None:
     """Wrap the screen: the verdict from the first three budgets (the screen's own),
     every budget's BIC gaps written down (one file per task: tasks build in
     separate worker processes)."""
-    from lawlab.taskbuild import worlds
+    from lawlab_ops.taskbuild import worlds
 
     screen, shipped = worlds.WorldBuilder.identifiable, worlds.IDENTIFY_REPS
     original_world = worlds._world
@@ -68,7 +68,7 @@ def _hook(log_dir: Path, reps: int) -> None:
 def verdict(gaps: dict[str, list[float]]) -> bool:
     """The screen's rule: against every rival, a gap of IDENTIFY_BIC in IDENTIFY_PASS
     of the budgets given (IDENTIFY_REPS of them)."""
-    from lawlab.taskbuild.worlds import IDENTIFY_BIC, IDENTIFY_PASS
+    from lawlab_ops.taskbuild.worlds import IDENTIFY_BIC, IDENTIFY_PASS
 
     return all(sum(g >= IDENTIFY_BIC for g in v) >= IDENTIFY_PASS for v in gaps.values())
 
@@ -78,7 +78,7 @@ def pass_chance(gaps: dict[str, list[float]], draws: int = 2000) -> float:
     that pass."""
     import numpy as np
 
-    from lawlab.taskbuild.worlds import IDENTIFY_REPS
+    from lawlab_ops.taskbuild.worlds import IDENTIFY_REPS
 
     n = min(len(v) for v in gaps.values()) if gaps else 0
     if n < IDENTIFY_REPS:
@@ -131,7 +131,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.reps < 8:
         ap.error("--reps must be at least 8 (the screen's own budgets)")
     from lawlab import worldkey
-    from lawlab.taskbuild.build import build_all
+    from lawlab_ops.taskbuild.build import build_all
 
     if args.out.exists():
         shutil.rmtree(args.out)

@@ -1,6 +1,6 @@
 """The structure judge against cases generated from the worlds (issue #49).
 
-For every world of a library, the submissions ``lawlab.structure_cases`` generates
+For every world of a library, the submissions ``lawlab_ops.structure_cases`` generates
 (its docstring lists the kinds and their labels), each judged by the deterministic
 structure judge exactly as the judge service runs it (``structure.judge_structure``
 on the module's text).
@@ -25,7 +25,7 @@ from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
 
-from lawlab.structure_cases import EXPECT, judge_task, kappa
+from lawlab_ops.structure_cases import EXPECT, judge_task, kappa
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -28,9 +28,9 @@ QUICK = ["mammal_running_speed", "brain_body_allometry", "island_species_area"]
 
 def sweep_one(out: Path, only: list[str] | None, run_tests: bool = True) -> dict:
     from lawlab import worldkey
-    from lawlab.taskbuild.build import build_all
-    from lawlab.taskbuild.validate import sampled_r2, validate_library
     from lawlab.tasks import TaskLibrary
+    from lawlab_ops.taskbuild.build import build_all
+    from lawlab_ops.taskbuild.validate import sampled_r2, validate_library
 
     if out.exists():
         shutil.rmtree(out)

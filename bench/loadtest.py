@@ -28,7 +28,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from lawlab.launcher import Cluster  # noqa: E402
+from lawlab_ops.launcher import Cluster  # noqa: E402
 from tests.support import load  # noqa: E402
 from tests.support.scripted_llm import ScriptedLLM  # noqa: E402
 

@@ -15,7 +15,7 @@ declared range (its discrete ``values`` where it has them, text where its dtype 
 text), the target from the task's first reference formula that the importer
 converts (per-group constants moved 10 % per group), plus 1 % noise; where no
 reference converts, the target is drawn inside its declared range. Then the whole
-folder goes through ``lawlab.taskbuild.importer.import_all`` (what ``lawlab tasks
+folder goes through ``lawlab_ops.taskbuild.importer.import_all`` (what ``lawlab tasks
 import`` runs) and the table says per task: imported, validated, references
 converted of the total, rubric sentences executable and left to the LLM judge,
 and the first reason for each failure. Only the conversion and validation are
@@ -41,7 +41,7 @@ import pandas as pd
 import yaml
 
 from lawlab.expr import Expression
-from lawlab.taskbuild.importer import import_all
+from lawlab_ops.taskbuild.importer import import_all
 
 ROOT = Path(__file__).resolve().parents[1]
 GROUPS = 5

@@ -1,7 +1,7 @@
 """The Parallel zero-data controls on every world of a library (issue #48).
 
 Three laws built from public information only, with no observation
-(lawlab.taskbuild.controls: PARALLEL_CONTROLS, whose docstrings say what each
+(lawlab_ops.taskbuild.controls: PARALLEL_CONTROLS, whose docstrings say what each
 reads): a straight line in every input (per-group intercept on Type II), the
 published base the world is built on, and the public-catalogue sink (the base with
 every admissible public mechanism composed). Each is judged for structure against
@@ -110,7 +110,7 @@ def score(tasks: Sequence, judge: Callable[..., tuple[float, str]], progress=sys
     """S_S of every Parallel control on every world: {control: {task: S_S}} and the
     judge's explanations. A control that cannot be built, or whose verdict fails (the
     judge's error), scores 0 as a trial's failed submission does; its reason is kept."""
-    from lawlab.taskbuild import controls
+    from lawlab_ops.taskbuild import controls
 
     levels: dict[str, dict[str, float]] = {n: {} for n in controls.PARALLEL_CONTROLS}
     why: dict[str, dict[str, str]] = {n: {} for n in controls.PARALLEL_CONTROLS}
@@ -138,8 +138,8 @@ def score(tasks: Sequence, judge: Callable[..., tuple[float, str]], progress=sys
 
 
 def main() -> int:
-    from lawlab.taskbuild import controls
     from lawlab.tasks import TaskLibrary
+    from lawlab_ops.taskbuild import controls
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--tasks", default=str(ROOT / "var" / "tasks"))
@@ -156,7 +156,7 @@ def main() -> int:
         levels, why = score(worlds, in_process_judge)
         how = "in-process (lawlab.structure.judge_structure)"
     else:
-        from lawlab.launcher import Cluster
+        from lawlab_ops.launcher import Cluster
 
         with tempfile.TemporaryDirectory(prefix="lawlab-parallel-controls-") as tmp:
             cluster = Cluster(library.root, Path(tmp) / "data", log_dir=Path(tmp) / "logs",

@@ -27,9 +27,9 @@ from pathlib import Path
 import numpy as np
 
 from lawlab.common.v1 import common_pb2
-from lawlab.launcher import Cluster
 from lawlab.sandbox.v1 import sandbox_pb2 as pb
 from lawlab.sandbox.v1 import sandbox_pb2_grpc
+from lawlab_ops.launcher import Cluster
 
 ROOT = Path(__file__).resolve().parents[1]
 TASKS = ROOT / "var" / "tasks"

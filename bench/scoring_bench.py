@@ -34,9 +34,9 @@ import yaml
 from lawlab import worldkey
 from lawlab.common.v1 import common_pb2
 from lawlab.judge.v1 import judge_pb2, judge_pb2_grpc
-from lawlab.launcher import Cluster
 from lawlab.scorer.v1 import scorer_pb2, scorer_pb2_grpc
 from lawlab.tasks import TaskLibrary
+from lawlab_ops.launcher import Cluster
 
 ROOT = Path(__file__).resolve().parents[1]
 BIG = "chick_growth_200"

@@ -23,12 +23,12 @@ from pathlib import Path
 import numpy as np
 
 from lawlab.common.v1 import common_pb2
-from lawlab.launcher import Cluster
 from lawlab.rpc.client import aio_channel
 from lawlab.simulator.v1 import simulator_pb2 as pb
 from lawlab.simulator.v1 import simulator_pb2_grpc
 from lawlab.tasks import TaskLibrary
 from lawlab.world import World
+from lawlab_ops.launcher import Cluster
 from lawlab_simulator.store import sqlite_store
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -2,11 +2,11 @@
 
     .venv/bin/python scripts/validity_check.py TASK_ID [--labels FILE.yaml] [--tasks var/tasks]
 
-Reads the rubric and use_range from libs/lawlab/taskbuild/tasks/TASK_ID.yaml
+Reads the rubric and use_range from libs/lawlab/task_specs/TASK_ID.yaml
 (the working copy), the data and fitted references from the built library, and
 prints S_V (and failed items) for every reference (the best first), the constant
 control and each labelled law of the task (FILE.yaml in the schema of
-libs/lawlab/taskbuild/validity_labels.yaml; default: that file).
+libs/lawlab_ops/taskbuild/validity_labels.yaml; default: that file).
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ import sys
 from pathlib import Path
 
 from lawlab import rubric, validity
-from lawlab.taskbuild import controls, validity_labels
-from lawlab.taskbuild.specs import spec_from_yaml
+from lawlab_ops.taskbuild import controls, validity_labels
+from lawlab.specs import spec_from_yaml
 from lawlab.tasks import GROUP_COL, TaskLibrary
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -3,7 +3,7 @@
     .venv/bin/python scripts/variant_check.py TASK_ID FILE.yaml [--tasks var/tasks]
 
 FILE.yaml holds ``variants: [...]`` in the catalogue schema
-(lawlab.taskbuild.mechanisms). For each variant: the schema check, the origin
+(lawlab.mechanisms). For each variant: the schema check, the origin
 screen, neutral == base, the fit with the constants' ranges (is the mechanism
 supported by the data, i.e. not pinned at its neutral value?), the residual SD
 against the base's, the shape screen on the support widened tenfold, and the
@@ -23,8 +23,8 @@ import yaml
 from lawlab import validity
 from lawlab.expr import Expression
 from lawlab.fitting import FitError, fit_expression, fit_grouped, to_residual_space
-from lawlab.taskbuild import mechanisms
-from lawlab.taskbuild.validate import pooled_records
+from lawlab import mechanisms
+from lawlab_ops.taskbuild.validate import pooled_records
 from lawlab.tasks import GROUP_COL, TaskLibrary
 from lawlab.world import residual_space
 

@@ -24,9 +24,9 @@ from pathlib import Path
 import yaml
 
 from lawlab import worldkey
-from lawlab.taskbuild import worlds
-from lawlab.taskbuild.build import build_task
-from lawlab.taskbuild.specs import SPECS
+from lawlab_ops.taskbuild import worlds
+from lawlab_ops.taskbuild.build import build_task
+from lawlab.specs import SPECS
 
 
 def main() -> int:

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from lawlab.launcher import Cluster
 from lawlab.tasks import TaskLibrary
+from lawlab_ops.launcher import Cluster
 from tests.support.scripted_llm import ScriptedLLM
 from tests.support.stopping import stop_cleanly
 
@@ -60,7 +60,7 @@ def tasks_dir() -> Path:
     if not (path / "MANIFEST.json").exists():
         pytest.fail(f"no task library at {path}; run `make tasks` (make test does it)")
     # the tests run Parallel trials on these; whether a task has a world never depends
-    # on the key (lawlab.taskbuild.worlds), so a library without one is a builder defect
+    # on the key (lawlab_ops.taskbuild.worlds), so a library without one is a builder defect
     missing = [t for t in PARALLEL_TASKS if not (path / t / "simulator" / "world.json").exists()]
     if missing:
         pytest.fail(f"the task library at {path} has no Parallel world for {missing}, which "
@@ -83,7 +83,7 @@ def extra_lsr(tmp_path_factory: pytest.TempPathFactory) -> TaskLibrary:
     LSR-Transform problems the dataless filter drops (the monomials D = mob kb T for
     mob and Coulomb's law for r) and a driven damped oscillator whose drive frequency
     is a nonlinear constant (lsrs_fixture_driven)."""
-    from lawlab.taskbuild import lsr, lsr_build, lsr_transform
+    from lawlab_ops.taskbuild import lsr, lsr_build, lsr_transform
 
     out = tmp_path_factory.mktemp("extra-lsr")
     for eq_id, pivot in (("I.43.31", "mob"), ("I.12.2", "r")):

@@ -1,7 +1,7 @@
 """Two campaigns, or two agents of one, side by side per task (``lawlab compare``
 and the pages' ``/compare``): a pivot with the difference of each score.
 
-A side is a set of report rows (lawlab.report.Row): a campaign's, or one agent's
+A side is a set of report rows (lawlab.results.Row): a campaign's, or one agent's
 of a campaign. Per task and setting each side's value is the mean over its scored
 trials (errors are not scores: a cell with only errors reads "error" and has no
 difference); the difference is B - A. Scores: S_N and S_V for Real trials, S_S
@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from lawlab.report import Row, finite, is_error, or_zero
+from lawlab.results import Row, finite, is_error, or_zero
 from lawlab.vocab import Setting, coerce
 
 SCORES = {"real": ("s_n", "s_v"), "parallel": ("s_s",)}

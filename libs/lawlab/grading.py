@@ -8,7 +8,7 @@ store the same scores, in the same words, by the same rules:
   symbolic accuracy. Parallel: S_S.
 - **A missing verdict is null** (a judge that could not judge the law sets no
   score): stored as NULL, never as a number, and counted 0 by every strict mean
-  (lawlab.report.or_zero). An unsubmitted law scores 0 (:func:`unsubmitted`).
+  (lawlab.results.or_zero). An unsubmitted law scores 0 (:func:`unsubmitted`).
 - ``state`` is "scored" when the law ran on the held-out split, "failed" when it
   did not (its S_N is then 0 and the notes say why).
 - The notes: the scorer's run status and metric first (``S_N <status>: ...``,

@@ -120,7 +120,7 @@ def stack(images, tasks_dir: Path, tmp_path_factory: pytest.TempPathFactory):
 def run_trial(stack, task: str, setting: str) -> dict:
     env = dict(os.environ, LAWLAB_INTERNAL_TOKEN=stack["token"])
     out = subprocess.run(
-        [sys.executable, "-m", "lawlab.cli", "trial", "run", "--task", task, "--setting", setting,
+        [sys.executable, "-m", "lawlab_ops.cli", "trial", "run", "--task", task, "--setting", setting,
          "--agent", "template", "--agent-addr", f"127.0.0.1:{stack['ports']['agent'][0]}", "--json"],
         capture_output=True, text=True, env=env, timeout=600)
     assert out.returncode == 0, out.stdout + out.stderr

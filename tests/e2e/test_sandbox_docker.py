@@ -13,9 +13,9 @@ import grpc
 import pytest
 
 from lawlab.common.v1 import common_pb2
-from lawlab.launcher import Cluster
 from lawlab.sandbox.v1 import sandbox_pb2 as pb
 from lawlab.sandbox.v1 import sandbox_pb2_grpc
+from lawlab_ops.launcher import Cluster
 from lawlab_sandbox import box
 from lawlab_sandbox.docker_backend import LABEL, OWNER_LABEL
 from tests.support.images import require_images

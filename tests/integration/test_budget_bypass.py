@@ -25,10 +25,10 @@ import grpc
 import pytest
 
 from lawlab.common.v1 import common_pb2
-from lawlab.launcher import Cluster
 from lawlab.rpc.client import sync_channel
 from lawlab.simulator.v1 import simulator_pb2 as pb
 from lawlab.simulator.v1 import simulator_pb2_grpc
+from lawlab_ops.launcher import Cluster
 from lawlab_simulator.store import open_store
 from tests.support.faults import ledger_balances
 

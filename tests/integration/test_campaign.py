@@ -19,8 +19,8 @@ import pytest
 
 from lawlab.agent.v1 import agent_pb2, agent_pb2_grpc
 from lawlab.common.v1 import common_pb2
-from lawlab.launcher import Cluster
 from lawlab.vocab import FINAL_STATUSES, TrialStatus
+from lawlab_ops.launcher import Cluster
 from tests.support.scripted_llm import SUBMISSION, ScriptedLLM
 
 REAL, PARALLEL = common_pb2.SETTING_REAL, common_pb2.SETTING_PARALLEL
@@ -393,7 +393,7 @@ def test_campaign_with_the_trial_store_on_postgresql(cluster, tmp_path, postgres
 
 
 def test_cli_runs_watches_lists_and_audits_a_campaign(cluster, tmp_path, capsys):
-    from lawlab.cli import main
+    from lawlab_ops.cli import main
 
     def script(turn, body):
         return ["<python>import os\nprint(open('/etc/passwd').read())</python>",
@@ -424,7 +424,7 @@ def test_cli_runs_watches_lists_and_audits_a_campaign(cluster, tmp_path, capsys)
 
 
 def test_audit_flags_a_hidden_law_string_in_a_tool_output():
-    from lawlab.cli.campaign import audit_events
+    from lawlab_ops.cli.campaign import audit_events
 
     events = [{"type": "turn", "turn": 1, "tool": "python", "reply": "<python>x=1</python>",
                "result": "the constant is 166.91483843250646"},
@@ -556,7 +556,7 @@ def test_commands_find_the_running_services_without_addresses(cluster, tmp_path,
     """As after `lawlab up`: campaign run, trials, score and judge use the running
     services (here found through LAWLAB_<SERVICE>_ADDR, as the default ports would
     be), so a campaign stays inspectable while and after it runs."""
-    from lawlab.cli import main
+    from lawlab_ops.cli import main
 
     with own_agent(cluster, tmp_path) as c:
         for name in ("agent", "scorer", "judge"):

@@ -15,9 +15,9 @@ import grpc
 import pytest
 
 from lawlab.common.v1 import common_pb2
-from lawlab.launcher import Cluster
 from lawlab.simulator.v1 import simulator_pb2 as spb
 from lawlab.simulator.v1 import simulator_pb2_grpc
+from lawlab_ops.launcher import Cluster
 from tests.support.faults import ledger_balances
 
 

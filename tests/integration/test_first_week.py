@@ -231,9 +231,9 @@ def _the_view_refuses_to_act(data: Path) -> None:
     import grpc
 
     from lawlab.agent.v1 import agent_pb2, agent_pb2_grpc
-    from lawlab.cli.common import offline_agent
     from lawlab.common.v1 import common_pb2
     from lawlab.rpc.client import sync_channel
+    from lawlab_ops.cli.common import offline_agent
 
     saved = {k: os.environ.get(k) for k in ("LAWLAB_INTERNAL_TOKEN", "LAWLAB_VIEW_HTTP")}
     try:

@@ -24,7 +24,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from lawlab import config
-from lawlab.launcher import Cluster
+from lawlab_ops.launcher import Cluster
 from tests.integration.test_authz import DESCRIPTORS, SERVED_BY
 from tests.support.stopping import stop_cleanly
 

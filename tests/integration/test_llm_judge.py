@@ -15,7 +15,7 @@ import pytest
 from lawlab import rubric
 from lawlab.common.v1 import common_pb2
 from lawlab.judge.v1 import judge_pb2, judge_pb2_grpc
-from lawlab.launcher import Cluster
+from lawlab_ops.launcher import Cluster
 from tests.support.scripted_llm import SUBMISSION, ScriptedLLM
 
 TASK = "mercury_vapour_pressure"

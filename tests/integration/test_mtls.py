@@ -14,7 +14,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from lawlab.agent.v1 import agent_pb2, agent_pb2_grpc
 from lawlab.common.v1 import common_pb2
-from lawlab.launcher import Cluster
+from lawlab_ops.launcher import Cluster
 from tests.conftest import ROOT
 from tests.support import load
 from tests.support.scripted_llm import ScriptedLLM

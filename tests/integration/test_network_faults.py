@@ -11,7 +11,7 @@ import time
 import pytest
 
 from lawlab.agent.v1 import agent_pb2
-from lawlab.launcher import Cluster
+from lawlab_ops.launcher import Cluster
 from tests.support import faults, load
 from tests.support.proxy import FaultProxy
 from tests.support.scripted_llm import ScriptedLLM

@@ -38,7 +38,7 @@ def test_metrics_count_final_status_codes(cluster):
 
 def test_lawlab_up_starts_all_and_stops_on_sigterm(tasks_dir, tmp_path):
     env = dict(os.environ, LAWLAB_TASKS_DIR=str(tasks_dir), LAWLAB_DATA_DIR=str(tmp_path))
-    proc = subprocess.Popen([sys.executable, "-m", "lawlab.cli", "up", "--ephemeral"], env=env,
+    proc = subprocess.Popen([sys.executable, "-m", "lawlab_ops.cli", "up", "--ephemeral"], env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     lines = []
     deadline = time.monotonic() + 90
@@ -63,7 +63,7 @@ def test_sandbox_exec_cli(cluster, tasks_dir, tmp_path):
     code = tmp_path / "code.py"
     code.write_text("print(train_df.shape, target_col)\n")
     out = subprocess.run(
-        [sys.executable, "-m", "lawlab.cli", "sandbox", "exec", "--file", str(code),
+        [sys.executable, "-m", "lawlab_ops.cli", "sandbox", "exec", "--file", str(code),
          "--data", str(tasks_dir / "dnase_elisa" / "data" / "train.csv"), "--json",
          "--sandbox-addr", cluster.address("sandbox")], capture_output=True, text=True, timeout=60)
     doc = json.loads(out.stdout)
@@ -71,7 +71,7 @@ def test_sandbox_exec_cli(cluster, tasks_dir, tmp_path):
     assert "density" in doc["stdout"] and doc["box_seconds"] > 0
     code.write_text("while True: pass\n")
     out = subprocess.run(
-        [sys.executable, "-m", "lawlab.cli", "sandbox", "exec", "--file", str(code),
+        [sys.executable, "-m", "lawlab_ops.cli", "sandbox", "exec", "--file", str(code),
          "--timeout", "1", "--sandbox-addr", cluster.address("sandbox")],
         capture_output=True, text=True, timeout=60)
     assert out.returncode == 1 and "status timeout" in out.stderr
@@ -81,7 +81,7 @@ def test_reflection_only_when_enabled(cluster, tasks_dir, tmp_path):
     import grpc
     from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
-    from lawlab.launcher import Cluster
+    from lawlab_ops.launcher import Cluster
 
     def services(address: str) -> list[str]:
         stub = reflection_pb2_grpc.ServerReflectionStub(sync_channel(address))
@@ -104,12 +104,12 @@ def test_reflection_only_when_enabled(cluster, tasks_dir, tmp_path):
 
 def test_trial_run_and_tasks_list_verbs(cluster, tasks_dir):
     env = dict(os.environ, LAWLAB_TASKS_DIR=str(tasks_dir))
-    listed = subprocess.run([sys.executable, "-m", "lawlab.cli", "tasks", "list"], env=env,
+    listed = subprocess.run([sys.executable, "-m", "lawlab_ops.cli", "tasks", "list"], env=env,
                             capture_output=True, text=True, timeout=60)
     assert listed.returncode == 0
     for task in ("mercury_vapour_pressure", "mauna_loa_co2", "dnase_elisa", "theophylline_pk"):
         assert task in listed.stdout
-    run = subprocess.run([sys.executable, "-m", "lawlab.cli", "trial", "run", "--task",
+    run = subprocess.run([sys.executable, "-m", "lawlab_ops.cli", "trial", "run", "--task",
                           "mercury_vapour_pressure", "--setting", "real", "--seed", "21",
                           "--agent-addr", cluster.address("agent")],
                          capture_output=True, text=True, timeout=600)

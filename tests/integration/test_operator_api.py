@@ -12,10 +12,10 @@ from pathlib import Path
 import grpc
 import pytest
 
-from lawlab.launcher import Cluster
 from lawlab.rpc.client import sync_channel
 from lawlab.simulator.v1 import operator_pb2 as op
 from lawlab.simulator.v1 import operator_pb2_grpc
+from lawlab_ops.launcher import Cluster
 
 LAWLAB = str(Path(sys.executable).parent / "lawlab")
 

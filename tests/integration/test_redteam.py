@@ -14,10 +14,10 @@ from __future__ import annotations
 import pytest
 
 from lawlab.common.v1 import common_pb2
-from lawlab.launcher import Cluster
 from lawlab.rpc.client import sync_channel
 from lawlab.sandbox.v1 import sandbox_pb2 as pb
 from lawlab.sandbox.v1 import sandbox_pb2_grpc
+from lawlab_ops.launcher import Cluster
 
 OK, ERROR, TIMEOUT = pb.EXEC_STATUS_OK, pb.EXEC_STATUS_ERROR, pb.EXEC_STATUS_TIMEOUT
 KILLED, FLOOD = pb.EXEC_STATUS_KILLED, pb.EXEC_STATUS_OUTPUT_LIMIT

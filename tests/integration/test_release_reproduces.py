@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from lawlab.taskbuild.catalogue import worlds_catalogue
+from lawlab_ops.taskbuild.catalogue import worlds_catalogue
 from tests.support.machines import another_machine, build_public, differing, release
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -23,8 +23,8 @@ import pytest
 
 from lawlab.agent.v1 import agent_pb2, agent_pb2_grpc
 from lawlab.common.v1 import common_pb2
-from lawlab.launcher import Cluster
 from lawlab.rpc.client import TRIAL_CALL
+from lawlab_ops.launcher import Cluster
 
 pytestmark = pytest.mark.rerun
 

@@ -9,10 +9,10 @@ from pathlib import Path
 import grpc
 
 from lawlab.common.v1 import common_pb2
-from lawlab.launcher import Cluster
 from lawlab.rpc.client import sync_channel
 from lawlab.sandbox.v1 import sandbox_pb2 as pb
 from lawlab.sandbox.v1 import sandbox_pb2_grpc
+from lawlab_ops.launcher import Cluster
 
 
 def _boxes() -> list[int]:

@@ -185,8 +185,8 @@ from pathlib import Path  # noqa: E402
 
 import grpc  # noqa: E402
 
-from lawlab.client import SimulatorClient  # noqa: E402
-from lawlab.launcher import Cluster  # noqa: E402
+from lawlab_ops.client import SimulatorClient  # noqa: E402
+from lawlab_ops.launcher import Cluster  # noqa: E402
 from tests.support.stopping import stop_cleanly  # noqa: E402
 
 LAWLAB = str(Path(sys.executable).parent / "lawlab")

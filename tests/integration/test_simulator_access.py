@@ -16,8 +16,8 @@ from pathlib import Path
 import grpc
 import pytest
 
-from lawlab.client import SimulatorClient
-from lawlab.launcher import Cluster
+from lawlab_ops.client import SimulatorClient
+from lawlab_ops.launcher import Cluster
 from lawlab_simulator.store import open_store
 
 ROOT = Path(__file__).resolve().parents[2]

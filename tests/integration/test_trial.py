@@ -44,7 +44,7 @@ def test_real_trial_is_scored_by_scorer_and_judge(agent):
 
 
 def test_trial_show_renders_a_trajectory(cluster, agent, capsys):
-    from lawlab.cli import main
+    from lawlab_ops.cli import main
 
     trial = agent.RunTrial(agent_pb2.RunTrialRequest(
         task_id="mercury_vapour_pressure", setting=common_pb2.SETTING_REAL, agent="template",

@@ -11,7 +11,7 @@ import threading
 
 from lawlab.agent.v1 import agent_pb2, agent_pb2_grpc
 from lawlab.common.v1 import common_pb2
-from lawlab.launcher import Cluster
+from lawlab_ops.launcher import Cluster
 from tests.integration.test_campaign import wait_done
 from tests.support.proxy import FaultProxy
 from tests.support.scripted_llm import SUBMISSION, ScriptedLLM

@@ -23,7 +23,7 @@ from lawlab.common.v1 import common_pb2
 from lawlab.contract import law_module
 from lawlab.judge.v1 import judge_pb2, judge_pb2_grpc
 from lawlab.scorer.v1 import scorer_pb2, scorer_pb2_grpc
-from lawlab.taskbuild import controls
+from lawlab_ops.taskbuild import controls
 
 
 def real_tasks(library):
@@ -72,7 +72,7 @@ def test_s_v_fails_wrong_mechanisms_and_passes_right_but_weak_laws(library):
     fitted on the training split: wrong mechanisms that fit the data score a mean
     S_V <= 0.5 and none 1.0; right-but-weak laws a mean >= 0.9; across at least six
     disciplines."""
-    from lawlab.taskbuild import validity_labels
+    from lawlab_ops.taskbuild import validity_labels
 
     results = validity_labels.score_all(library)
     wrong = [r for r in results if r.law.label == "wrong"]

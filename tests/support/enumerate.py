@@ -14,14 +14,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from lawlab import structure
+from lawlab import mechanisms, structure
 from lawlab import world as world_mod
 from lawlab.contract import law_module
 from lawlab.expr import Expression
 from lawlab.fitting import FitError, fit_expression, fit_grouped
-from lawlab.taskbuild import build, mechanisms, worlds
-from lawlab.taskbuild.specs import SPECS
+from lawlab.specs import SPECS
 from lawlab.tasks import Task
+from lawlab_ops.taskbuild import build, worlds
 
 
 @dataclass

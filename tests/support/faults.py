@@ -11,8 +11,8 @@ import grpc
 
 from lawlab.agent.v1 import agent_pb2, agent_pb2_grpc
 from lawlab.common.v1 import common_pb2
-from lawlab.launcher import Cluster
 from lawlab.tasks import TaskLibrary
+from lawlab_ops.launcher import Cluster
 from tests.support.load import REAL_TASKS
 
 FINISHED = (agent_pb2.TRIAL_STATUS_COMPLETED, agent_pb2.TRIAL_STATUS_COMPLETED_FORCED_FINAL,

@@ -34,10 +34,10 @@ import grpc
 
 from lawlab.agent.v1 import agent_pb2, agent_pb2_grpc
 from lawlab.common.v1 import common_pb2
-from lawlab.launcher import Cluster
 from lawlab.rpc.client import sync_channel
 from lawlab.sandbox.v1 import sandbox_pb2, sandbox_pb2_grpc
 from lawlab.simulator.v1 import simulator_pb2, simulator_pb2_grpc
+from lawlab_ops.launcher import Cluster
 from tests.support.stopping import stop_cleanly
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")

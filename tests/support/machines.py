@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from lawlab.taskbuild import arithmetic
+from lawlab_ops.taskbuild import arithmetic
 
 ROOT = Path(__file__).resolve().parents[2]
 LAWLAB = Path(sys.executable).with_name("lawlab")

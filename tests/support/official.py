@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 import yaml
 
-from lawlab.taskbuild.importer import import_all
+from lawlab_ops.taskbuild.importer import import_all
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "scilaws"
 LAWLAB = str(Path(sys.executable).parent / "lawlab")

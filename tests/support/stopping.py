@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import signal
 
-from lawlab.launcher import Cluster
+from lawlab_ops.launcher import Cluster
 
 
 def _meaning(code: int) -> str:

@@ -2,7 +2,7 @@
 
 A world's constants come from least-squares fits that stop where the last bits of
 the arithmetic lead them, so the builder computes in worker processes with the
-arithmetic pinned (lawlab.taskbuild.arithmetic). Here the public release's
+arithmetic pinned (lawlab_ops.taskbuild.arithmetic). Here the public release's
 worlds of two tasks are built through the CLI as an operator would, once in this
 machine's own environment and once in one that looks like another computer: a
 CPU without AVX-512 (numpy's widest loops and glibc's AVX-512 off), another
@@ -16,7 +16,7 @@ import os
 
 import pytest
 
-from lawlab.taskbuild import arithmetic
+from lawlab_ops.taskbuild import arithmetic
 from tests.support.machines import another_machine, build_public, differing, release
 
 # a Type II task whose pooled fit stops on a flat objective, and a Type I one
@@ -33,7 +33,7 @@ def test_the_public_worlds_are_the_same_bytes_on_another_machine(tmp_path):
 
 
 def test_a_builder_worker_computes_with_the_pinned_arithmetic():
-    from lawlab.taskbuild.build import pinned_pool
+    from lawlab_ops.taskbuild.build import pinned_pool
 
     before = dict(os.environ)
     with pinned_pool(1) as pool:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from lawlab.compare import as_json, compare, markdown
-from lawlab.report import Row
+from lawlab.results import Row
 
 
 def row(task: str, setting: str = "real", status: str = "completed", agent: str = "a",

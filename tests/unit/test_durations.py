@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from lawlab.cli import campaign as cli_campaign
 from lawlab.durations import eta_text
+from lawlab_ops.cli import campaign as cli_campaign
 
 
 def test_eta_wording():

@@ -120,7 +120,7 @@ def test_get_task_carries_the_kind(tmp_path):
 
 
 def test_the_epoch_message_matches_the_ledger(capsys):
-    from lawlab.cli.operators import _epoch_verb
+    from lawlab_ops.cli.operators import _epoch_verb
 
     sent = {}
 
@@ -139,14 +139,14 @@ def test_the_epoch_message_matches_the_ledger(capsys):
 
 
 def test_the_leaderboard_says_which_kind_it_ranks():
-    from lawlab.cli.leaderboard import release_note
+    from lawlab_ops.cli.leaderboard import release_note
 
     assert "not a leaderboard's" in release_note("development")
     assert release_note("leaderboard").startswith("Release: leaderboard")
 
 
 def test_make_tasks_says_when_a_library_has_no_private_variants(tmp_path):
-    from lawlab.cli.tasks import private_note
+    from lawlab_ops.cli.tasks import private_note
 
     missing = private_note(tmp_path / "world-variants.yaml", public=False)
     assert "NO PRIVATE VARIANTS" in missing and "DEVELOPMENT" in missing \
@@ -157,8 +157,8 @@ def test_make_tasks_says_when_a_library_has_no_private_variants(tmp_path):
 
 
 def test_the_example_private_variants_file_parses_and_says_it_is_an_example():
-    from lawlab.taskbuild import mechanisms
-    from lawlab.taskbuild.specs import SPECS
+    from lawlab import mechanisms
+    from lawlab.specs import SPECS
 
     path = Path(__file__).resolve().parents[2] / "docs" / "examples" / "world-variants.EXAMPLE.yaml"
     assert path.read_text().startswith("# EXAMPLE ONLY - DO NOT USE THIS FILE FOR A LEADERBOARD")

@@ -11,12 +11,12 @@ import pytest
 
 from lawlab import structure, worldkey
 from lawlab.contract import static_check
-from lawlab.taskbuild.build import build_task
-from lawlab.taskbuild.specs import SPECS
+from lawlab.specs import SPECS
 from lawlab.tasks import SolverTask, Task
 from lawlab_agent.builtin.experimenter import ExperimenterAgent, Hypotheses
 from lawlab_agent.trial.tools import experiment_request
 from lawlab_agent.views import make_view
+from lawlab_ops.taskbuild.build import build_task
 from tests.support import offline_trial
 
 SPEC = {s.task_id: s for s in SPECS}
@@ -37,7 +37,7 @@ def _title(source: str) -> str:
 def test_its_hypotheses_are_the_public_catalogue_and_the_changes_of_sharing(library):
     """The generator's own space (issue #29): every catalogued mechanism of each
     published form, and for Type II which parameters are shared; nothing else."""
-    from lawlab.taskbuild import mechanisms
+    from lawlab import mechanisms
 
     spec = SPEC["dnase_elisa"]
     space = Hypotheses(_solver(library, "dnase_elisa", True), spec)

@@ -105,8 +105,8 @@ def test_not_a_tar_and_links(tmp_path):
 def test_an_export_from_another_release_says_so(tasks_dir, tmp_path):
     """`lawlab import` and `lawlab view` print a note when the file names another library
     release than this machine's, and nothing when it names the same or none."""
-    from lawlab.cli.results import release_note
     from lawlab.tasks import TaskLibrary
+    from lawlab_ops.cli.results import release_note
 
     ours = TaskLibrary(tasks_dir).release
     note = release_note(tmp_path / "c.lawlab.tar.gz", "0000-other", tasks_dir)

@@ -15,8 +15,8 @@ import yaml
 
 from lawlab.expr import Expression
 from lawlab.fitting import fit_expression
-from lawlab.taskbuild import families as fam
-from lawlab.taskbuild.specs import SPECS, TASKS_DIR
+from lawlab.specs import SPECS, TASKS_DIR
+from lawlab_ops.taskbuild import families as fam
 
 SPEC = {s.task_id: s for s in SPECS}
 TASK_FILES = sorted(p.stem for p in TASKS_DIR.glob("*.yaml") if p.stem != "ORDER")

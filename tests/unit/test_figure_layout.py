@@ -11,12 +11,11 @@ import pytest
 
 matplotlib.use("Agg")
 
-from lawlab import paper  # noqa: E402
-from lawlab.report import (  # noqa: E402
-    Row,
+from lawlab.results import Row, leaderboard  # noqa: E402
+from lawlab_ops import paper  # noqa: E402
+from lawlab_ops.report import (  # noqa: E402
     agent_colours,
     heatmap_figure,
-    leaderboard,
     scores_figure,
     validity_figure,
 )

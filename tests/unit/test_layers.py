@@ -1,6 +1,8 @@
-"""The core library (libs/lawlab) imports no service: services depend on the core,
-never the other way round (the one exception is by name, not by import: `lawlab
-serve NAME` starts the service package NAME)."""
+"""Layers: the services stand on the core (libs/lawlab); the operator's programs
+(libs/lawlab_ops: the CLI, the task builder, reports, the launcher, the client) stand
+on the core and start the services. The core imports neither, no service imports the
+operator's package (the one way up is by name, not by import: `lawlab serve NAME`
+starts the service package NAME)."""
 
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 SERVICES = {f"lawlab_{p.name}" for p in (ROOT / "services").iterdir() if p.is_dir()}
+CORE, OPS = ROOT / "libs" / "lawlab", ROOT / "libs" / "lawlab_ops"
 
 
 def _imports(path: Path) -> set[str]:
@@ -27,8 +30,35 @@ def test_the_core_imports_no_service():
     sources = [p for p in (ROOT / "libs" / "lawlab").rglob("*.py") if not p.name.endswith("_pb2.py")
                and not p.name.endswith("_pb2_grpc.py")]
     assert len(sources) > 50
-    offenders = {str(p.relative_to(ROOT)): sorted(_imports(p) & SERVICES) for p in sources}
+    offenders = {str(p.relative_to(ROOT)): sorted(_imports(p) & (SERVICES | {"lawlab_ops"}))
+                 for p in sources}
     assert {k: v for k, v in offenders.items() if v} == {}
+
+
+def _sources(*roots: Path) -> list[Path]:
+    return [p for root in roots for p in root.rglob("*.py")
+            if not p.name.endswith(("_pb2.py", "_pb2_grpc.py"))]
+
+
+def test_no_service_imports_the_operators_package():
+    """Issue #53: what the services run on is the core; the operator's programs (the
+    CLI, the builder, reports and figures, the launcher, the client) are a package no
+    service imports, at load time or inside a function."""
+    services = _sources(ROOT / "services")
+    assert len(services) > 60
+    offenders = sorted(str(p.relative_to(ROOT)) for p in services if "lawlab_ops" in _imports(p))
+    assert offenders == []
+    # what the two share is in the core, and the operator's package is not empty
+    assert {"cli", "taskbuild", "report.py", "paper.py", "launcher.py", "client.py"} <= \
+        {p.name for p in OPS.iterdir()}
+    assert not {"cli", "taskbuild", "report.py", "paper.py", "launcher.py", "client.py"} & \
+        {p.name for p in CORE.iterdir()}
+
+
+def test_the_layer_check_sees_an_import_inside_a_function(tmp_path):
+    module = tmp_path / "m.py"
+    module.write_text("def f():\n    from lawlab_ops.report import figures\n")
+    assert "lawlab_ops" in _imports(module)
 
 
 def test_the_sandbox_runner_checks_the_cores_contract_names():
@@ -47,7 +77,7 @@ def test_one_reader_of_law_modules():
     walked by lawlab.predict: no other module of the core or the services walks a
     predict function or collects a module's literals itself."""
     readers = []
-    for path in [*(ROOT / "libs" / "lawlab").rglob("*.py"), *(ROOT / "services").rglob("*.py")]:
+    for path in [*CORE.rglob("*.py"), *OPS.rglob("*.py"), *(ROOT / "services").rglob("*.py")]:
         if path.name.endswith(("_pb2.py", "_pb2_grpc.py")) or path.name in ("contract.py",
                                                                             "predict.py"):
             continue
@@ -106,7 +136,7 @@ def test_import_names_follow_folders():
     doc = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
     dirs = doc["tool"]["setuptools"]["package-dir"]
     assert {f"lawlab_{s.name}" for s in (ROOT / "services").iterdir() if s.is_dir()} \
-        == set(dirs) - {"lawlab"}
+        == set(dirs) - {"lawlab", "lawlab_ops"}
     for top, folder in dirs.items():
         assert Path(folder).name == top, (top, folder)
         assert (ROOT / folder / "__init__.py").exists(), folder
@@ -230,7 +260,7 @@ def test_operators_reach_the_simulators_store_only_through_the_simulator():
     benchmarks, which time the store itself in-process beside the served path."""
     store = "lawlab_simulator.store"
     assert not (ROOT / "libs" / "lawlab" / "ledger.py").exists()  # the store lives at home
-    programs = [*(ROOT / "libs" / "lawlab").rglob("*.py"), *(ROOT / "services").rglob("*.py"),
+    programs = [*CORE.rglob("*.py"), *OPS.rglob("*.py"), *(ROOT / "services").rglob("*.py"),
                 *(ROOT / "bench").rglob("*.py"), *(ROOT / "scripts").rglob("*.py")]
     openers = sorted(str(p.relative_to(ROOT)) for p in programs
                      if any(m == store or m.startswith(store + ".") for m in _imported_modules(p)))
@@ -246,7 +276,7 @@ def test_operators_reach_the_simulators_store_only_through_the_simulator():
                                                        "bench/simulator_costs.py"], openers
     # and the operator verbs are calls of the operator API
     for cli in ("operators.py", "leaderboard.py", "campaign.py"):
-        text = (ROOT / "libs" / "lawlab" / "cli" / cli).read_text(encoding="utf-8")
+        text = (OPS / "cli" / cli).read_text(encoding="utf-8")
         assert "operator_channel" in text and "lawlab_simulator" not in text, cli
 
 
@@ -302,7 +332,7 @@ def test_no_comparison_with_a_vocabularys_literal_word():
     the word written out ("real"), in the core and every service: a typo in a
     literal compares False forever, a typo in a member fails at import."""
     seen = []
-    for path in sorted([*(ROOT / "libs" / "lawlab").rglob("*.py"),
+    for path in sorted([*CORE.rglob("*.py"), *OPS.rglob("*.py"),
                         *(ROOT / "services").rglob("*.py")]):
         if path.name.endswith(("_pb2.py", "_pb2_grpc.py")):
             continue
@@ -399,9 +429,9 @@ def _cycles(roots: dict[str, Path]) -> list[list[str]]:
 
 
 def test_no_import_cycles():
-    """Issue #53: no module of the core or of a service imports, while it loads, a
-    module that imports it back (directly or round a longer loop)."""
-    roots = {"lawlab": ROOT / "libs" / "lawlab",
+    """Issue #53: no module of the core, the operator's package or a service imports,
+    while it loads, a module that imports it back (directly or round a longer loop)."""
+    roots = {"lawlab": CORE, "lawlab_ops": OPS,
              **{s: ROOT / "services" / s.removeprefix("lawlab_") / s for s in SERVICES}}
     assert len(_packages(roots)) > 150
     assert _cycles(roots) == []

@@ -9,9 +9,9 @@ import json
 import re
 
 from lawlab import worldkey
-from lawlab.taskbuild import llm_variants
-from lawlab.taskbuild.build import build_task
-from lawlab.taskbuild.specs import SPECS
+from lawlab.specs import SPECS
+from lawlab_ops.taskbuild import llm_variants
+from lawlab_ops.taskbuild.build import build_task
 from tests.support.scripted_llm import ScriptedLLM
 
 REQ = llm_variants.ProposalRequest("t", "ctx", "temp", ["time"],

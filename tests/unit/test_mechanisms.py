@@ -9,9 +9,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from lawlab import worldkey
-from lawlab.taskbuild import mechanisms, worlds
-from lawlab.taskbuild.mechanisms import CatalogueError, parse_variant
+from lawlab import mechanisms, worldkey
+from lawlab.mechanisms import CatalogueError, parse_variant
+from lawlab_ops.taskbuild import worlds
 
 REFS = {"mm": ["Vm", "K"]}
 KEY = worldkey.WorldKey(b"lawlab mechanisms test key.......")

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 
-from lawlab.cli import main
-from lawlab.memorization import match, prompt_for
+from lawlab_ops.cli import main
+from lawlab_ops.memorization import match, prompt_for
 from tests.support.scripted_llm import ScriptedLLM
 
 ANSWERS = {

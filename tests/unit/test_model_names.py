@@ -7,7 +7,7 @@ import argparse
 
 import pytest
 
-from lawlab.cli.common import split_agent
+from lawlab_ops.cli.common import split_agent
 
 
 @pytest.mark.parametrize(("text", "model", "expected"), [
@@ -22,7 +22,7 @@ def test_every_spelling_names_the_same_model(text, model, expected):
 
 
 def test_a_campaign_grid_takes_the_name_the_report_prints():
-    from lawlab.cli.campaign import spec_from_args
+    from lawlab_ops.cli.campaign import spec_from_args
 
     args = argparse.Namespace(spec=None, agents="sr,openai/gpt-4o,openai:o3-mini", tasks=None,
                               settings=None, contexts=None, name=None, repeats=None, seed=None,

@@ -12,11 +12,11 @@ import pandas as pd
 import pytest
 import sympy
 
-from lawlab.cli import main
 from lawlab.contract import law_module
 from lawlab.expr import Expression
 from lawlab.structure import form_from_expression
-from lawlab.taskbuild.importer import convert_module
+from lawlab_ops.cli import main
+from lawlab_ops.taskbuild.importer import convert_module
 
 
 def test_bound_e_and_pi_are_the_variables():

@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 import yaml
 
-from lawlab.taskbuild.importer import import_all
 from lawlab.tasks import TaskLibrary
+from lawlab_ops.taskbuild.importer import import_all
 from tests.support.official import FIXTURES, LAWLAB, import_fixtures
 
 OFFICIAL = ["runoff_partition_demo__evap_fraction", "orbit_distance_demo__r_mean_km",

@@ -21,7 +21,7 @@ def _mode(path: Path) -> int:
 
 
 def test_answer_keys_are_readable_by_their_owner_only(tmp_path, tasks_dir):
-    from lawlab.taskbuild.build import protect_answer_keys
+    from lawlab_ops.taskbuild.build import protect_answer_keys
 
     task = next(p.parent.parent for p in sorted(Path(tasks_dir).glob("*/simulator/world.json")))
     copy = tmp_path / "tasks" / task.name
@@ -64,7 +64,7 @@ def test_a_token_for_an_existing_team_needs_the_internal_token(tmp_path):
 
 
 def test_the_catalogue_counts_no_private_variant(tmp_path, tasks_dir):
-    from lawlab.taskbuild.catalogue import WORLDS_HEADING, catalogue
+    from lawlab_ops.taskbuild.catalogue import WORLDS_HEADING, catalogue
 
     task = next(p.parent.parent for p in sorted(Path(tasks_dir).glob("*/simulator/world.json")))
     root = tmp_path / "tasks"

@@ -1,12 +1,12 @@
-"""Table 2, Figure 4a and 4b (lawlab.paper) and the ranked leaderboard, on cases
+"""Table 2, Figure 4a and 4b (lawlab_ops.paper) and the ranked leaderboard, on cases
 worked by hand."""
 
 from __future__ import annotations
 
 import pytest
 
-from lawlab import paper
-from lawlab.report import Row, competition_ranks, leaderboard
+from lawlab.results import Row, competition_ranks, leaderboard
+from lawlab_ops import paper
 
 
 def row(task, agent, s_n=None, s_v=None, s_s=None, setting="real", multi=False,

@@ -48,7 +48,7 @@ def test_a_missing_list_and_a_service_started_with_a_bad_one(tmp_path, monkeypat
 
 
 def test_the_report_and_the_pages_show_the_cost_per_model_and_in_all(tmp_path):
-    from lawlab.report import Row, token_usage
+    from lawlab.results import Row, token_usage
     from lawlab_agent.pages.trials import token_table
     from lawlab_agent.store import TrialRecord
 

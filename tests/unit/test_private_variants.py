@@ -11,11 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from lawlab import worldkey
-from lawlab.taskbuild import mechanisms
-from lawlab.taskbuild.build import build_task
-from lawlab.taskbuild.specs import SPECS
+from lawlab import mechanisms, worldkey
+from lawlab.specs import SPECS
 from lawlab.tasks import Task
+from lawlab_ops.taskbuild.build import build_task
 from tests.support.enumerate import enumerate_and_guess, public_candidates
 
 TASK = "heart_rate_baroreflex"
@@ -69,6 +68,6 @@ def test_the_private_file_is_read_from_beside_the_key(tmp_path):
     path.write_text("brain_body_allometry:\n- id: x\n")
     assert mechanisms.load_private(path) == {"brain_body_allometry": [{"id": "x"}]}
     assert mechanisms.load_private(tmp_path / "absent.yaml") == {}
-    from lawlab.taskbuild.build import private_variants_path
+    from lawlab_ops.taskbuild.build import private_variants_path
 
     assert private_variants_path(Path("/srv/lawlab/tasks")).name == "world-variants.yaml"

@@ -157,7 +157,7 @@ def test_docs_show_the_current_prompts(library):
 def test_every_lsr_problem_shows_described_inputs(library):
     """Issue #54: LLM-SRBench keeps each problem's scientific context. Every
     LSR-Transform variable has its AI Feynman quantity and SI unit
-    (libs/lawlab/taskbuild/feynman_variables.yaml), every LSR-Synth variable its
+    (libs/lawlab_ops/taskbuild/feynman_variables.yaml), every LSR-Synth variable its
     meaning, and the prompt shows each as `- name (unit): description`."""
     lsr = [t for t in library if t.meta.suite in ("lsr-transform", "lsr-synth")]
     assert len(lsr) >= 300
@@ -177,7 +177,7 @@ def test_every_lsr_problem_shows_described_inputs(library):
 
 
 def test_an_lsr_transform_velocity_is_a_velocity_in_metres_per_second():
-    from lawlab.taskbuild import lsr_transform
+    from lawlab_ops.taskbuild import lsr_transform
 
     assert lsr_transform.variable("v") == ("velocity", "m/s")
     assert lsr_transform.variable("theta")[1] == ""

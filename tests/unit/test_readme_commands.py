@@ -7,7 +7,7 @@ import argparse
 import re
 from pathlib import Path
 
-from lawlab.cli import build_parser
+from lawlab_ops.cli import build_parser
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 # `lawlab serve NAME ...` hands its flags to the service's own parser

@@ -13,7 +13,7 @@ import sympy
 from lawlab.contract import law_module, read_module
 from lawlab.expr import Expression, ExpressionError
 from lawlab.structure import form_from_expression
-from lawlab.taskbuild.importer import Unconvertible, convert_module
+from lawlab_ops.taskbuild.importer import Unconvertible, convert_module
 
 HEAD = "import numpy as np\n"
 

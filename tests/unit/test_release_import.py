@@ -12,7 +12,7 @@ import subprocess
 
 import pytest
 
-from lawlab.taskbuild.importer import import_all
+from lawlab_ops.taskbuild.importer import import_all
 from tests.support.official import FIXTURES, LAWLAB, RELEASE_TASKS, release_view
 
 

@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from lawlab.report import (
+from lawlab.results import (
     Row,
     best_of_n,
     bootstrap_ci,
@@ -16,8 +16,8 @@ from lawlab.report import (
     leaderboard,
     per_discipline,
     task_means,
-    write_report,
 )
+from lawlab_ops.report import write_report
 
 
 def row(task, s_n=None, s_v=None, s_s=None, agent="a", setting="real", seed=0, multi=False,
@@ -43,7 +43,7 @@ def test_errors_are_not_scores_in_any_table(tmp_path):
     """Issue #52: an agent whose every trial ended in error is in no rank and no
     mean, only in its errors column and the banner; an agent with some errors is
     ranked on the rest, over the tasks every agent has a score on."""
-    from lawlab import paper
+    from lawlab_ops import paper
 
     down = [row(t, None, None, agent="openai/down", status="error", score_status="")
             for t in ("t1", "t2", "t3")]
@@ -146,7 +146,7 @@ def test_per_discipline_and_the_written_folder(tmp_path):
 
 
 def test_joint_balance_and_pareto_by_hand():
-    from lawlab.report import joint_balance, on_front, pareto_dominates
+    from lawlab.results import joint_balance, on_front, pareto_dominates
 
     pool = [(0.2, 1.0), (0.6, 0.5), (0.4, 0.0)]
     assert joint_balance(pool) == pytest.approx([0.0, 0.5, 0.0])
@@ -157,7 +157,7 @@ def test_joint_balance_and_pareto_by_hand():
 
 
 def test_knockout_selection_study_with_a_fixed_selector():
-    from lawlab.report import knockout, selection_study
+    from lawlab.results import knockout, selection_study
 
     # ten candidates: groups (0..4) and (5..9); the selector always takes the first
     assert knockout(list(range(10)), lambda idx: idx[0]) == ([0, 5], 0)
@@ -189,7 +189,7 @@ def test_knockout_selection_study_with_a_fixed_selector():
 def test_llm_selector_parses_choices_and_falls_back(tasks_dir):
     import argparse
 
-    from lawlab.cli.campaign import llm_selector
+    from lawlab_ops.cli.campaign import llm_selector
     from tests.support.scripted_llm import ScriptedLLM
 
     replies = iter(["I pick <choice>3</choice>", "hmm", "<choice>9</choice>"])
@@ -208,7 +208,7 @@ def test_report_json_is_strict_json():
     import json
     import math
 
-    from lawlab.report import strict_json
+    from lawlab.results import strict_json
 
     def refuse(name):
         raise ValueError(f"non-standard JSON constant {name}")
@@ -224,7 +224,7 @@ def test_figures_one_panel_per_score_a_colour_per_agent_and_values_in_the_cells(
     matplotlib.use("Agg")
     from matplotlib.colors import to_hex
 
-    from lawlab.report import agent_colours, heatmap_figure, scores_figure, validity_figure
+    from lawlab_ops.report import agent_colours, heatmap_figure, scores_figure, validity_figure
 
     rows = [row("t1", 0.6, 1.0, discipline="physics"), row("t2", 0.2, 0.5, discipline="ecology"),
             row("t1", 0.4, 0.5, agent="b", discipline="physics"),
@@ -264,7 +264,7 @@ def test_figures_one_panel_per_score_a_colour_per_agent_and_values_in_the_cells(
 
 
 def test_an_agent_keeps_its_colour_from_report_to_report():
-    from lawlab.report import PALETTE, agent_colours
+    from lawlab_ops.report import PALETTE, agent_colours
 
     alone = agent_colours(["openai/gpt-4o", "template"])
     crowd = agent_colours(["sr", "data-blind", "openai/gpt-4o", "openai/o3", "template"])
@@ -280,7 +280,7 @@ def test_an_interval_reaching_one_shows_its_cap():
     import matplotlib
 
     matplotlib.use("Agg")
-    from lawlab.report import scores_figure
+    from lawlab_ops.report import scores_figure
 
     rows = [row(f"t{i}", 1.0 if i % 2 else 0.9, 1.0) for i in range(6)]
     fig = scores_figure(leaderboard(rows))

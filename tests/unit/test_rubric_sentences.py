@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from lawlab.taskbuild.rubric_sentences import read
+from lawlab_ops.taskbuild.rubric_sentences import read
 
 LABELS = yaml.safe_load((Path(__file__).resolve().parents[1] / "data"
                          / "rubric_sentences.yaml").read_text())

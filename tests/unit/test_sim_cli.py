@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from lawlab.cli.sim import _waited
+from lawlab_ops.cli.sim import _waited
 
 
 def _status(state: str) -> dict:

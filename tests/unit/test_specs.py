@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from lawlab.taskbuild import specs
+from lawlab import specs
 
 
 def test_every_task_file_loads_with_cited_rubrics():

@@ -12,11 +12,11 @@ import sympy
 
 from lawlab import worldkey
 from lawlab.expr import Expression
-from lawlab.taskbuild import lsr, lsr_synth, lsr_transform
-from lawlab.taskbuild.build import build_task, manifest
-from lawlab.taskbuild.catalogue import WORLDS_HEADING, catalogue
-from lawlab.taskbuild.specs import SPECS
-from lawlab.taskbuild.validate import validate_library
+from lawlab.specs import SPECS
+from lawlab_ops.taskbuild import lsr, lsr_synth, lsr_transform
+from lawlab_ops.taskbuild.build import build_task, manifest
+from lawlab_ops.taskbuild.catalogue import WORLDS_HEADING, catalogue
+from lawlab_ops.taskbuild.validate import validate_library
 
 SPEC = {s.task_id: s for s in SPECS}
 ROOT = Path(__file__).resolve().parents[2]
@@ -46,7 +46,7 @@ def test_library_composition(library):
     # every real task has at least one cited reference, a licence, a split rationale and
     # a catalogue of at least four cited mechanisms (issue #29; test_worlds.py asks that
     # each has a world, for any key, in make test-keys)
-    from lawlab.taskbuild import mechanisms
+    from lawlab import mechanisms
 
     for t in real:
         assert t.references() and t.meta.license and t.meta.split_rationale, t.task_id
@@ -88,7 +88,7 @@ def test_catalogue_in_docs_matches_the_library(tasks_dir):
 def test_worlds_catalogue_in_docs_matches_the_library(tasks_dir):
     """docs/worlds.md (every task's mechanisms with their screens) does not depend on
     the key: it matches any library built from this code."""
-    from lawlab.taskbuild.catalogue import worlds_catalogue
+    from lawlab_ops.taskbuild.catalogue import worlds_catalogue
 
     docs = (ROOT / "docs" / "worlds.md").read_text()
     assert docs == worlds_catalogue(tasks_dir), \
@@ -199,7 +199,7 @@ def test_unsolvable_synthetic_problem_is_refused():
 def test_full_rebuild_reproduces_the_manifest(tasks_dir, tmp_path):
     """The whole library, rebuilt from the packages with the operator's key, hashes
     identically (a few minutes)."""
-    from lawlab.taskbuild.build import build_all
+    from lawlab_ops.taskbuild.build import build_all
 
     build_all(tmp_path, key=worldkey.load(worldkey.default_path(tasks_dir)))
     built = json.loads((tmp_path / "MANIFEST.json").read_text())
@@ -240,9 +240,9 @@ def test_validate_holds_a_real_task_to_the_spec_loaders_rubric_floor(tasks_dir, 
     LLM-SRBench-style problems keep their floor of 3 (test_every_task_validates)."""
     import shutil
 
-    from lawlab.taskbuild.specs import MIN_ITEMS
-    from lawlab.taskbuild.validate import validate_task
+    from lawlab.specs import MIN_ITEMS
     from lawlab.tasks import Task
+    from lawlab_ops.taskbuild.validate import validate_task
 
     copy = tmp_path / "hill_race_times"
     shutil.copytree(tasks_dir / "hill_race_times", copy)

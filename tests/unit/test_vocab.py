@@ -42,7 +42,7 @@ def test_attempt_failures_are_classified_into_causes():
 VOCABULARY_NAMES = {"setting", "status", "state", "cause", "confidence", "score_status"}
 # (module, class, field) that use one of those names for something else
 NOT_A_VOCABULARY = {
-    ("lawlab.taskbuild.lsr_transform", "Candidate", "status"):
+    ("lawlab_ops.taskbuild.lsr_transform", "Candidate", "status"):
         "the task builder's own funnel step (kept, dropped by a named filter)",
 }
 SANDBOX_SIDE = ("lawlab_sandbox.runner", "lawlab_agent.builtin.scripts")

@@ -19,9 +19,9 @@ import pytest
 
 from lawlab import world as world_mod
 from lawlab import worldkey
-from lawlab.taskbuild.build import build_task
-from lawlab.taskbuild.specs import SPECS
+from lawlab.specs import SPECS
 from lawlab.world import World
+from lawlab_ops.taskbuild.build import build_task
 
 SPEC = {s.task_id: s for s in SPECS}
 # fast tasks; the rebuilds below take 10-30 s each
@@ -49,7 +49,7 @@ def rebuilds(tasks_dir, tmp_path_factory):
     the public gets is the same: `make tasks` on a fresh clone generates a key of
     its own, which is just another key), and by the operator with the served
     library's own key."""
-    from lawlab.taskbuild.build import pinned_pool
+    from lawlab_ops.taskbuild.build import pinned_pool
 
     out = {}
     keys = {"key-a": worldkey.WorldKey(b"one operator's leaderboard key..."),
@@ -187,7 +187,7 @@ def test_every_world_beats_the_base_and_the_literature_in_nearly_every_budget(li
     refitted published base, every other published reference and every standard
     family of the task's kind by a clear BIC margin in IDENTIFY_PASS of
     IDENTIFY_REPS budgets; and those rivals were all offered."""
-    from lawlab.taskbuild import families, worlds
+    from lawlab_ops.taskbuild import families, worlds
 
     for task in library:
         if task.meta.suite != "real" or not task.has_world():
@@ -310,7 +310,8 @@ def test_two_keys_drawing_the_same_mechanism_still_differ_in_its_magnitude():
     sets a mechanism's magnitude log-uniformly over the upper half of the factors
     the screens admit (issue #48), so the same mechanism under two keys gives two
     laws, both about as good a fit to the records as the base."""
-    from lawlab.taskbuild import build, mechanisms, worlds
+    from lawlab import mechanisms
+    from lawlab_ops.taskbuild import build, worlds
 
     spec = SPEC["island_species_area"]
     parts = build.split_parts(spec)

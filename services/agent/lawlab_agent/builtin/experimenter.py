@@ -2,9 +2,9 @@
 
 What it knows, stated plainly: the task's **published reference forms**
 (the literature the task cites, from its public specification in
-``lawlab/taskbuild/tasks``: never the answer key, never a hidden law) and the
+``lawlab/task_specs``: never the answer key, never a hidden law) and the
 task's **public catalogue of cited mechanisms** (the ``variants`` the world
-builder draws hidden laws from, :mod:`lawlab.taskbuild.mechanisms`) with the
+builder draws hidden laws from, :mod:`lawlab.mechanisms`) with the
 changes of which parameters are shared across groups. That is the generator's
 own space: its score is an *upper bound of the generator* (what enumerating
 the public catalogue with deliberate experiments recovers within the budget),
@@ -49,10 +49,10 @@ from typing import Any
 
 import numpy as np
 
+from lawlab import mechanisms
 from lawlab.contract import law_module
 from lawlab.expr import Expression
-from lawlab.taskbuild import mechanisms
-from lawlab.taskbuild.specs import SPECS, TaskSpec
+from lawlab.specs import SPECS, TaskSpec
 from lawlab.tasks import SolverTask
 from lawlab.world import residual_space
 from lawlab_agent.builtin.kit import design, fallback, script

@@ -272,7 +272,7 @@ def trial_page(store: TrialStore, trajectories: Path, trial_id: str, attempt: in
 def _rows_of(store: TrialStore, side: str, reveal: bool) -> tuple[list[Any], int, str]:
     """A side of /compare (``CAMPAIGN`` or ``CAMPAIGN:AGENT``) as report rows; how many
     sealed trials were left out; a problem to show, or ''."""
-    from lawlab.report import Row
+    from lawlab.results import Row
 
     cid, _, agent = side.partition(":")
     if store.campaign(cid) is None:
