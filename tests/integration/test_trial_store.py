@@ -94,8 +94,8 @@ def test_campaign_summary_is_counted_by_the_database(store):
     """summarize(tally) on both backends: states, strict means (a missing or NaN score
     counts 0, unfinished trials and trials in error are not averaged), retries and
     causes per slice."""
-    from lawlab_agent import campaign as camp
     from lawlab_agent import wire
+    from lawlab_agent.campaigns import grid as camp
 
     cid = "t-" + uuid.uuid4().hex[:10]
     cells = [Cell(f"{cid}-{i}", "dnase_elisa", setting, agent, "", i, "full")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from lawlab import convert
-from lawlab_agent import campaign as camp
+from lawlab_agent.campaigns import grid as camp
 
 
 def test_selectors_ignore_case_and_list_valid_values_when_nothing_matches():

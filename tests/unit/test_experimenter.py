@@ -14,8 +14,8 @@ from lawlab.contract import static_check
 from lawlab.specs import SPECS
 from lawlab.tasks import SolverTask, Task
 from lawlab_agent.builtin.experimenter import ExperimenterAgent, Hypotheses
+from lawlab_agent.contexts import make_view
 from lawlab_agent.trial.tools import experiment_request
-from lawlab_agent.views import make_view
 from lawlab_ops.taskbuild.build import build_task
 from tests.support import offline_trial
 

@@ -13,9 +13,9 @@ from hypothesis import strategies as st
 from lawlab import convert
 from lawlab.common.v1 import common_pb2
 from lawlab.tasks import SolverTask
+from lawlab_agent.contexts import make_view
 from lawlab_agent.payloads import PayloadError, parse_experiment
 from lawlab_agent.trial.tools import experiment_request
-from lawlab_agent.views import make_view
 
 ONE = ["temperature"]
 TWO = ["time", "dose"]

@@ -286,7 +286,7 @@ def test_a_success_resets_the_breaker(tmp_path):
 
 def test_a_mistyped_campaign_name_says_what_was_meant(world):
     """Issue #52: a campaign id that is not stored names the nearest ones."""
-    from lawlab_agent import campaign as camp
+    from lawlab_agent.campaigns import grid as camp
 
     sched, store, clock, launcher = world
     store.create_campaign("baselines-seed1", SPEC, [])

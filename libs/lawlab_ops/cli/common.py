@@ -46,7 +46,7 @@ class NoStoredData(Exception):
 
 @contextlib.contextmanager
 def offline_agent(data_dir: str, tasks_dir: str | None = None) -> Iterator[str]:
-    """A read-only agent service over a stopped cluster's ``data_dir`` (lawlab_agent.view)
+    """A read-only agent service over a stopped cluster's ``data_dir`` (lawlab_agent.readonly)
     on a free loopback port, for as long as the block runs; yields its address. The
     commands that read results (report, campaign status/trials/list, trial show,
     view) use it when no agent service runs."""

@@ -1,6 +1,6 @@
 """``lawlab view``: open past campaigns and trials in a browser with no service
 running: the status page, every trial with filters, each transcript turn by turn
-with the judges' evidence, served read-only from a data dir (lawlab_agent.view).
+with the judges' evidence, served read-only from a data dir (lawlab_agent.readonly).
 """
 
 from __future__ import annotations

@@ -16,12 +16,12 @@ from lawlab.rpc.client import FAST_CALL
 from lawlab.simulator.v1 import simulator_pb2
 from lawlab.tasks import SolverTask
 from lawlab.vocab import Setting
-from lawlab_agent import campaign as camp
-from lawlab_agent.campaign import trial_id_for
+from lawlab_agent.campaigns import grid as camp
+from lawlab_agent.campaigns.grid import trial_id_for
+from lawlab_agent.contexts import CONTEXTS
 from lawlab_agent.policy import ConfigurationError, Policy
 from lawlab_agent.store import Cell
 from lawlab_agent.trial.opening import Clients
-from lawlab_agent.views import CONTEXTS
 from lawlab_agent.wire import decoding_doc, task_of
 
 

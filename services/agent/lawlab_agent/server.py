@@ -47,8 +47,8 @@ async def build(args: argparse.Namespace, settings: Settings) -> Built:
     url = own.trial_store_url or f"sqlite:///{data_dir.resolve() / 'agent' / 'trials.sqlite'}"
     store = open_store(url)
     view = own.view
-    if view:  # `lawlab view`: a stopped cluster's data, read-only (lawlab_agent.view)
-        from lawlab_agent.view import ReadOnlyAgentServicer
+    if view:  # `lawlab view`: a stopped cluster's data, read-only (lawlab_agent.readonly)
+        from lawlab_agent.readonly import ReadOnlyAgentServicer
 
         servicer: AgentServicer = ReadOnlyAgentServicer(store, clients, data_dir, settings=own)
     else:

@@ -26,10 +26,10 @@ from lawlab.agent.v1 import agent_pb2, agent_pb2_grpc
 from lawlab.errors import FailedPrecondition, InvalidArgument, NotFound
 from lawlab.settings import AgentSettings
 from lawlab.vocab import FINAL_STATUSES
-from lawlab_agent import campaign as camp
 from lawlab_agent.admission import Admission
 from lawlab_agent.builtin import BUILTIN_AGENTS, builtin_agents
-from lawlab_agent.campaign import trial_id_for
+from lawlab_agent.campaigns import grid as camp
+from lawlab_agent.campaigns.grid import trial_id_for
 from lawlab_agent.campaigns.local import LocalWorkers
 from lawlab_agent.campaigns.scheduler import CampaignScheduler
 from lawlab_agent.launchers import Launcher

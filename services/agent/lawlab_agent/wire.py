@@ -17,10 +17,10 @@ from lawlab.errors import InvalidArgument
 from lawlab.tasks import SolverTask
 from lawlab.trialid import decoding_json, decoding_overrides
 from lawlab.vocab import Cause, Setting, TrialStatus
-from lawlab_agent.campaign import Counts, Summary
+from lawlab_agent.campaigns.grid import Counts, Summary
 from lawlab_agent.campaigns.scheduler import SCORE_FIELDS, Report
+from lawlab_agent.contexts import CONTEXTS
 from lawlab_agent.store import FINAL_STATUSES, AttemptRow, Cell, TrialRecord
-from lawlab_agent.views import CONTEXTS
 
 
 def record_to_proto(r: TrialRecord) -> agent_pb2.Trial:

@@ -31,8 +31,8 @@ from lawlab.rpc.client import FAST_CALL, aio_channel
 from lawlab.settings import Settings, SettingsError
 from lawlab.vocab import Cause, Setting
 from lawlab_agent import attempt
-from lawlab_agent import campaign as camp
 from lawlab_agent.builtin import builtin_agents
+from lawlab_agent.campaigns import grid as camp
 from lawlab_agent.server import make_clients
 from lawlab_agent.store import Trajectory, TrialRecord
 from lawlab_agent.wire import cause_pb, decoding_doc, record_to_proto

@@ -26,7 +26,7 @@ from prometheus_client import Counter, Gauge, Histogram
 from lawlab.errors import FailedPrecondition, NotFound
 from lawlab.vocab import CampaignState, Cause, TrialStatus, Unset, coerce
 from lawlab_agent import attempt
-from lawlab_agent import campaign as camp
+from lawlab_agent.campaigns import grid as camp
 from lawlab_agent.campaigns import retry
 from lawlab_agent.launchers import Launcher
 from lawlab_agent.store import DONE_STATUSES, FINAL_STATUSES, Cell, TrialRecord, TrialStore

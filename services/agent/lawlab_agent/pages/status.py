@@ -20,7 +20,7 @@ from urllib.parse import parse_qs, quote, unquote
 from lawlab import durations
 from lawlab.prices import Price
 from lawlab.rpc.server import bearer_token
-from lawlab_agent import campaign as camp
+from lawlab_agent.campaigns import grid as camp
 from lawlab_agent.pages import trials as trial_pages
 from lawlab_agent.store import TrialStore
 

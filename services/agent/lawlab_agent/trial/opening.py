@@ -16,9 +16,9 @@ from lawlab.simulator.v1 import simulator_pb2, simulator_pb2_grpc
 from lawlab.tasks import SolverTask, Variable
 from lawlab.vocab import Setting
 from lawlab_agent import prompts
+from lawlab_agent.contexts import View, make_view
 from lawlab_agent.policy import Policy, TrialContext
 from lawlab_agent.store import TrialRecord
-from lawlab_agent.views import View, make_view
 
 
 @dataclass

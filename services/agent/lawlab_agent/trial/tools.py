@@ -20,9 +20,9 @@ from lawlab.sandbox.v1 import sandbox_pb2
 from lawlab.simulator.v1 import simulator_pb2
 from lawlab_agent import prompts
 from lawlab_agent.blocks import Block
+from lawlab_agent.contexts import View
 from lawlab_agent.payloads import PayloadError, parse_experiment
 from lawlab_agent.trial.opening import Clients, OpenTrial, solver_table
-from lawlab_agent.views import View
 
 PREVIEW_ROWS = 10
 OUTPUT_CHARS = 16_000
