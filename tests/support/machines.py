@@ -29,8 +29,15 @@ def another_machine() -> dict[str, str]:
 def build_public(out: Path, env: dict[str, str], processes: int,
                  only: list[str] | None = None, timeout: float = 600) -> dict[str, str]:
     """`lawlab tasks build --public` (``only`` those tasks) in ``env``; the MANIFEST."""
+    return build(out, env, processes, ["--public"], only, timeout)
+
+
+def build(out: Path, env: dict[str, str], processes: int, flags: list[str] | None = None,
+          only: list[str] | None = None, timeout: float = 600) -> dict[str, str]:
+    """`lawlab tasks build` (``only`` those tasks) in ``env`` (whose
+    LAWLAB_WORLD_KEY_FILE names the key); the MANIFEST."""
     proc = subprocess.run(
-        [str(LAWLAB), "tasks", "build", "--public", "--out", str(out), "--processes",
+        [str(LAWLAB), "tasks", "build", *(flags or []), "--out", str(out), "--processes",
          str(processes), *(["--only", *only] if only else [])], env=env, cwd=ROOT,
         capture_output=True, text=True, timeout=timeout)
     assert proc.returncode == 0, proc.stderr[-3000:]

@@ -10,7 +10,6 @@ unkeyed or unjittered behaviour), so it cannot pass by construction.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from pathlib import Path
 
@@ -24,9 +23,11 @@ from lawlab.world import World
 from lawlab_ops.taskbuild.build import build_task
 
 SPEC = {s.task_id: s for s in SPECS}
-# fast tasks; the rebuilds below take 10-30 s each
+# fast tasks (the rebuilds below take 1-25 s each): three with a world, one without
+# under every key. The served key's own rebuild, byte for byte, is in test_arithmetic
+# (on a machine made to compute differently)
 SAMPLE = ["mercury_vapour_pressure", "heart_rate_baroreflex", "metal_fatigue_crack",
-          "mare_follicles"]
+          "forbes_boiling_point"]
 
 
 def _law(root: Path, task_id: str) -> dict | None:
@@ -38,23 +39,16 @@ def _structure(law: dict | None) -> tuple:
     return tuple(sorted(p["id"] for p in law["pieces"])) if law else ()
 
 
-def _hashes(root: Path, task_id: str) -> dict[str, str]:
-    return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted((root / task_id).rglob("*")) if p.is_file()}
-
-
 @pytest.fixture(scope="module")
 def rebuilds(tasks_dir, tmp_path_factory):
-    """The sample rebuilt three ways: with two other operators' fixed keys (what
-    the public gets is the same: `make tasks` on a fresh clone generates a key of
-    its own, which is just another key), and by the operator with the served
-    library's own key."""
+    """The sample rebuilt with two other operators' fixed keys (what the public gets
+    is the same: `make tasks` on a fresh clone generates a key of its own, which is
+    just another key)."""
     from lawlab_ops.taskbuild.build import pinned_pool
 
     out = {}
     keys = {"key-a": worldkey.WorldKey(b"one operator's leaderboard key..."),
-            "key-b": worldkey.WorldKey(b"another operator's leaderboard key"),
-            "operator": worldkey.load(worldkey.default_path(tasks_dir))}
+            "key-b": worldkey.WorldKey(b"another operator's leaderboard key")}
     jobs = []
     for name, key in keys.items():
         out[name] = tmp_path_factory.mktemp(f"rebuild-{name}")
@@ -69,11 +63,6 @@ def rebuilds(tasks_dir, tmp_path_factory):
 def _build(job: tuple[str, str, bytes]) -> None:
     task_id, root, secret = job
     build_task(SPEC[task_id], Path(root), key=worldkey.WorldKey(secret))
-
-
-def test_the_operator_rebuild_is_byte_identical(tasks_dir, rebuilds):
-    for task_id in SAMPLE:
-        assert _hashes(rebuilds["operator"], task_id) == _hashes(tasks_dir, task_id), task_id
 
 
 @pytest.mark.parametrize("who", ["key-a", "key-b"])
