@@ -24,48 +24,48 @@ def _record(trial_id: str) -> TrialRecord:
 
 def test_attempts_are_counted_and_closed_in_one_transaction(store):
     tid = uuid.uuid4().hex
-    r = store.begin_attempt(_record(tid))
-    assert r.attempts == 1 and store.get(tid).status == "running"
+    r = store.attempts.begin(_record(tid))
+    assert r.attempts == 1 and store.trials.get(tid).status == "running"
     r.status, r.cause, r.error = "retrying", "transport", "UNAVAILABLE"
-    store.end_attempt(r, "transport", "transport", "UNAVAILABLE")
-    r = store.begin_attempt(_record(tid))
+    store.attempts.end(r, "transport", "transport", "UNAVAILABLE")
+    r = store.attempts.begin(_record(tid))
     assert r.attempts == 2
     r.status, r.s_n, r.s_v, r.cause = "completed", 0.61, 0.8, ""
-    store.end_attempt(r, "ok")
-    got = store.get(tid)
+    store.attempts.end(r, "ok")
+    got = store.trials.get(tid)
     assert (got.status, got.attempts, got.s_n, got.s_v) == ("completed", 2, 0.61, 0.8)
-    assert [(a.attempt, a.outcome, a.cause) for a in store.attempts(tid)] == [
+    assert [(a.attempt, a.outcome, a.cause) for a in store.attempts.of(tid)] == [
         (1, "transport", "transport"), (2, "ok", "")]
-    assert all(a.ended is not None for a in store.attempts(tid))
+    assert all(a.ended is not None for a in store.attempts.of(tid))
 
 
 def test_recover_marks_open_attempts_killed_and_trials_interrupted(store):
     tid = uuid.uuid4().hex
-    store.begin_attempt(_record(tid))  # ... and the process dies here
-    store.create_campaign(f"c-{tid[:8]}", {"name": "x"}, [Cell(tid, "dnase_elisa", "real",
+    store.attempts.begin(_record(tid))  # ... and the process dies here
+    store.campaigns.create(f"c-{tid[:8]}", {"name": "x"}, [Cell(tid, "dnase_elisa", "real",
                                                               "template", "", 1, "full")])
     assert store.recover() >= 1
-    assert store.get(tid).status == "interrupted" and store.get(tid).cause == "killed"
-    (a,) = store.attempts(tid)
+    assert store.trials.get(tid).status == "interrupted" and store.trials.get(tid).cause == "killed"
+    (a,) = store.attempts.of(tid)
     assert a.outcome == "killed" and a.ended is not None
-    assert store.campaign(f"c-{tid[:8]}").state == "interrupted"
-    assert store.begin_attempt(_record(tid)).attempts == 2  # resumes in a fresh attempt
+    assert store.campaigns.get(f"c-{tid[:8]}").state == "interrupted"
+    assert store.attempts.begin(_record(tid)).attempts == 2  # resumes in a fresh attempt
 
 
 def test_campaign_grid_round_trips_and_is_created_once(store):
     cid = "c-" + uuid.uuid4().hex[:10]
     cells = [Cell(f"{cid}-{i}", "dnase_elisa", "real", "sr", "", i, "full") for i in range(5)]
-    row = store.create_campaign(cid, {"name": cid, "repeats": 5}, cells)
+    row = store.campaigns.create(cid, {"name": cid, "repeats": 5}, cells)
     assert row.state == "running" and row.spec == {"name": cid, "repeats": 5}
-    again = store.create_campaign(cid, {"name": cid, "other": 1}, cells[:1])
-    assert again.spec == row.spec and store.cells(cid) == cells
+    again = store.campaigns.create(cid, {"name": cid, "other": 1}, cells[:1])
+    assert again.spec == row.spec and store.campaigns.cells(cid) == cells
     for c in cells[:3]:
-        store.put(TrialRecord(c.trial_id, c.task_id, c.setting, c.agent, c.model, c.seed,
+        store.trials.put(TrialRecord(c.trial_id, c.task_id, c.setting, c.agent, c.model, c.seed,
                               status="completed", s_n=0.5))
-    assert [t.trial_id for t in store.campaign_trials(cid)] == [c.trial_id for c in cells[:3]]
-    store.set_campaign_state(cid, "finished")
-    assert store.campaign(cid).state == "finished"
-    assert cid in {c.campaign_id for c in store.campaigns()}
+    assert [t.trial_id for t in store.campaigns.trials(cid)] == [c.trial_id for c in cells[:3]]
+    store.campaigns.set_state(cid, "finished")
+    assert store.campaigns.get(cid).state == "finished"
+    assert cid in {c.campaign_id for c in store.campaigns.all()}
 
 
 def test_records_written_before_new_columns_are_migrated(tmp_path):
@@ -85,7 +85,7 @@ def test_records_written_before_new_columns_are_migrated(tmp_path):
     db.commit()
     db.close()
     s = open_store(f"sqlite:///{path}")
-    old = s.get("old")
+    old = s.trials.get("old")
     assert old.s_n == 0.7 and old.context == "full" and old.prompt_tokens == 0
     s.close()
 
@@ -104,11 +104,11 @@ def test_campaign_summary_is_counted_by_the_database(store):
     spec = {"name": cid, "tasks": [], "contexts": ["full"], "repeats": 1, "seed": 0,
             "concurrency": 2, "max_attempts": 3, "backoff_seconds": 1.0,
             "agents": [["sr", ""], ["template", ""]], "settings": ["real", "parallel"]}
-    row = store.create_campaign(cid, spec, cells)
+    row = store.campaigns.create(cid, spec, cells)
 
     def put(i, **kw):
         c = cells[i]
-        store.put(TrialRecord(c.trial_id, c.task_id, c.setting, c.agent, c.model, c.seed,
+        store.trials.put(TrialRecord(c.trial_id, c.task_id, c.setting, c.agent, c.model, c.seed,
                               wall_seconds=10.0, **kw))
 
     put(0, status="completed", s_n=0.8, s_v=1.0)
@@ -122,12 +122,12 @@ def test_campaign_summary_is_counted_by_the_database(store):
     for trial, attempts in ((cells[2].trial_id, ("transport", "crash", "ok")),
                             (cells[7].trial_id, ("rate_limit",))):
         for outcome in attempts:
-            r = store.begin_attempt(_record(trial))
-            store.end_attempt(r, outcome, "" if outcome == "ok" else outcome)
+            r = store.attempts.begin(_record(trial))
+            store.attempts.end(r, outcome, "" if outcome == "ok" else outcome)
     put(2, status="error", s_n=None, s_v=None)  # end_attempt above rewrote the rows
     put(7, status="retrying")
 
-    out = wire.campaign_pb(camp.summarize(row, store.tally(cid)))  # as the servicer sends it
+    out = wire.campaign_pb(camp.summarize(row, store.campaigns.tally(cid)))  # as the servicer sends it
     t = out.totals
     # the retrying trial waits out its backoff: pending, not running (issue #52)
     assert (t.total, t.completed, t.unsubmitted, t.failed, t.running, t.pending) == (
@@ -144,7 +144,7 @@ def test_campaign_summary_is_counted_by_the_database(store):
     assert sr_real.retries == 2 and sr_real.mean_s_n == pytest.approx(0.8 / 2)
     assert not out.slices[1].HasField("mean_s_n") and out.slices[1].mean_s_s == 0.75
     assert out.eta_seconds == pytest.approx(10.0 * 3 / 2)  # 3 left, 2 at a time
-    assert [r.trial_id for r in store.recent(2)] == [cells[7].trial_id, cells[2].trial_id]
+    assert [r.trial_id for r in store.trials.recent(2)] == [cells[7].trial_id, cells[2].trial_id]
 
 
 def test_attempts_from_another_store_are_kept_once(store):
@@ -153,9 +153,9 @@ def test_attempts_from_another_store_are_kept_once(store):
     tid = uuid.uuid4().hex
     rows = [AttemptRow(tid, 1, 10.0, 12.0, "api_server", "api_server", "HTTP 500"),
             AttemptRow(tid, 2, 20.0, 25.0, "ok", "", "")]
-    store.put_attempts(rows)
-    store.put_attempts(rows)  # a second import of the same export
-    assert store.attempts(tid) == rows
+    store.attempts.put_many(rows)
+    store.attempts.put_many(rows)  # a second import of the same export
+    assert store.attempts.of(tid) == rows
 
 
 @pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
@@ -202,13 +202,13 @@ def test_an_export_loads_into_either_store_once(backend, request, tmp_path):
     assert load(tmp_path / "a.tar.gz", tmp_path / "data", url).already
     s = open_store(url)
     try:
-        got = s.get(record.trial_id)
+        got = s.trials.get(record.trial_id)
         assert (got.status, got.s_n, got.s_v, got.attempts, got.turns) == \
             ("completed", 0.7, 0.75, 2, 4)
-        assert [(a.attempt, a.outcome, a.cause) for a in s.attempts(record.trial_id)] == \
+        assert [(a.attempt, a.outcome, a.cause) for a in s.attempts.of(record.trial_id)] == \
             [(1, "transport", "transport"), (2, "ok", "")]
-        assert s.campaign(cid).state == "finished"
-        assert [c.trial_id for c in s.cells(cid)] == [record.trial_id]
+        assert s.campaigns.get(cid).state == "finished"
+        assert [c.trial_id for c in s.campaigns.cells(cid)] == [record.trial_id]
     finally:
         s.close()
     assert (tmp_path / "data" / "trajectories" / f"{record.trial_id}.attempt2.jsonl").exists()

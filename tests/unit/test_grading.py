@@ -59,15 +59,15 @@ def test_a_missing_verdict_is_null_through_a_trial_and_a_submission(null_verdict
     task = library.get("dnase_elisa")
     solver = solver_task_from_proto(meta_to_proto(task.meta, []))
     # the agent: a finished trial, scored and stored
-    trials = open_store(f"sqlite:///{tmp_path / 'trials.sqlite'}")
+    store = open_store(f"sqlite:///{tmp_path / 'trials.sqlite'}")
     record = TrialRecord("t1", task.task_id, "real", "template", "", 0, status="completed")
     trajectory = Trajectory(tmp_path / "t1.jsonl", {"trial_id": "t1"})
     clients = SimpleNamespace(scorer=None, judge=None)  # grade is the one function called
     notes = asyncio.run(score(record, clients, trajectory, solver, "SRC"))
     trajectory.close()
     record.notes = "; ".join(notes)
-    trials.put(record)
-    stored = trials.get("t1")
+    store.trials.put(record)
+    stored = store.trials.get("t1")
     # the simulator: a queued submission, scored and stored
     ledger = open_ledger(f"sqlite:///{tmp_path / 'ledger.sqlite'}")
     ledger.sessions.open("s1", task.task_id, "real", calls_max=0, owner="acme")

@@ -47,7 +47,7 @@ class Launcher:
 def world(tmp_path):
     store = open_store(f"sqlite:///{tmp_path / 'trials.sqlite'}")
     cells = [Cell(f"t{i}", "dnase_elisa", "real", "template", "", i, "full") for i in range(2)]
-    store.create_campaign("c", SPEC, cells)
+    store.campaigns.create("c", SPEC, cells)
     clock, launcher = Clock(), Launcher()
     sched = CampaignScheduler(store, launcher, lambda t, a: tmp_path / f"{t}.{a}.jsonl",
                               lease_seconds=60.0, poll_seconds=0.01, clock=clock,
@@ -85,7 +85,7 @@ def test_a_lease_that_expires_is_written_off_retried_after_backoff_then_given_up
         assert sched.renew("c", "w1", a.cell.trial_id, 1)  # deadline now +60 from here
         assert not sched.renew("c", "intruder", a.cell.trial_id, 1)
         clock.now += 61  # w1 vanished: its lease expires
-        await _until(lambda: store.get(a.cell.trial_id).cause == "killed", "the write-off")
+        await _until(lambda: store.trials.get(a.cell.trial_id).cause == "killed", "the write-off")
         assert not await sched.complete("w1", a.cell.trial_id, 1, _ok())  # too late
         wait = await sched.lease("c", "w1")
         assert wait.lease is None and not wait.done and 0.1 <= wait.retry_after <= 5.0
@@ -98,13 +98,13 @@ def test_a_lease_that_expires_is_written_off_retried_after_backoff_then_given_up
         await _until(lambda: not sched.running("c"), "the campaign's end")
 
     asyncio.run(play())
-    gave_up = store.get("t0") if store.get("t0").status == "error" else store.get("t1")
+    gave_up = store.trials.get("t0") if store.trials.get("t0").status == "error" else store.trials.get("t1")
     assert gave_up.status == "error" and gave_up.cause == "transport"  # 2 of 2 attempts used
     # its wall time is its attempts', not the failed report's 0 (issue #52)
-    spent = sum(a.ended - a.started for a in store.attempts(gave_up.trial_id))
+    spent = sum(a.ended - a.started for a in store.attempts.of(gave_up.trial_id))
     assert gave_up.wall_seconds == spent > 0
-    assert store.campaign("c").state == "finished"
-    assert [a.outcome for a in store.attempts(gave_up.trial_id)] == ["killed", "transport"]
+    assert store.campaigns.get("c").state == "finished"
+    assert [a.outcome for a in store.attempts.of(gave_up.trial_id)] == ["killed", "transport"]
 
 
 def test_a_configuration_error_stops_the_campaign_and_skips_the_queue(world):
@@ -120,9 +120,9 @@ def test_a_configuration_error_stops_the_campaign_and_skips_the_queue(world):
         await _until(lambda: not sched.running("c"), "the campaign's end")
 
     asyncio.run(play())
-    row = store.campaign("c")
+    row = store.campaigns.get("c")
     assert row.state == "failed" and "no LLM endpoint" in row.error
-    assert len(store.campaign_trials("c")) == 1
+    assert len(store.campaigns.trials("c")) == 1
 
 
 def test_the_retry_policy():
@@ -143,7 +143,7 @@ def test_a_trial_finished_elsewhere_is_never_leased_again(world):
     async def play():
         sched.start("c")
         await _until(lambda: launcher.launched, "a launch")
-        store.put(TrialRecord("t0", "dnase_elisa", "real", "template", "", 0, status="completed",
+        store.trials.put(TrialRecord("t0", "dnase_elisa", "real", "template", "", 0, status="completed",
                               s_n=0.6))
         lease = (await sched.lease("c", "w1")).lease
         assert lease.cell.trial_id == "t1"
@@ -152,7 +152,7 @@ def test_a_trial_finished_elsewhere_is_never_leased_again(world):
         await _until(lambda: not sched.running("c"), "the campaign's end")
 
     asyncio.run(play())
-    assert store.get("t0").s_n == 0.6 and store.get("t0").attempts == 0
+    assert store.trials.get("t0").s_n == 0.6 and store.trials.get("t0").attempts == 0
 
 
 def test_a_resubmitted_grid_resumes_and_reruns_errored_trials_only_when_asked(world):
@@ -184,7 +184,7 @@ def test_a_resubmitted_grid_resumes_and_reruns_errored_trials_only_when_asked(wo
         again = await sched.submit("g", spec, expand)  # nothing to run: no lease offered
         await _until(lambda: not sched.running("g"), "the resubmission's end")
         assert again.totals.total == 2 and (await sched.lease("g", "w1")).lease is None
-        assert store.get(b.cell.trial_id).status == "error"
+        assert store.trials.get(b.cell.trial_id).status == "error"
         with pytest.raises(FailedPrecondition, match="different grid"):
             await sched.submit("g", {**spec, "repeats": 2}, expand)
         launched = len(launcher.launched)
@@ -198,17 +198,17 @@ def test_a_resubmitted_grid_resumes_and_reruns_errored_trials_only_when_asked(wo
 
     kept = asyncio.run(play())
     assert expanded == ["g"]  # expanded once, when first stored
-    assert store.get(kept).attempts == 1  # the finished trial was never run again
-    rows = {r.trial_id: r for r in store.campaign_trials("g")}
+    assert store.trials.get(kept).attempts == 1  # the finished trial was never run again
+    rows = {r.trial_id: r for r in store.campaigns.trials("g")}
     assert {r.status for r in rows.values()} == {"completed"}
-    assert store.campaign("g").state == "finished"
+    assert store.campaigns.get("g").state == "finished"
 
 
 def _one_worker(tmp_path, spec: dict, cells: list, report_for) -> object:
     """A campaign of ``cells`` run to its end by one worker whose attempt ends with
     ``report_for(lease)``; returns the store."""
     store = open_store(f"sqlite:///{tmp_path / 'trials.sqlite'}")
-    store.create_campaign("c", spec, cells)
+    store.campaigns.create("c", spec, cells)
     launcher = Launcher()
     sched = CampaignScheduler(store, launcher, lambda t, a: tmp_path / f"{t}.{a}.jsonl",
                               lease_seconds=60.0, poll_seconds=0.01, clock=Clock(),
@@ -252,13 +252,13 @@ def test_the_breaker_gives_up_a_model_whose_endpoint_keeps_failing(tmp_path):
         return _ok()
 
     store = _one_worker(tmp_path, spec, cells, report_for)
-    down = [store.get(f"d{i}") for i in range(6)]
+    down = [store.trials.get(f"d{i}") for i in range(6)]
     # six failed attempts (of 18 that three attempts each would make), then none
     assert sum(t.startswith("d") for t in attempts) == retry.BREAKER_FAILURES
     assert all(t.status == "error" for t in down)
     assert sum("6 attempts in a row" in t.error for t in down) >= 5
-    assert all(store.get(f"u{i}").status == "completed" for i in range(2))
-    row = store.campaign("c")
+    assert all(store.trials.get(f"u{i}").status == "completed" for i in range(2))
+    row = store.campaigns.get("c")
     assert row.state == "finished" and "openai/down" in row.error
     store.close()
 
@@ -278,9 +278,9 @@ def test_a_success_resets_the_breaker(tmp_path):
 
     store = _one_worker(tmp_path, spec, cells, report_for)
     assert sum(failures) >= retry.BREAKER_FAILURES
-    assert all(store.get(f"f{i}").status == "completed" for i in range(8)), [
-        (store.get(f"f{i}").status, store.get(f"f{i}").attempts, store.get(f"f{i}").error) for i in range(8)]
-    assert store.campaign("c").error == ""
+    assert all(store.trials.get(f"f{i}").status == "completed" for i in range(8)), [
+        (r.status, r.attempts, r.error) for r in (store.trials.get(f"f{i}") for i in range(8))]
+    assert store.campaigns.get("c").error == ""
     store.close()
 
 
@@ -289,7 +289,7 @@ def test_a_mistyped_campaign_name_says_what_was_meant(world):
     from lawlab_agent.campaigns import grid as camp
 
     sched, store, clock, launcher = world
-    store.create_campaign("baselines-seed1", SPEC, [])
+    store.campaigns.create("baselines-seed1", SPEC, [])
     err = camp.unknown_campaign(store, "baseline-seed1")
     assert "campaign 'baseline-seed1' not found; did you mean 'baselines-seed1'?" in str(err)
     far = camp.unknown_campaign(store, "zzz")

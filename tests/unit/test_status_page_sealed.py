@@ -58,7 +58,7 @@ def pages(tmp_path: Path) -> Iterator[dict]:
     for tid, setting, fp in (("par-secret", "parallel", "0123456789abcdef"),
                              ("par-public", "parallel", public().fingerprint),
                              ("real-one", "real", "0123456789abcdef")):
-        store.put(TrialRecord(trial_id=tid, task_id="toy", setting=setting, agent="a",
+        store.trials.put(TrialRecord(trial_id=tid, task_id="toy", setting=setting, agent="a",
                               model="", seed=0, status="completed", turns=1, s_n=0.42,
                               s_v=0.5, s_s=0.987, submission=LAW, attempts=1,
                               world_fingerprint=fp))
@@ -66,7 +66,7 @@ def pages(tmp_path: Path) -> Iterator[dict]:
             {"type": "turn", "turn": 1, "tool": "submit", "reply": LAW}) + "\n")
         cells.append(Cell(trial_id=tid, task_id="toy", setting=setting, agent="a", model="",
                           seed=0, context="full"))
-    store.create_campaign("camp", {"agents": [["a", ""]], "settings": ["real", "parallel"],
+    store.campaigns.create("camp", {"agents": [["a", ""]], "settings": ["real", "parallel"],
                                    "concurrency": 1}, cells)
     live, live_server = _serve(status_page.make_app(store, None, "internal-tok", traj))
     view, view_server = _serve(status_page.make_app(store, None, "internal-tok", traj,

@@ -72,9 +72,9 @@ def _load(export: Export, path: Path, data_dir: Path, store: TrialStore) -> Load
     records = [record_from_proto(t) for t in trials]
     cells = [Cell(r.trial_id, r.task_id, r.setting, r.agent, r.model, r.seed, r.context,
                   r.decoding) for r in records]
-    existing = store.campaign(cid)
+    existing = store.campaigns.get(cid)
     if existing is not None:
-        have = {r.trial_id: r for r in store.campaign_trials(cid)}
+        have = {r.trial_id: r for r in store.campaigns.trials(cid)}
         if existing.spec == spec and set(have) == {r.trial_id for r in records} and all(
                 _same(have[r.trial_id], r) for r in records):
             return Loaded(cid, len(records), len(export.transcripts), already=True,
@@ -83,7 +83,7 @@ def _load(export: Export, path: Path, data_dir: Path, store: TrialStore) -> Load
                           "grid: import the export into another --data-dir (an empty one is "
                           "made for you by `lawlab view FILE`)")
     for r in records:
-        other = store.get(r.trial_id)
+        other = store.trials.get(r.trial_id)
         if other is not None and not _same(other, r):
             raise ExportError(f"trial {r.trial_id} exists in {data_dir} with other results "
                               f"({other.status}, not {r.status}): import into another --data-dir")
@@ -99,16 +99,16 @@ def _load(export: Export, path: Path, data_dir: Path, store: TrialStore) -> Load
                 target.write_text(export.transcripts[name], encoding="utf-8")
                 written += 1
         record.trajectory = str(trajectories / f"{record.trial_id}.attempt{record.attempts}.jsonl")
-    store.create_campaign(cid, spec, cells)
+    store.campaigns.create(cid, spec, cells)
     for record, rows in zip(records, attempts):
-        store.put(record)
-        store.put_attempts([AttemptRow(record.trial_id, a.attempt, a.started, a.ended or None,
+        store.trials.put(record)
+        store.attempts.put_many([AttemptRow(record.trial_id, a.attempt, a.started, a.ended or None,
                                        a.outcome, _cause(a), a.error) for a in rows])
     state = json_format.MessageToDict(campaign).get("state", "CAMPAIGN_STATE_FINISHED")
     word = state.removeprefix("CAMPAIGN_STATE_").lower()
     # nothing runs an imported campaign: one that was running reads as interrupted
     word = CampaignState.INTERRUPTED if word in ("running", "unspecified") else word
-    store.set_campaign_state(cid, word, campaign.error)
+    store.campaigns.set_state(cid, word, campaign.error)
     return Loaded(cid, len(records), written, already=False,
                   release=str(export.manifest.get("release", "")))
 

@@ -90,7 +90,7 @@ class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
                        context: grpc.aio.ServicerContext) -> agent_pb2.Trial:
         if not request.trial_id:
             raise InvalidArgument("trial_id", "is required")
-        record = await asyncio.to_thread(self.store.get, request.trial_id)
+        record = await asyncio.to_thread(self.store.trials.get, request.trial_id)
         if record is None:
             raise NotFound(f"trial {request.trial_id!r} not found")
         return record_to_proto(record)
@@ -98,17 +98,17 @@ class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
     async def ListTrials(self, request: agent_pb2.ListTrialsRequest,
                          context: grpc.aio.ServicerContext) -> agent_pb2.ListTrialsResponse:
         if request.campaign_id:
-            if await asyncio.to_thread(self.store.campaign, request.campaign_id) is None:
+            if await asyncio.to_thread(self.store.campaigns.get, request.campaign_id) is None:
                 raise await asyncio.to_thread(camp.unknown_campaign, self.store,
                                               request.campaign_id)
-            records = await asyncio.to_thread(self.store.campaign_trials, request.campaign_id)
+            records = await asyncio.to_thread(self.store.campaigns.trials, request.campaign_id)
         else:
-            records = await asyncio.to_thread(self.store.all)
+            records = await asyncio.to_thread(self.store.trials.all)
         return agent_pb2.ListTrialsResponse(trials=[record_to_proto(r) for r in records])
 
     async def GetTrajectory(self, request: agent_pb2.GetTrajectoryRequest,
                             context: grpc.aio.ServicerContext) -> agent_pb2.GetTrajectoryResponse:
-        record = await asyncio.to_thread(self.store.get, request.trial_id)
+        record = await asyncio.to_thread(self.store.trials.get, request.trial_id)
         if record is None:
             raise NotFound(f"trial {request.trial_id!r} not found")
         attempt_no = request.attempt or record.attempts
@@ -119,7 +119,7 @@ class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
             raise NotFound(f"the trajectory of attempt {attempt_no} is not on this service's "
                            "disk")
         lines = (await asyncio.to_thread(path.read_text, encoding="utf-8")).splitlines()
-        rows = await asyncio.to_thread(self.store.attempts, record.trial_id)
+        rows = await asyncio.to_thread(self.store.attempts.of, record.trial_id)
         info = next((attempt_pb(a) for a in rows if a.attempt == attempt_no), None)
         return agent_pb2.GetTrajectoryResponse(attempt=attempt_no, events=lines, info=info)
 
@@ -135,7 +135,7 @@ class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
             ok = s.renew(request.campaign_id, request.worker_id, request.renew_trial_id,
                          request.renew_attempt)
             if ok and request.renew_turns > 0:
-                await asyncio.to_thread(self.store.set_turns, request.renew_trial_id,
+                await asyncio.to_thread(self.store.trials.set_turns, request.renew_trial_id,
                                         request.renew_attempt, request.renew_turns)
             return agent_pb2.LeaseTrialResponse(renewed=ok, lease_seconds=s.lease_seconds)
         offer = await s.lease(request.campaign_id, request.worker_id)
@@ -168,7 +168,7 @@ class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
                               context: grpc.aio.ServicerContext) -> agent_pb2.CampaignPreview:
         doc = spec_doc(request.spec, set(self.policies))
         cells, dropped = await self.admission.preview(doc)
-        done = {r.trial_id for r in await asyncio.to_thread(self.store.all)
+        done = {r.trial_id for r in await asyncio.to_thread(self.store.trials.all)
                 if r.status in FINAL_STATUSES}
         return agent_pb2.CampaignPreview(
             campaign_id=doc["name"], cells=[cell_proto(c) for c in cells if c.trial_id not in done],
@@ -186,7 +186,7 @@ class AgentServicer(agent_pb2_grpc.AgentServiceServicer):
 
     async def ListCampaigns(self, request: agent_pb2.ListCampaignsRequest,
                             context: grpc.aio.ServicerContext) -> agent_pb2.ListCampaignsResponse:
-        rows = await asyncio.to_thread(self.store.campaigns)
+        rows = await asyncio.to_thread(self.store.campaigns.all)
         return agent_pb2.ListCampaignsResponse(
             campaigns=[campaign_pb(await self.scheduler.snapshot(r.campaign_id)) for r in rows])
 

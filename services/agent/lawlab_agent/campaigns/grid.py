@@ -127,7 +127,7 @@ def unknown_campaign(store: Any, campaign_id: str) -> NotFound:
     meant) or how to list them."""
     import difflib
 
-    ids = [c.campaign_id for c in store.campaigns()]
+    ids = [c.campaign_id for c in store.campaigns.all()]
     near = difflib.get_close_matches(campaign_id, ids, n=3, cutoff=0.6)
     hint = (f"; did you mean {', '.join(repr(n) for n in near)}?" if near
             else f"; {len(ids)} campaign(s) stored (`lawlab campaign list`)")
@@ -166,7 +166,7 @@ class Counts:
 
 @dataclass
 class Summary:
-    """A campaign's progress, from the store's aggregate counts (TrialStore.tally)."""
+    """A campaign's progress, from the store's aggregate counts (CampaignRepository.tally)."""
 
     row: CampaignRow
     totals: Counts

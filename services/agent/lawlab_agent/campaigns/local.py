@@ -62,7 +62,7 @@ class LocalWorkers:
 
     def _turn(self, trial_id: str, attempt_no: int, turns: int) -> None:
         try:
-            self.store.set_turns(trial_id, attempt_no, turns)
+            self.store.trials.set_turns(trial_id, attempt_no, turns)
         except Exception:  # noqa: BLE001  (a live count is not worth failing a trial over)
             log.warning("could not record a turn", extra={"trial_id": trial_id},
                         exc_info=True)
@@ -73,11 +73,11 @@ class LocalWorkers:
         returned as stored; a failed attempt ends the trial (status error).
         ConfigurationError propagates after the attempt is recorded."""
         async with self._locks.setdefault(cell.trial_id, asyncio.Lock()):
-            existing = await asyncio.to_thread(self.store.get, cell.trial_id)
+            existing = await asyncio.to_thread(self.store.trials.get, cell.trial_id)
             if existing is not None and existing.status in FINAL_STATUSES:
                 return existing  # finished trials are never re-run
             async with self.slots:
-                record = await asyncio.to_thread(self.store.begin_attempt, TrialRecord(
+                record = await asyncio.to_thread(self.store.attempts.begin, TrialRecord(
                     cell.trial_id, cell.task_id, cell.setting, cell.agent, cell.model, cell.seed,
                     context=cell.context, decoding=cell.decoding))
                 RUNNING.inc()
@@ -90,17 +90,17 @@ class LocalWorkers:
                     record.status, record.cause = TrialStatus.ERROR, Cause.CANCELLED
                     record.error = ("cancelled by the caller (or the agent service stopped) "
                                     f"after {record.turns} turns; run it again to resume")
-                    self.store.end_attempt(record, "cancelled", record.cause, record.error)
+                    self.store.attempts.end(record, "cancelled", record.cause, record.error)
                     TRIALS.labels(record.setting, "error").inc()
                     raise
                 finally:
                     RUNNING.dec()
-            await asyncio.to_thread(self.store.end_attempt, record, cause or "ok", cause, error)
+            await asyncio.to_thread(self.store.attempts.end, record, cause or "ok", cause, error)
             if cause == Cause.CONFIG:
                 raise ConfigurationError(error)
             if cause:
                 record.status = TrialStatus.ERROR
-                await asyncio.to_thread(self.store.put, record)
+                await asyncio.to_thread(self.store.trials.put, record)
                 TRIALS.labels(record.setting, "error").inc()
             else:
                 record_finished(record)

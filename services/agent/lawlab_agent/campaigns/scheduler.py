@@ -179,21 +179,21 @@ class CampaignScheduler:
         """A new grid is stored (its cells expanded by ``cells``) and run; the same
         grid again resumes it, with its errored trials run again if
         ``retry_failed``; another grid under a stored name is refused."""
-        existing = await asyncio.to_thread(self.store.campaign, campaign_id)
+        existing = await asyncio.to_thread(self.store.campaigns.get, campaign_id)
         if existing is not None and existing.spec != spec:
             raise FailedPrecondition(
                 f"campaign {campaign_id!r} exists with a different grid; choose another "
                 "name, or resubmit the same grid to resume it")
         if existing is None:
-            await asyncio.to_thread(self.store.create_campaign, campaign_id, spec,
+            await asyncio.to_thread(self.store.campaigns.create, campaign_id, spec,
                                     await cells(spec))
-        trials = await asyncio.to_thread(self.store.campaign_trials, campaign_id)
+        trials = await asyncio.to_thread(self.store.campaigns.trials, campaign_id)
         if retry_failed:
             for r in trials:
                 if r.status == TrialStatus.ERROR:
                     r.status = TrialStatus.INTERRUPTED
-                    await asyncio.to_thread(self.store.put, r)
-        row = await asyncio.to_thread(self.store.campaign, campaign_id)
+                    await asyncio.to_thread(self.store.trials.put, r)
+        row = await asyncio.to_thread(self.store.campaigns.get, campaign_id)
         assert row is not None
         if row.state != CampaignState.FINISHED or any(r.status not in DONE_STATUSES for r in trials):
             self.start(campaign_id)
@@ -205,18 +205,18 @@ class CampaignScheduler:
 
     async def cancel(self, campaign_id: str) -> None:
         """Queued trials are skipped; running attempts finish and are recorded."""
-        row = await asyncio.to_thread(self.store.campaign, campaign_id)
+        row = await asyncio.to_thread(self.store.campaigns.get, campaign_id)
         if row is None:
             raise NotFound(f"campaign {campaign_id!r} not found")
         if row.state in (CampaignState.RUNNING, CampaignState.INTERRUPTED):
-            await asyncio.to_thread(self.store.set_campaign_state, campaign_id, "cancelled")
+            await asyncio.to_thread(self.store.campaigns.set_state, campaign_id, "cancelled")
         stop = self._stops.get(campaign_id)
         if stop is not None:
             stop.set()
 
     async def resume_interrupted(self) -> list[str]:
         """At start-up: campaigns that were running when the service stopped go on."""
-        rows = await asyncio.to_thread(self.store.campaigns)
+        rows = await asyncio.to_thread(self.store.campaigns.all)
         resumed = [r.campaign_id for r in rows if r.state == CampaignState.INTERRUPTED]
         for campaign_id in resumed:
             self.start(campaign_id)
@@ -228,11 +228,11 @@ class CampaignScheduler:
         await asyncio.gather(*self._tasks.values(), return_exceptions=True)
 
     async def _drive(self, campaign_id: str) -> None:
-        row = await asyncio.to_thread(self.store.campaign, campaign_id)
+        row = await asyncio.to_thread(self.store.campaigns.get, campaign_id)
         assert row is not None
-        await asyncio.to_thread(self.store.set_campaign_state, campaign_id, "running")
-        cells = await asyncio.to_thread(self.store.cells, campaign_id)
-        finished = {r.trial_id for r in await asyncio.to_thread(self.store.campaign_trials,
+        await asyncio.to_thread(self.store.campaigns.set_state, campaign_id, "running")
+        cells = await asyncio.to_thread(self.store.campaigns.cells, campaign_id)
+        finished = {r.trial_id for r in await asyncio.to_thread(self.store.campaigns.trials,
                                                                 campaign_id)
                     if r.status in DONE_STATUSES}
         run = _Run(campaign_id, row.spec, deque(c for c in cells if c.trial_id not in finished))
@@ -277,21 +277,21 @@ class CampaignScheduler:
             await asyncio.sleep(self.poll_seconds)
 
     async def _finish(self, run: _Run) -> None:
-        current = await asyncio.to_thread(self.store.campaign, run.campaign_id)
+        current = await asyncio.to_thread(self.store.campaigns.get, run.campaign_id)
         if run.failure:
             state, error = "failed", f"configuration error: {run.failure[0]}"
         elif current is not None and current.state == CampaignState.CANCELLED:
             state, error = "cancelled", ""
         else:
             state, error = "finished", "; ".join(run.tripped.values())
-        await asyncio.to_thread(self.store.set_campaign_state, run.campaign_id, state, error)
+        await asyncio.to_thread(self.store.campaigns.set_state, run.campaign_id, state, error)
         log.info("campaign stopped", extra={"campaign_id": run.campaign_id, "state": state})
 
     # ---- leases --------------------------------------------------------------------
     async def lease(self, campaign_id: str, worker_id: str) -> Offer:
         run = self._runs.get(campaign_id)
         if run is None:
-            row = await asyncio.to_thread(self.store.campaign, campaign_id)
+            row = await asyncio.to_thread(self.store.campaigns.get, campaign_id)
             if row is None:
                 raise NotFound(f"campaign {campaign_id!r} not found")
             return Offer(done=row.state != CampaignState.RUNNING, retry_after=2.0)
@@ -306,7 +306,7 @@ class CampaignScheduler:
     async def _grant(self, run: _Run, campaign_id: str, worker_id: str) -> Offer:
         while run.pending:
             cell = run.pending.popleft()
-            stored = await asyncio.to_thread(self.store.get, cell.trial_id)
+            stored = await asyncio.to_thread(self.store.trials.get, cell.trial_id)
             if stored is None or stored.status not in FINAL_STATUSES:
                 break
             # finished meanwhile (a RunTrial, or another campaign sharing the cell):
@@ -321,7 +321,7 @@ class CampaignScheduler:
             return Offer(done=True)
         record = TrialRecord(cell.trial_id, cell.task_id, cell.setting, cell.agent, cell.model,
                              cell.seed, context=cell.context, decoding=cell.decoding)
-        record = await asyncio.to_thread(self.store.begin_attempt, record)
+        record = await asyncio.to_thread(self.store.attempts.begin, record)
         run.tries[cell.trial_id] = run.tries.get(cell.trial_id, 0) + 1
         lease = Lease(worker_id, record.attempts, self.clock() + self.lease_seconds, cell,
                       record.turns, campaign_id)
@@ -362,7 +362,7 @@ class CampaignScheduler:
 
     async def _record_end(self, run: _Run, lease: Lease, trial_id: str, attempt_no: int,
                           report: Report) -> None:
-        record = await asyncio.to_thread(self.store.get, trial_id)
+        record = await asyncio.to_thread(self.store.trials.get, trial_id)
         assert record is not None
         path = self.trajectory_path(trial_id, attempt_no)
         if report.trajectory is not None:  # a remote worker sends its lines
@@ -370,7 +370,7 @@ class CampaignScheduler:
             await asyncio.to_thread(path.write_text, "".join(e + "\n" for e in report.trajectory),
                                     encoding="utf-8")
         _apply(record, report, str(path))
-        await asyncio.to_thread(self.store.end_attempt, record, report.cause or "ok",
+        await asyncio.to_thread(self.store.attempts.end, record, report.cause or "ok",
                                 report.cause, report.error)
         if report.cause:
             attempt.ATTEMPT_FAILURES.labels(report.cause).inc()
@@ -387,12 +387,12 @@ class CampaignScheduler:
                 continue
             del run.leases[trial_id]  # the worker vanished with its attempt
             RUNNING.dec()
-            record = await asyncio.to_thread(self.store.get, trial_id)
+            record = await asyncio.to_thread(self.store.trials.get, trial_id)
             if record is None:
                 continue
             why = "the worker's lease expired"
             record.status, record.cause, record.error = TrialStatus.RETRYING, Cause.KILLED, why
-            await asyncio.to_thread(self.store.end_attempt, record, Cause.KILLED, Cause.KILLED,
+            await asyncio.to_thread(self.store.attempts.end, record, Cause.KILLED, Cause.KILLED,
                                     why)
             attempt.ATTEMPT_FAILURES.labels(Cause.KILLED).inc()
             await self._after_failure(run, lease.cell, record, Cause.KILLED)
@@ -416,9 +416,9 @@ class CampaignScheduler:
             record.status = TrialStatus.ERROR
             # its wall time: every attempt's, not the last report's (0 for a failure)
             record.wall_seconds = sum((a.ended or a.started) - a.started for a in
-                                      await asyncio.to_thread(self.store.attempts,
+                                      await asyncio.to_thread(self.store.attempts.of,
                                                               record.trial_id))
-            await asyncio.to_thread(self.store.put, record)
+            await asyncio.to_thread(self.store.trials.put, record)
             TRIALS.labels(record.setting, TrialStatus.ERROR).inc()
         else:
             RETRIES.labels(cause).inc()
@@ -444,7 +444,7 @@ class CampaignScheduler:
         run.pending = deque(c for c in run.pending if (c.agent, c.model) != who)
         run.delayed = [(t, c) for t, c in run.delayed if (c.agent, c.model) != who]
         for cell in stopped:
-            record = await asyncio.to_thread(self.store.get, cell.trial_id)
+            record = await asyncio.to_thread(self.store.trials.get, cell.trial_id)
             if record is None:
                 record = TrialRecord(cell.trial_id, cell.task_id, cell.setting, cell.agent,
                                      cell.model, cell.seed, context=cell.context,
@@ -452,7 +452,7 @@ class CampaignScheduler:
             elif record.status in FINAL_STATUSES:
                 continue
             record.status, record.cause, record.error = TrialStatus.ERROR, Cause(cause), why
-            await asyncio.to_thread(self.store.put, record)
+            await asyncio.to_thread(self.store.trials.put, record)
             TRIALS.labels(record.setting, TrialStatus.ERROR).inc()
 
     # ---- progress --------------------------------------------------------------------
@@ -463,8 +463,8 @@ class CampaignScheduler:
 
     async def snapshot(self, campaign_id: str) -> camp.Summary:
         def load() -> camp.Summary | None:
-            row = self.store.campaign(campaign_id)
-            return None if row is None else camp.summarize(row, self.store.tally(campaign_id))
+            row = self.store.campaigns.get(campaign_id)
+            return None if row is None else camp.summarize(row, self.store.campaigns.tally(campaign_id))
         out = await asyncio.to_thread(load)
         if out is None:
             raise await asyncio.to_thread(camp.unknown_campaign, self.store, campaign_id)
@@ -494,7 +494,7 @@ class CampaignScheduler:
         """The campaign gauges, over every campaign running here (aggregate queries)."""
         me = asyncio.current_task()  # a campaign's last refresh runs in its own task
         running = [c for c, task in self._tasks.items() if not task.done() and task is not me]
-        by_status = await asyncio.to_thread(self.store.running_tally)
+        by_status = await asyncio.to_thread(self.store.campaigns.running)
         by_state = dict.fromkeys(("pending", "running", "completed", "unsubmitted", "failed"), 0)
         for status, n in by_status.items():
             by_state[camp.STATE_OF.get(status, "pending")] += n
@@ -509,7 +509,7 @@ class CampaignScheduler:
         """One series per live campaign: the running ones, then the most recently
         updated others, LIVE_CAMPAIGNS in all; a campaign that leaves the set loses its
         series."""
-        rows = await asyncio.to_thread(self.store.campaigns)
+        rows = await asyncio.to_thread(self.store.campaigns.all)
         order = sorted(rows, key=lambda r: (r.campaign_id not in running, -r.updated))
         live = [r.campaign_id for r in order[:LIVE_CAMPAIGNS]]
         for campaign_id in self._live - set(live):

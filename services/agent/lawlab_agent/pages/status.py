@@ -34,11 +34,11 @@ def snapshot(store: TrialStore, recent: int = 20, reveal: bool = True) -> dict:
     every Parallel trial on unpublished worlds is withheld (trial_pages.sealed), and a
     campaign's mean S_S when any of its trials is sealed (issue #50)."""
     campaigns = []
-    for row in reversed(store.campaigns()):
-        c = camp.summarize(row, store.tally(row.campaign_id))
+    for row in reversed(store.campaigns.all()):
+        c = camp.summarize(row, store.campaigns.tally(row.campaign_id))
         t = c.totals
         sealed_mean = not reveal and any(trial_pages.sealed(r)
-                                         for r in store.campaign_trials(row.campaign_id))
+                                         for r in store.campaigns.trials(row.campaign_id))
         campaigns.append({
             "campaign_id": row.campaign_id, "state": row.state, "error": row.error,
             "total": t.total, "done": t.done, "running": t.running, "failed": t.failed,
@@ -46,7 +46,7 @@ def snapshot(store: TrialStore, recent: int = 20, reveal: bool = True) -> dict:
             **{f"mean_{k}": t.means.get(k) for k in ("s_n", "s_v", "s_s")},
             **({"mean_s_s": None, "s_s_withheld": True} if sealed_mean else {}),
         })
-    trials = store.recent(recent)
+    trials = store.trials.recent(recent)
     return {"generated": time.time(), "campaigns": campaigns, "recent_trials": [
         {"trial_id": r.trial_id, "task_id": r.task_id, "setting": r.setting,
          "agent": r.agent + (f"/{r.model}" if r.model else ""), "status": r.status,

@@ -62,7 +62,7 @@ def _page(title: str, body: str, note: str) -> str:
 def select(store: TrialStore, query: Mapping[str, str]) -> list[TrialRecord]:
     """The trials matching every given filter (a campaign's trials, or all), newest first."""
     campaign = query.get("campaign", "")
-    rows = store.campaign_trials(campaign) if campaign else store.all()
+    rows = store.campaigns.trials(campaign) if campaign else store.trials.all()
     for key, attr in (("task", "task_id"), ("agent", "agent"), ("setting", "setting"),
                       ("status", "status")):
         want = query.get(key, "")
@@ -76,7 +76,7 @@ def trials_page(store: TrialStore, query: Mapping[str, str], note: str = "",
                 reveal: bool = True, prices: dict[str, Price] | None = None) -> str:
     e = html.escape
     rows = select(store, query)
-    campaigns = [c.campaign_id for c in store.campaigns()]
+    campaigns = [c.campaign_id for c in store.campaigns.all()]
     options = "".join(f"<option{' selected' if c == query.get('campaign') else ''}>{e(c)}</option>"
                       for c in campaigns)
     form = ("<form method=get action='/trials'><select name=campaign><option value=''>"
@@ -226,7 +226,7 @@ def trial_page(store: TrialStore, trajectories: Path, trial_id: str, attempt: in
     sealed trial (a Parallel one on unpublished worlds) shows neither its transcript
     nor its submission nor its S_S."""
     e = html.escape
-    record = store.get(trial_id)
+    record = store.trials.get(trial_id)
     if record is None:
         return None
     hide = not reveal and sealed(record)
@@ -275,9 +275,9 @@ def _rows_of(store: TrialStore, side: str, reveal: bool) -> tuple[list[Any], int
     from lawlab.results import Row
 
     cid, _, agent = side.partition(":")
-    if store.campaign(cid) is None:
+    if store.campaigns.get(cid) is None:
         return [], 0, f"no campaign {cid!r} in this store"
-    records = store.campaign_trials(cid)
+    records = store.campaigns.trials(cid)
     if agent:
         records = [r for r in records
                    if _name(r) == agent]
@@ -303,7 +303,7 @@ def compare_page(store: TrialStore, query: Mapping[str, str], note: str = "",
     e = html.escape
     a, b = query.get("a", ""), query.get("b", "")
     sort = query.get("sort", "diff") if query.get("sort") in compare.SORTS else "diff"
-    ids = [c.campaign_id for c in store.campaigns()]
+    ids = [c.campaign_id for c in store.campaigns.all()]
     options = "".join(f"<option value='{e(c)}'>" for c in ids)
     form = ("<form method=get action='/compare'><datalist id=campaigns>" + options
             + "</datalist>"
