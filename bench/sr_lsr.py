@@ -1,6 +1,6 @@
 """The `sr` agent's regression on the LLM-SRBench-style problems, per problem.
 
-Runs the file the agent sends to the sandbox (services/agent/lawlab_agent/builtin/scripts/sr_fit.py)
+Runs the file the agent sends to the sandbox (services/agent/lawlab_agent/builtin/sr/fit.py)
 in-process on each problem's training rows, turns its result into a contract
 module the way the agent does (services/agent/lawlab_agent/builtin/sr.py: named constants,
 the canonical form of a genetic program), and scores it as the scorer and the
@@ -45,7 +45,7 @@ from lawlab_agent.builtin.sr import GP_EVALUATIONS, canonical, parameterise
 
 ROOT = Path(__file__).resolve().parents[1]
 
-FIT = ROOT / "services" / "agent" / "lawlab_agent" / "builtin" / "scripts" / "sr_fit.py"
+FIT = ROOT / "services" / "agent" / "lawlab_agent" / "builtin" / "sr" / "fit.py"
 
 
 def solve(ns: dict, task, gp_evaluations: int, seed: int = 1) -> dict:

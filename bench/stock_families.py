@@ -31,7 +31,7 @@ def family_sources(task, hidden) -> dict[str, str]:
 
     from lawlab.contract import law_module
 
-    fit = runpy.run_path(str(ROOT / "services/agent/lawlab_agent/builtin/scripts/template_fit.py"))
+    fit = runpy.run_path(str(ROOT / "services/agent/lawlab_agent/builtin/template/fit.py"))
     families, guesses = fit["FAMILIES"], fit["_guesses"]
     x_name = task.meta.input_names[0]
     xs = np.concatenate([np.asarray(p[x_name], float) for p in hidden.probes.values()])

@@ -4,7 +4,7 @@
 Each residual depends on the globals and on its own group's locals only; given
 that pattern, scipy computes a finite-difference Jacobian in about
 n_global + n_local + 1 evaluations instead of one per parameter. This runs the
-agent's own fitting file (services/agent/lawlab_agent/builtin/scripts/template_fit.py, the code it
+agent's own fitting file (services/agent/lawlab_agent/builtin/template/fit.py, the code it
 sends to the sandbox) in-process on each Type II real task's training rows,
 once dense and once sparse, and prints time, the chosen family and its
 cross-validated error.
@@ -37,7 +37,7 @@ import scipy
 from lawlab.tasks import GROUP_COL, TaskLibrary
 
 ROOT = Path(__file__).resolve().parents[1]
-FIT = ROOT / "services" / "agent" / "lawlab_agent" / "builtin" / "scripts" / "template_fit.py"
+FIT = ROOT / "services" / "agent" / "lawlab_agent" / "builtin" / "template" / "fit.py"
 
 
 def run(task, sparse: bool, fit: Path = FIT) -> tuple[float, dict]:

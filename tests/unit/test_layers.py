@@ -224,22 +224,25 @@ def test_one_solver_facing_task_model():
 
 
 def test_built_in_agents_share_a_kit_not_each_others_private_methods():
-    """Issue #32: the sandbox-side scripts live in services/agent/lawlab_agent/builtin/scripts/
-    (read as text, never imported by the service), and an agent reaches another's
-    code only through builtin/kit.py: no `OtherAgent._private(...)`."""
+    """Issue #32: the sandbox-side scripts are read as text, never imported by the
+    service; issue #53: an agent is one folder, its policy beside the script it sends
+    (builtin/<agent>/fit.py); an agent reaches another's code only through
+    builtin/kit.py: no `OtherAgent._private(...)`."""
     builtin = ROOT / "services" / "agent" / "lawlab_agent" / "builtin"
-    assert {p.name for p in (builtin / "scripts").glob("*_fit.py")} == {
-        "sr_fit.py", "template_fit.py", "experimenter_fit.py"}
-    assert not list(builtin.glob("*_fit.py"))
+    assert {str(p.relative_to(builtin)) for p in builtin.rglob("*fit*.py")} == {
+        "sr/fit.py", "template/fit.py", "experimenter/fit.py"}
     reached = []
-    for path in builtin.glob("*.py"):
+    for path in builtin.rglob("*.py"):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.Attribute) and node.attr.startswith("_") \
                     and not node.attr.startswith("__") and isinstance(node.value, ast.Name) \
                     and node.value.id not in ("self", "cls") and node.value.id[:1].isupper():
-                reached.append(f"{path.name}: {node.value.id}.{node.attr}")
-            if isinstance(node, ast.ImportFrom) and node.module and ".scripts" in node.module:
-                reached.append(f"{path.name} imports {node.module}")
+                reached.append(f"{path.relative_to(builtin)}: {node.value.id}.{node.attr}")
+            names = [node.module or ""] if isinstance(node, ast.ImportFrom) else \
+                [a.name for a in node.names] if isinstance(node, ast.Import) else []
+            if isinstance(node, ast.ImportFrom):
+                names += [f"{node.module}.{a.name}" for a in node.names]
+            reached += [f"{path.name} imports {n}" for n in names if n.endswith(".fit")]
     assert reached == []
 
 

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-SCRIPTS = sorted((ROOT / "services" / "agent" / "lawlab_agent" / "builtin" / "scripts").glob("*_fit.py"))
+BUILTIN = ROOT / "services" / "agent" / "lawlab_agent" / "builtin"
+SCRIPTS = sorted(BUILTIN.glob("*/fit.py"))
 
 
 def _gate() -> set[str]:
@@ -24,7 +25,7 @@ def _gate() -> set[str]:
             for c in names[key].elts}
 
 
-@pytest.mark.parametrize("script", SCRIPTS, ids=[p.name for p in SCRIPTS])
+@pytest.mark.parametrize("script", SCRIPTS, ids=[p.parent.name for p in SCRIPTS])
 def test_a_sandbox_script_imports_only_what_the_box_allows(script):
     allowed = _gate()
     used = set()
@@ -37,4 +38,4 @@ def test_a_sandbox_script_imports_only_what_the_box_allows(script):
 
 
 def test_the_scripts_exist():
-    assert {p.name for p in SCRIPTS} >= {"sr_fit.py", "template_fit.py", "experimenter_fit.py"}
+    assert {p.parent.name for p in SCRIPTS} >= {"sr", "template", "experimenter"}

@@ -1,5 +1,5 @@
 """The `sr` agent's search, selection and simplification
-(services/agent/lawlab_agent/builtin/scripts/sr_fit.py, the file it sends to the sandbox), run
+(services/agent/lawlab_agent/builtin/sr/fit.py, the file it sends to the sandbox), run
 in-process on real LSR problems, and the agent's canonical form for genetic
 programs (services/agent/lawlab_agent/builtin/sr.py)."""
 
@@ -19,7 +19,7 @@ from lawlab.structure import symbolic_match, translate
 from lawlab.tasks import TaskLibrary
 from lawlab_agent.builtin.sr import canonical
 
-FIT = Path(__file__).resolve().parents[2] / "services/agent/lawlab_agent/builtin/scripts/sr_fit.py"
+FIT = Path(__file__).resolve().parents[2] / "services/agent/lawlab_agent/builtin/sr/fit.py"
 
 
 @pytest.fixture(scope="module")

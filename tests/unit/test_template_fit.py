@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
-FIT = Path(__file__).resolve().parents[2] / "services/agent/lawlab_agent/builtin/scripts/template_fit.py"
+FIT = Path(__file__).resolve().parents[2] / "services/agent/lawlab_agent/builtin/template/fit.py"
 
 
 def _problem():

@@ -45,7 +45,12 @@ NOT_A_VOCABULARY = {
     ("lawlab_ops.taskbuild.lsr_transform", "Candidate", "status"):
         "the task builder's own funnel step (kept, dropped by a named filter)",
 }
-SANDBOX_SIDE = ("lawlab_sandbox.runner", "lawlab_agent.builtin.scripts")
+SANDBOX_SIDE = ("lawlab_sandbox.runner",)  # and every built-in agent's fit.py (_sandbox_side)
+
+
+def _sandbox_side(name: str) -> bool:
+    return name.startswith(SANDBOX_SIDE) or (name.startswith("lawlab_agent.builtin.")
+                                             and name.endswith(".fit"))
 
 
 def _dataclasses():
@@ -58,7 +63,7 @@ def _dataclasses():
         package = importlib.import_module(top)
         for info in pkgutil.walk_packages(package.__path__, top + "."):
             name = info.name
-            if name.endswith(("_pb2", "_pb2_grpc", "__main__")) or name.startswith(SANDBOX_SIDE):
+            if name.endswith(("_pb2", "_pb2_grpc", "__main__")) or _sandbox_side(name):
                 continue
             module = importlib.import_module(name)
             for obj in vars(module).values():

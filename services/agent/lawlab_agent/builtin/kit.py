@@ -12,13 +12,16 @@ from lawlab.contract import law_module
 from lawlab.tasks import SolverTask
 from lawlab_agent.policy import TrialContext
 
-SCRIPTS = Path(__file__).with_name("scripts")
+HERE = Path(__file__).parent
 RESULT_PREFIX = "LAWLAB_RESULT "
 
 
-def script(name: str) -> str:
-    """The source of a sandbox-side script (``scripts/<name>.py``)."""
-    return (SCRIPTS / f"{name}.py").read_text()
+def script(agent: str) -> str:
+    """The source of an agent's sandbox-side script, ``<agent>/fit.py`` beside its
+    policy: a standalone program sent as a <python> block and run only inside the box,
+    where the sandbox's import gate allows numpy, scipy, pandas and little else; the
+    service reads it as text and never imports it."""
+    return (HERE / agent / "fit.py").read_text()
 
 
 def design(task: SolverTask, call: int, seed: int) -> dict:

@@ -5,7 +5,7 @@ calls (log-spaced for multi-decade inputs, covering the groups for Type II),
 a first symbolic regression, one refinement call placed around the points
 with the largest residuals, then the final regression. Real: one regression
 over the training data. The regression runs inside the sandbox
-(``sr_fit.py``: the method and the stated selection criterion are there); the
+(``sr/fit.py``: the method and the stated selection criterion are there); the
 chosen model becomes a contract module here: a library model arrives with its
 constants named, a genetic program is put in canonical form (numbers folded,
 ``0 +`` and ``1 *`` gone, rounding-level departures from simple fractions
@@ -27,7 +27,7 @@ from lawlab.expr import Expression, ExpressionError
 from lawlab_agent.builtin.kit import design, fallback, last_result, script
 from lawlab_agent.policy import PolicyDefaults, TrialContext
 
-FIT_SOURCE = script("sr_fit")
+FIT_SOURCE = script("sr")
 DESIGN_CALLS = 3
 HOTSPOTS = 5
 # genetic programming's budget per regression call, in evaluations (reproducible,

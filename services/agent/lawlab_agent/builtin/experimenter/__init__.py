@@ -17,7 +17,7 @@ How it works, through tool blocks only:
 - Parallel: three space-filling experiment calls (log-spaced for multi-decade
   inputs, the groups covered), every point sampled as often as the caps allow
   (samples are free within a call; points and calls are the budget).
-- Then rounds of analysis and experiment. An analysis (``experimenter_fit.py``
+- Then rounds of analysis and experiment. An analysis (``experimenter/fit.py``
   in the sandbox) fits every candidate law on all data so far and ranks them
   by BIC. Round 0 compares the published forms; later rounds search around the
   current best: one edit added, one removed (stepwise, at most three edits).
@@ -59,7 +59,7 @@ from lawlab_agent.builtin.kit import design, fallback, script
 from lawlab_agent.builtin.sr import SRAgent
 from lawlab_agent.policy import PolicyDefaults, TrialContext
 
-FIT_SOURCE = script("experimenter_fit")
+FIT_SOURCE = script("experimenter")
 SPEC_BY_ID: dict[str, TaskSpec] = {s.task_id: s for s in SPECS}
 DESIGN_CALLS = 3
 MAX_PIECES = 3

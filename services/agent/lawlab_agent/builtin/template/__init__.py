@@ -16,7 +16,7 @@ from lawlab_agent.policy import PolicyDefaults, TrialContext
 
 __all__ = ["TemplateAgent", "design"]
 
-FIT_CODE = script("template_fit") + "\nmain()\n"
+FIT_CODE = script("template") + "\nmain()\n"
 EXPERIMENT_CALLS = 4
 MAX_FIT_ATTEMPTS = 2
 
