@@ -48,4 +48,4 @@ def test_a_bad_specification_is_refused_by_name(tmp_path, edit, message):
 def test_the_registry_is_one_module_without_import_cycles():
     root = Path(specs.__file__).parent
     assert not (root / "specs_more.py").exists()
-    assert {p.name for p in (root / "tasks").glob("*.yaml")} >= {"ORDER.yaml"}
+    assert {p.name for p in (root / "task_specs").glob("*.yaml")} >= {"ORDER.yaml"}
