@@ -1,5 +1,7 @@
-"""The scorer through a real service: LLM-SRBench metrics on problems with a known
-ground truth (Acc_tau and NMSE, in and out of domain), and S_N's convention there."""
+"""The scorer's room through its servicer, hosted in this process with the sandbox and
+the judge it calls (tests/support/inprocess.py: the servers lawlab serve builds, real
+bubblewrap boxes): LLM-SRBench metrics on problems with a known ground truth (Acc_tau
+and NMSE, in and out of domain), S_N's convention there, and the refit."""
 
 from __future__ import annotations
 
@@ -9,16 +11,24 @@ import re
 import pytest
 
 from lawlab.common.v1 import common_pb2
+from lawlab.rpc.client import sync_channel
 from lawlab.scorer.v1 import scorer_pb2, scorer_pb2_grpc
+from tests.support.inprocess import in_process
 
 PROBLEM = "lsrt_iii_4_32_t"  # T from n, h, omega, kb (Planck's occupation number re-posed)
 
 
 @pytest.fixture(scope="module")
-def scorer(cluster):
-    channel = cluster.channel("scorer")
-    yield scorer_pb2_grpc.ScorerServiceStub(channel)
-    channel.close()
+def hosted(tasks_dir, tmp_path_factory):
+    with in_process(tasks_dir, tmp_path_factory.mktemp("scorer"),
+                    ("sandbox", "scorer", "judge")) as (addresses, _):
+        yield addresses
+
+
+@pytest.fixture(scope="module")
+def scorer(hosted):
+    with sync_channel(hosted["scorer"]) as channel:
+        yield scorer_pb2_grpc.ScorerServiceStub(channel)
 
 
 def _score(scorer, source: str, task_id: str = PROBLEM):
@@ -103,10 +113,10 @@ def test_a_law_scoring_0_is_not_refitted_and_one_scoring_above_0_is(scorer, task
     assert weaker.refit_message.startswith("refitted on ") and weaker.refit_constants
 
 
-def test_symbolic_accuracy_is_equivalence_up_to_constants(cluster):
+def test_symbolic_accuracy_is_equivalence_up_to_constants(hosted):
     from lawlab.judge.v1 import judge_pb2, judge_pb2_grpc
 
-    channel = cluster.channel("judge")
+    channel = sync_channel(hosted["judge"])
     judge = judge_pb2_grpc.JudgeServiceStub(channel)
 
     def verdict(source: str):

@@ -1,8 +1,7 @@
-"""Every service's servicer tested in this process, as Katib tests its suggestion
-services: the servicer is built by its own server module's ``build()`` (the same
-wiring as ``lawlab serve``), hosted in the test's event loop on a loopback port
-behind the standard interceptor chain, and called through generated stubs;
-each test asserts status codes and the field the message names.
+"""Every service's servicer tested in this process (tests/support/inprocess.py: built
+by its own server module's ``build()``, the same wiring as ``lawlab serve``, hosted on
+a loopback port behind the standard interceptor chain) and called through generated
+stubs; each test asserts status codes and the field the message names.
 
 (grpc_testing drives synchronous servicers only; lawlab's are grpc.aio, so a
 real in-process aio server stands in for it: no subprocess, no fake.)
@@ -10,91 +9,26 @@ real in-process aio server stands in for it: no subprocess, no fake.)
 
 from __future__ import annotations
 
-import argparse
-import asyncio
-import importlib
-import os
-import threading
-
 import grpc
 import pytest
 
 from lawlab.agent.v1 import agent_pb2, agent_pb2_grpc
 from lawlab.common.v1 import common_pb2
 from lawlab.judge.v1 import judge_pb2, judge_pb2_grpc
-from lawlab.rpc import server as rpc
 from lawlab.rpc.client import sync_channel
 from lawlab.sandbox.v1 import sandbox_pb2, sandbox_pb2_grpc
 from lawlab.scorer.v1 import scorer_pb2, scorer_pb2_grpc
-from lawlab.settings import Settings
 from lawlab.simulator.v1 import simulator_pb2, simulator_pb2_grpc
+from tests.support.inprocess import in_process
 
 TASK = "dnase_elisa"
-
-
-class InProcess:
-    """One event loop thread hosting servicers built by their server modules."""
-
-    def __init__(self, tasks_dir, data_dir) -> None:
-        self.args = argparse.Namespace(tasks_dir=str(tasks_dir), data_dir=str(data_dir))
-        self.loop = asyncio.new_event_loop()
-        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
-        self.thread.start()
-        self.servers: list = []
-        self.stops: list = []
-        self.servicers: dict[str, object] = {}
-
-    def _run(self, coro, timeout: float = 120):
-        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout)
-
-    def start(self, name: str) -> str:
-        async def up() -> str:
-            module = importlib.import_module(f"lawlab_{name}.server")
-            specs, on_start, on_stop = await module.build(self.args, Settings.from_env())
-            token = None if name == "simulator" else os.environ["LAWLAB_INTERNAL_TOKEN"]
-            srv = grpc.aio.server(interceptors=rpc.interceptors(
-                token, [i for s in specs for i in s.interceptors]))
-            for spec in specs:
-                spec.add_to_server(spec.servicer, srv)
-                self.servicers[name] = spec.servicer
-            port = srv.add_insecure_port("127.0.0.1:0")
-            await srv.start()
-            self.servers.append(srv)
-            self.stops.extend(on_stop)
-            return f"127.0.0.1:{port}"
-        return self._run(up())
-
-    def close(self) -> None:
-        async def down() -> None:
-            for srv in self.servers:
-                await srv.stop(None)
-            for hook in self.stops:
-                await hook()
-        self._run(down())
-        self.loop.call_soon_threadsafe(self.loop.stop)
-        self.thread.join(10)
 
 
 @pytest.fixture(scope="module")
 def services(tasks_dir, tmp_path_factory):
     """The five servicers in this process; the agent's clients reach the other four."""
-    saved = {k: os.environ.get(k) for k in ("LAWLAB_SIMULATOR_ADDR", "LAWLAB_SANDBOX_ADDR",
-                                            "LAWLAB_SCORER_ADDR", "LAWLAB_JUDGE_ADDR")}
-    host = InProcess(tasks_dir, tmp_path_factory.mktemp("inproc"))
-    addresses = {}
-    try:
-        for name in ("simulator", "sandbox", "scorer", "judge"):
-            addresses[name] = host.start(name)
-            os.environ[f"LAWLAB_{name.upper()}_ADDR"] = addresses[name]
-        addresses["agent"] = host.start("agent")
+    with in_process(tasks_dir, tmp_path_factory.mktemp("inproc")) as (addresses, host):
         yield addresses, host
-    finally:
-        host.close()
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
 
 
 def _refused(call, code: grpc.StatusCode, *words: str) -> None:
