@@ -111,9 +111,13 @@ def test_authorization_matrix(cluster, tokens, service, method, who):
 @pytest.mark.parametrize("service", SERVICES)
 def test_health_stays_open_for_probes(cluster, service):
     with grpc.insecure_channel(cluster.address(service)) as channel:
-        reply = health_pb2_grpc.HealthStub(channel).Check(
-            health_pb2.HealthCheckRequest(service=config.GRPC_SERVICE_NAMES[service]), timeout=10)
-    assert reply.status == health_pb2.HealthCheckResponse.SERVING
+        health = health_pb2_grpc.HealthStub(channel)
+        for name in ("", config.GRPC_SERVICE_NAMES[service]):  # overall, and per service
+            reply = health.Check(health_pb2.HealthCheckRequest(service=name), timeout=10)
+            assert reply.status == health_pb2.HealthCheckResponse.SERVING
+        with pytest.raises(grpc.RpcError) as err:
+            health.Check(health_pb2.HealthCheckRequest(service="nope"), timeout=10)
+    assert err.value.code() == grpc.StatusCode.NOT_FOUND
 
 
 def test_refusals_are_counted_by_code(cluster):

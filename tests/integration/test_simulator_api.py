@@ -1,4 +1,7 @@
-"""The simulator's public API through a real server: caps, errors, and no leaks."""
+"""The simulator's public API through its servicer, hosted in this process
+(tests/support/inprocess.py: the server lawlab serve builds, behind the standard
+interceptors): caps, errors, and no leaks. Its health service, which the process's
+server adds, is probed with every other service's in test_authz."""
 
 from __future__ import annotations
 
@@ -8,21 +11,22 @@ import uuid
 import grpc
 import numpy as np
 import pytest
-from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from lawlab.common.v1 import common_pb2
+from lawlab.rpc.client import sync_channel
 from lawlab.simulator.v1 import simulator_pb2 as pb
 from lawlab.simulator.v1 import simulator_pb2_grpc
+from tests.support.inprocess import in_process
 
 TASK_I = "mercury_vapour_pressure"
 TASK_II = "dnase_elisa"
 
 
 @pytest.fixture(scope="module")
-def sim(cluster):
-    channel = cluster.channel("simulator")
-    yield simulator_pb2_grpc.SimulatorServiceStub(channel)
-    channel.close()
+def sim(tasks_dir, tmp_path_factory):
+    with in_process(tasks_dir, tmp_path_factory.mktemp("simulator"), ("simulator",)) as \
+            (addresses, _), sync_channel(addresses["simulator"]) as channel:
+        yield simulator_pb2_grpc.SimulatorServiceStub(channel)
 
 
 def _open(sim, task, setting=common_pb2.SETTING_PARALLEL, trial_id=None):
@@ -44,16 +48,6 @@ def _code(call):
     with pytest.raises(grpc.RpcError) as err:
         call()
     return err.value.code(), err.value.details()
-
-
-def test_health_is_serving_per_service_and_overall(cluster):
-    channel = cluster.channel("simulator")
-    health = health_pb2_grpc.HealthStub(channel)
-    for name in ("", "lawlab.simulator.v1.SimulatorService"):
-        resp = health.Check(health_pb2.HealthCheckRequest(service=name), timeout=5)
-        assert resp.status == health_pb2.HealthCheckResponse.SERVING
-    code, _ = _code(lambda: health.Check(health_pb2.HealthCheckRequest(service="nope"), timeout=5))
-    assert code == grpc.StatusCode.NOT_FOUND
 
 
 def test_eleventh_call_is_refused_and_over_cap_calls_are_free(sim):
