@@ -1,11 +1,13 @@
 """The optional LLM judge backend, against a scripted OpenAI-compatible model
-(real HTTP) through a real judge service: verdicts in the deterministic
-schema, one retry on a malformed reply, then null (never dropped or guessed),
-and the anti-hacking gate staying deterministic."""
+(real HTTP) through the judge's servicer hosted in this process with the sandbox it
+calls (tests/support/inprocess.py): verdicts in the deterministic schema, one retry on
+a malformed reply, then null (never dropped or guessed), and the anti-hacking gate
+staying deterministic."""
 
 from __future__ import annotations
 
 import json
+import os
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -15,7 +17,8 @@ import pytest
 from lawlab import rubric
 from lawlab.common.v1 import common_pb2
 from lawlab.judge.v1 import judge_pb2, judge_pb2_grpc
-from lawlab_ops.launcher import Cluster
+from lawlab.rpc.client import sync_channel
+from tests.support.inprocess import in_process
 from tests.support.scripted_llm import SUBMISSION, ScriptedLLM
 
 TASK = "mercury_vapour_pressure"
@@ -24,18 +27,25 @@ LOOKUP = SUBMISSION.replace("return 10 ** (A - B / (C + T))",
                             "    return np.interp(T, np.arange(300), TABLE)")
 
 
+LLM_ENV = ("LAWLAB_JUDGE_LLM_BASE_URL", "LAWLAB_JUDGE_LLM_MODEL")
+
+
 @contextmanager
-def own_judge(cluster: Cluster, data: Path, llm: ScriptedLLM):
-    c = Cluster(cluster.tasks_dir, data, log_dir=data / "logs",
-                internal_token=cluster.internal_token)
-    c.services = {n: r for n, r in cluster.services.items() if n != "judge"}
-    c.log_dir.mkdir(parents=True, exist_ok=True)
-    c.start_one("judge", extra_env={"LAWLAB_JUDGE_LLM_BASE_URL": llm.base_url,
-                                    "LAWLAB_JUDGE_LLM_MODEL": "judge-model"})
+def own_judge(tasks_dir: Path, data: Path, llm: ScriptedLLM | None = None):
+    """A judge (and the sandbox it runs submissions in) in this process, its LLM backend
+    the scripted model, or none."""
+    saved = {k: os.environ.pop(k, None) for k in LLM_ENV}
+    if llm is not None:
+        os.environ.update(dict(zip(LLM_ENV, (llm.base_url, "judge-model"))))
     try:
-        yield judge_pb2_grpc.JudgeServiceStub(c.channel("judge"))
+        with in_process(tasks_dir, data, ("sandbox", "judge")) as (addresses, _), \
+                sync_channel(addresses["judge"]) as channel:
+            yield judge_pb2_grpc.JudgeServiceStub(channel)
     finally:
-        c.stop_one("judge")
+        for k, v in saved.items():
+            os.environ.pop(k, None)
+            if v is not None:
+                os.environ[k] = v
 
 
 def rubric_ids(library) -> list[str]:
@@ -47,7 +57,7 @@ def req(source: str = SUBMISSION) -> judge_pb2.JudgeRequest:
                                   submission=common_pb2.Submission(source=source))
 
 
-def test_llm_validity_verdict_then_malformed_retry_then_null(cluster, library, tmp_path):
+def test_llm_validity_verdict_then_malformed_retry_then_null(tasks_dir, library, tmp_path):
     ids = rubric_ids(library)
     replies = iter([
         # 1: a good verdict, one item failed
@@ -64,7 +74,7 @@ def test_llm_validity_verdict_then_malformed_retry_then_null(cluster, library, t
         json.dumps({"items": [{"item_id": i, "passed": True, "evidence": "ok"} for i in ids]}),
     ])
     with ScriptedLLM(respond=lambda body: next(replies)) as llm, \
-            own_judge(cluster, tmp_path, llm) as judge:
+            own_judge(tasks_dir, tmp_path, llm) as judge:
         v = judge.JudgeValidity(req(), timeout=120)
         assert v.status == common_pb2.RUN_STATUS_OK and v.backend == judge_pb2.JUDGE_BACKEND_LLM
         # S_V is the weighted share of items that hold, as the deterministic backend
@@ -87,7 +97,7 @@ def test_llm_validity_verdict_then_malformed_retry_then_null(cluster, library, t
         assert ids[0] in prompt and "def predict" in prompt and "residual" not in prompt
 
 
-def test_llm_structure_verdict_and_a_bad_level(cluster, tmp_path):
+def test_llm_structure_verdict_and_a_bad_level(tasks_dir, tmp_path):
     replies = iter([
         json.dumps({"level": 0.5, "matched": ["base form"], "missed": ["h term"],
                     "explanation": "the Antoine form without the added term"}),
@@ -95,7 +105,7 @@ def test_llm_structure_verdict_and_a_bad_level(cluster, tmp_path):
         json.dumps({"level": 2}),
     ])
     with ScriptedLLM(respond=lambda body: next(replies)) as llm, \
-            own_judge(cluster, tmp_path, llm) as judge:
+            own_judge(tasks_dir, tmp_path, llm) as judge:
         s = judge.JudgeStructure(req(), timeout=120)
         assert (s.s_s, s.status, s.backend) == (0.5, common_pb2.RUN_STATUS_OK,
                                                 judge_pb2.JUDGE_BACKEND_LLM)
@@ -106,8 +116,12 @@ def test_llm_structure_verdict_and_a_bad_level(cluster, tmp_path):
         assert "Hidden law:" in llm.requests[0]["messages"][-1]["content"]
 
 
-def test_llm_backend_not_configured_is_failed_precondition(cluster):
-    judge = judge_pb2_grpc.JudgeServiceStub(cluster.channel("judge"))
+def test_llm_backend_not_configured_is_failed_precondition(tasks_dir, tmp_path):
+    with own_judge(tasks_dir, tmp_path) as judge:
+        _refused_without_a_backend(judge)
+
+
+def _refused_without_a_backend(judge) -> None:
     with pytest.raises(grpc.RpcError) as err:
         judge.JudgeValidity(req(), timeout=60)
     assert err.value.code() == grpc.StatusCode.FAILED_PRECONDITION
