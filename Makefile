@@ -69,10 +69,13 @@ sandbox-access: deps
 # Rebuilt when the builder or anything it evaluates with changes: its folder and
 # every lawlab module it imports (tests/unit/test_baselines_state.py holds this
 # list to bench/baselines.py's builder_sources).
-TASK_SOURCES := $(shell find libs/lawlab_ops/taskbuild libs/lawlab/task_specs -name '*.py' -o -name '*.yaml' -o -name '*.json') \
+TASK_SOURCES := $(shell find libs/lawlab_ops/taskbuild libs/lawlab/tasks/task_specs -name '*.py' -o -name '*.yaml' -o -name '*.json') \
   libs/lawlab_ops/__init__.py \
-  $(addprefix libs/lawlab/,__init__.py antihack.py contract.py expr.py fitting.py mechanisms.py metrics.py \
-    neighbours.py predict.py rubric.py specs.py structure.py tasks.py validity.py vocab.py world.py worldkey.py)
+  $(addprefix libs/lawlab/,__init__.py fitting.py vocab.py \
+    law/__init__.py law/contract.py law/expr.py law/predict.py \
+    judging/__init__.py judging/antihack.py judging/rubric.py judging/structure.py judging/validity.py \
+    worlds/__init__.py worlds/mechanisms.py worlds/neighbours.py worlds/world.py worlds/worldkey.py \
+    tasks/__init__.py tasks/library.py tasks/specs.py judging/metrics.py)
 $(TASKS_DIR)/.stamp: $(GEN_STAMP) $(TASK_SOURCES) | $(VENV)/.lawlab-stamp
 	$(BIN)/lawlab tasks build --out $(TASKS_DIR)
 	touch $@

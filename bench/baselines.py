@@ -45,8 +45,8 @@ import numpy as np
 
 from lawlab.agent.v1 import agent_pb2, agent_pb2_grpc
 from lawlab.common.v1 import common_pb2
-from lawlab.convert import enum_name
-from lawlab.tasks import TaskLibrary
+from lawlab.rpc.convert import enum_name
+from lawlab.tasks.library import TaskLibrary
 from lawlab_ops.cli.campaign import render, watch
 from lawlab_ops.launcher import Cluster
 
@@ -156,7 +156,7 @@ def builder_sources() -> set[Path]:
     (the world model, the nearest-records search and the fitting engine shape a release
     as much). The Makefile's TASK_SOURCES must name them all (a test holds it to this)."""
     lib, ops = ROOT / "libs" / "lawlab", ROOT / "libs" / "lawlab_ops"
-    paths = {p for folder in (ops / "taskbuild", lib / "task_specs") for p in folder.rglob("*")
+    paths = {p for folder in (ops / "taskbuild", lib / "tasks" / "task_specs") for p in folder.rglob("*")
              if p.is_file() and "__pycache__" not in p.parts}
     # in a fresh interpreter on this checkout's sources, so that only the builder's
     # own imports count, whatever the virtualenv's editable install points at
@@ -171,7 +171,7 @@ def builder_sources() -> set[Path]:
     modules = {p for p in modules if (p.is_relative_to(lib) or p.is_relative_to(ops))
                and "taskbuild" not in p.parts}
     if not any(p.name == "world.py" for p in modules):
-        raise RuntimeError(f"the task builder did not import lawlab.world from {lib}: "
+        raise RuntimeError(f"the task builder did not import lawlab.worlds.world from {lib}: "
                            "check PYTHONPATH and the virtualenv's lawlab install")
     return paths | modules
 
@@ -209,7 +209,7 @@ def public_library(path: Path, as_is: bool = False) -> TaskLibrary:
         return TaskLibrary(path)
     import json
 
-    from lawlab import worldkey
+    from lawlab.worlds import worldkey
     from lawlab_ops.taskbuild.build import build_all
 
     key = worldkey.public()

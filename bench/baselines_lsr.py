@@ -32,7 +32,7 @@ import numpy as np
 
 from lawlab.agent.v1 import agent_pb2, agent_pb2_grpc
 from lawlab.common.v1 import common_pb2
-from lawlab.tasks import TaskLibrary
+from lawlab.tasks.library import TaskLibrary
 from lawlab_ops.cli.campaign import render, watch
 from lawlab_ops.launcher import Cluster
 

@@ -24,8 +24,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from lawlab.expr import Expression  # noqa: E402
 from lawlab.fitting import fit_expression  # noqa: E402
+from lawlab.law.expr import Expression  # noqa: E402
 from tests.support import nist_strd  # noqa: E402
 
 QUICK = ["MGH09", "ENSO", "Thurber"]

@@ -130,7 +130,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if args.reps < 8:
         ap.error("--reps must be at least 8 (the screen's own budgets)")
-    from lawlab import worldkey
+    from lawlab.worlds import worldkey
     from lawlab_ops.taskbuild.build import build_all
 
     if args.out.exists():

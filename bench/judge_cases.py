@@ -63,7 +63,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--processes", type=int, default=2)
     ap.add_argument("--json", type=Path)
     args = ap.parse_args(argv)
-    from lawlab.tasks import TaskLibrary
+    from lawlab.tasks.library import TaskLibrary
 
     library = TaskLibrary(args.tasks_dir)
     ids = [t.task_id for t in library if t.meta.suite == "real" and t.has_world()

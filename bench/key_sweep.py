@@ -27,8 +27,8 @@ QUICK = ["mammal_running_speed", "brain_body_allometry", "island_species_area"]
 
 
 def sweep_one(out: Path, only: list[str] | None, run_tests: bool = True) -> dict:
-    from lawlab import worldkey
-    from lawlab.tasks import TaskLibrary
+    from lawlab.tasks.library import TaskLibrary
+    from lawlab.worlds import worldkey
     from lawlab_ops.taskbuild.build import build_all
     from lawlab_ops.taskbuild.validate import sampled_r2, validate_library
 

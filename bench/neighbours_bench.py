@@ -1,4 +1,4 @@
-"""The nearest-records search alone (lawlab.neighbours) beside scipy's cKDTree, CPU
+"""The nearest-records search alone (lawlab.worlds.neighbours) beside scipy's cKDTree, CPU
 per 100-point query, on four pools shaped like the worlds': one input with
 distinct records (mauna_loa_co2's size and k), one input with replicates at a few
 levels (a dose-response design), one input with runs of replicates longer than k
@@ -7,7 +7,7 @@ levels (a dose-response design), one input with runs of replicates longer than k
     .venv/bin/python bench/neighbours_bench.py [--calls 1000] [--quick]
 
 The two do not return the same records where distances tie: the tree breaks ties
-in its own order, lawlab.neighbours takes the lowest pool row (docs/protocol.md,
+in its own order, lawlab.worlds.neighbours takes the lowest pool row (docs/protocol.md,
 section 5); the timing is of the same work.
 """
 
@@ -19,7 +19,7 @@ import time
 import numpy as np
 from scipy.spatial import cKDTree
 
-from lawlab.neighbours import Neighbours
+from lawlab.worlds.neighbours import Neighbours
 
 
 def cpu_ms(fn, calls: int) -> float:
@@ -48,7 +48,7 @@ def main() -> None:
     print(f"### Nearest-records search ({time.strftime('%Y-%m-%d')}, CPU per 100-point query, "
           f"{calls} calls)\n")
     print("Command: `.venv/bin/python bench/neighbours_bench.py`.\n")
-    print("| pool | cKDTree | lawlab.neighbours |")
+    print("| pool | cKDTree | lawlab.worlds.neighbours |")
     print("|---|---|---|")
     for name, coords, k, path in pools:
         points = rng.normal(size=(100, coords.shape[1]))

@@ -40,7 +40,7 @@ import numpy as np
 import pandas as pd
 import yaml
 
-from lawlab.expr import Expression
+from lawlab.law.expr import Expression
 from lawlab_ops.taskbuild.importer import import_all
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -7,7 +7,7 @@ published base the world is built on, and the public-catalogue sink (the base wi
 every admissible public mechanism composed). Each is judged for structure against
 the world's hidden law exactly as a trial's submission is: by default through the
 real judge service (JudgeStructure, started on loopback as `make baselines` starts
-it), or in-process with ``--in-process`` (lawlab.structure.judge_structure, the
+it), or in-process with ``--in-process`` (lawlab.judging.structure.judge_structure, the
 function the service runs in its child process).
 
 Prints, per control, the worlds, the mean S_S and the full-recovery rate (S_S = 1)
@@ -83,7 +83,7 @@ def table(per_control: Mapping[str, Mapping[str, float]], labels: Mapping[str, s
 
 
 def in_process_judge(task, source: str) -> tuple[float, str]:
-    from lawlab import structure
+    from lawlab.judging import structure
 
     hidden = structure.hidden_law_of(task.world_spec(), task.meta.input_names)
     outcome = structure.judge_structure(source, hidden)
@@ -138,14 +138,14 @@ def score(tasks: Sequence, judge: Callable[..., tuple[float, str]], progress=sys
 
 
 def main() -> int:
-    from lawlab.tasks import TaskLibrary
+    from lawlab.tasks.library import TaskLibrary
     from lawlab_ops.taskbuild import controls
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--tasks", default=str(ROOT / "var" / "tasks"))
     ap.add_argument("--only", nargs="*")
     ap.add_argument("--in-process", action="store_true",
-                    help="judge in this process (lawlab.structure) instead of the judge service")
+                    help="judge in this process (lawlab.judging.structure) instead of the judge service")
     ap.add_argument("--out", default=str(ROOT / "var" / "controls" / "parallel_controls.json"))
     a = ap.parse_args()
     library = TaskLibrary(Path(a.tasks))
@@ -154,7 +154,7 @@ def main() -> int:
     began = time.perf_counter()
     if a.in_process:
         levels, why = score(worlds, in_process_judge)
-        how = "in-process (lawlab.structure.judge_structure)"
+        how = "in-process (lawlab.judging.structure.judge_structure)"
     else:
         from lawlab_ops.launcher import Cluster
 

@@ -58,7 +58,7 @@ def stub_for(cluster: Cluster) -> sandbox_pb2_grpc.SandboxServiceStub:
 def session(stub, frame_csv: Path | None = None) -> str:
     import pandas as pd
 
-    from lawlab import convert
+    from lawlab.rpc import convert
 
     if frame_csv is not None:
         df = pd.read_csv(frame_csv, dtype={"group_id": str})

@@ -31,11 +31,11 @@ import numpy as np
 import pandas as pd
 import yaml
 
-from lawlab import worldkey
 from lawlab.common.v1 import common_pb2
 from lawlab.judge.v1 import judge_pb2, judge_pb2_grpc
 from lawlab.scorer.v1 import scorer_pb2, scorer_pb2_grpc
-from lawlab.tasks import TaskLibrary
+from lawlab.tasks.library import TaskLibrary
+from lawlab.worlds import worldkey
 from lawlab_ops.launcher import Cluster
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -26,8 +26,8 @@ from lawlab.common.v1 import common_pb2
 from lawlab.rpc.client import aio_channel
 from lawlab.simulator.v1 import simulator_pb2 as pb
 from lawlab.simulator.v1 import simulator_pb2_grpc
-from lawlab.tasks import TaskLibrary
-from lawlab.world import World
+from lawlab.tasks.library import TaskLibrary
+from lawlab.worlds.world import World
 from lawlab_ops.launcher import Cluster
 from lawlab_simulator.store import sqlite_store
 

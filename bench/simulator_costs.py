@@ -11,7 +11,7 @@ beside the whole that bench/simulator_bench.py measures through the real service
    ledger's writer thread, which samples and charges).
 2. The simulator's own work in-process (task ``mauna_loa_co2``): the request
    parsed, checked (``plan``), the world sampled and the response serialized,
-   and inside the sampling the nearest-records search alone (lawlab.neighbours).
+   and inside the sampling the nearest-records search alone (lawlab.worlds.neighbours).
 3. The ledger: one charge (SQLite, synchronous=FULL), alone and in groups of 8
    (the writer's group commit), a session opened every 10 charges as the
    simulator bench does.
@@ -34,10 +34,10 @@ import numpy as np
 from simulator_bench import cpu_seconds  # bench/ is the script's own folder
 
 from lawlab.simulator.v1 import simulator_pb2 as pb
-from lawlab.tasks import TaskLibrary
-from lawlab.world import GLOBAL_GROUP, World
-from lawlab.worldkey import default_path
-from lawlab.worldkey import load as load_key
+from lawlab.tasks.library import TaskLibrary
+from lawlab.worlds.world import GLOBAL_GROUP, World
+from lawlab.worlds.worldkey import default_path
+from lawlab.worlds.worldkey import load as load_key
 from lawlab_simulator.queries import Queries, plan
 from lawlab_simulator.store import ChargeRequest, sqlite_store
 

@@ -37,10 +37,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from lawlab import metrics, structure
-from lawlab.contract import law_module
-from lawlab.expr import Expression
-from lawlab.tasks import TaskLibrary
+from lawlab.judging import metrics, structure
+from lawlab.law.contract import law_module
+from lawlab.law.expr import Expression
+from lawlab.tasks.library import TaskLibrary
 from lawlab_agent.builtin.sr import GP_EVALUATIONS, canonical, parameterise
 
 ROOT = Path(__file__).resolve().parents[1]

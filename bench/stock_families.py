@@ -5,7 +5,7 @@ each functional family of the built-in template agent's library (the textbook
 shapes an agent can name without looking: power, Hill, Antoine, 4PL, Gompertz,
 ...) is submitted in the world's primary input, with per-group scale for Type II
 tasks, and judged for structure exactly as a trial's submission is
-(lawlab.structure.judge_structure: the constants are refitted to the hidden law).
+(lawlab.judging.structure.judge_structure: the constants are refitted to the hidden law).
 A world where some stock family reaches S_S = 1 is one whose hidden structure a
 solver can name without discovering it: a control for the Parallel score.
 
@@ -29,7 +29,7 @@ def family_sources(task, hidden) -> dict[str, str]:
     """name -> a contract module of each stock family in the task's first input."""
     import runpy
 
-    from lawlab.contract import law_module
+    from lawlab.law.contract import law_module
 
     fit = runpy.run_path(str(ROOT / "services/agent/lawlab_agent/builtin/template/fit.py"))
     families, guesses = fit["FAMILIES"], fit["_guesses"]
@@ -61,8 +61,8 @@ def family_sources(task, hidden) -> dict[str, str]:
 
 
 def main() -> int:
-    from lawlab import structure
-    from lawlab.tasks import TaskLibrary
+    from lawlab.judging import structure
+    from lawlab.tasks.library import TaskLibrary
 
     ap = argparse.ArgumentParser()
     ap.add_argument("--tasks", default=str(ROOT / "var" / "baselines" / "tasks"))

@@ -34,7 +34,7 @@ import numpy as np
 import pandas as pd
 import scipy
 
-from lawlab.tasks import GROUP_COL, TaskLibrary
+from lawlab.tasks.library import GROUP_COL, TaskLibrary
 
 ROOT = Path(__file__).resolve().parents[1]
 FIT = ROOT / "services" / "agent" / "lawlab_agent" / "builtin" / "template" / "fit.py"

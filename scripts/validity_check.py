@@ -2,7 +2,7 @@
 
     .venv/bin/python scripts/validity_check.py TASK_ID [--labels FILE.yaml] [--tasks var/tasks]
 
-Reads the rubric and use_range from libs/lawlab/task_specs/TASK_ID.yaml
+Reads the rubric and use_range from libs/lawlab/tasks/task_specs/TASK_ID.yaml
 (the working copy), the data and fitted references from the built library, and
 prints S_V (and failed items) for every reference (the best first), the constant
 control and each labelled law of the task (FILE.yaml in the schema of
@@ -16,10 +16,10 @@ import json
 import sys
 from pathlib import Path
 
-from lawlab import rubric, validity
+from lawlab.judging import rubric, validity
+from lawlab.tasks.library import GROUP_COL, TaskLibrary
+from lawlab.tasks.specs import spec_from_yaml
 from lawlab_ops.taskbuild import controls, validity_labels
-from lawlab.specs import spec_from_yaml
-from lawlab.tasks import GROUP_COL, TaskLibrary
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -31,7 +31,7 @@ def main() -> int:
     ap.add_argument("--tasks", default=str(ROOT / "var" / "tasks"))
     a = ap.parse_args()
     task = TaskLibrary(Path(a.tasks)).get(a.task)
-    spec = spec_from_yaml(ROOT / "libs" / "lawlab" / "taskbuild" / "tasks" / f"{a.task}.yaml")
+    spec = spec_from_yaml(ROOT / "libs" / "lawlab" / "tasks" / "task_specs" / f"{a.task}.yaml")
     items = spec.rubric
     meta = task.meta
     inputs = meta.input_names

@@ -3,7 +3,7 @@
     .venv/bin/python scripts/variant_check.py TASK_ID FILE.yaml [--tasks var/tasks]
 
 FILE.yaml holds ``variants: [...]`` in the catalogue schema
-(lawlab.mechanisms). For each variant: the schema check, the origin
+(lawlab.worlds.mechanisms). For each variant: the schema check, the origin
 screen, neutral == base, the fit with the constants' ranges (is the mechanism
 supported by the data, i.e. not pinned at its neutral value?), the residual SD
 against the base's, the shape screen on the support widened tenfold, and the
@@ -20,13 +20,13 @@ from pathlib import Path
 import numpy as np
 import yaml
 
-from lawlab import validity
-from lawlab.expr import Expression
 from lawlab.fitting import FitError, fit_expression, fit_grouped, to_residual_space
-from lawlab import mechanisms
+from lawlab.judging import validity
+from lawlab.law.expr import Expression
+from lawlab.tasks.library import GROUP_COL, TaskLibrary
+from lawlab.worlds import mechanisms
+from lawlab.worlds.world import residual_space
 from lawlab_ops.taskbuild.validate import pooled_records
-from lawlab.tasks import GROUP_COL, TaskLibrary
-from lawlab.world import residual_space
 
 
 def main() -> int:

@@ -23,10 +23,10 @@ from pathlib import Path
 
 import yaml
 
-from lawlab import worldkey
+from lawlab.tasks.specs import SPECS
+from lawlab.worlds import worldkey
 from lawlab_ops.taskbuild import worlds
 from lawlab_ops.taskbuild.build import build_task
-from lawlab.specs import SPECS
 
 
 def main() -> int:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from lawlab.tasks import TaskLibrary
+from lawlab.tasks.library import TaskLibrary
 from lawlab_ops.launcher import Cluster
 from tests.support.scripted_llm import ScriptedLLM
 from tests.support.stopping import stop_cleanly

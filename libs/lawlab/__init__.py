@@ -1,10 +1,14 @@
 """lawlab: a platform to test whether AI agents can discover scientific laws.
 
-This package is the shared core used by every service: the task model and
-loader, the submission contract, metric functions, the safe law-expression
-evaluator, fitting, gRPC plumbing and the operator command line. The generated
-gRPC stubs live in the subpackages ``lawlab.<service>.v1`` (built by
-``make proto``).
+This package is the core the services stand on, grouped by concept: ``law`` (the
+law language and the submission contract), ``fitting``, ``judging`` (metrics and
+S_N, the gate, validity, structure, the one grading path), ``worlds`` (the hidden
+laws' model, key and catalogue), ``tasks`` (the task model, library and
+specifications), ``results`` (rows, aggregates, exports), ``rpc`` (servers,
+clients, settings, errors, conversions, logs) and ``vocab``. The operator's
+programs live apart, in ``lawlab_ops``, which no service imports. The generated
+gRPC stubs live in the subpackages ``lawlab.<service>.v1`` (built by ``make
+proto``).
 """
 
 import os

@@ -18,7 +18,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from lawlab.errors import Unavailable
+from lawlab.rpc.errors import Unavailable
 
 Executor = Callable[..., Any]
 

@@ -19,7 +19,7 @@ import numpy as np
 import sympy
 from scipy.optimize import least_squares
 
-from lawlab.expr import Expression
+from lawlab.law.expr import Expression
 
 LOG_FLOOR = 1e-300
 

@@ -32,7 +32,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 # the guard first: the fork server dies with the service that started it
-PRELOAD = ["lawlab.isolate_guard", "lawlab.structure", "numpy", "sympy", "scipy.optimize"]
+PRELOAD = ["lawlab.isolate_guard", "lawlab.judging.structure", "numpy", "sympy", "scipy.optimize"]
 PR_SET_PDEATHSIG = 1
 _CTX: Any = None
 

@@ -87,7 +87,7 @@ class Cause(StrEnum):
 
 
 class RubricKind(StrEnum):
-    """The kinds of executable rubric item (lawlab.rubric)."""
+    """The kinds of executable rubric item (lawlab.judging.rubric)."""
 
     FINITE = "finite"
     POSITIVE = "positive"

@@ -28,8 +28,8 @@ from google.protobuf.json_format import MessageToDict
 
 from lawlab import config
 from lawlab.common.v1 import common_pb2
-from lawlab.convert import enum_value
 from lawlab.rpc.client import FAST_CALL, sync_channel
+from lawlab.rpc.convert import enum_value
 from lawlab.simulator.v1 import simulator_pb2 as pb
 from lawlab.simulator.v1 import simulator_pb2_grpc
 from lawlab.vocab import Setting, word_of

@@ -28,9 +28,9 @@ from pathlib import Path
 import numpy as np
 
 from lawlab import chat
-from lawlab.expr import Expression, ExpressionError
-from lawlab.structure import Form
-from lawlab.tasks import Reference, Task, Variable
+from lawlab.judging.structure import Form
+from lawlab.law.expr import Expression, ExpressionError
+from lawlab.tasks.library import Reference, Task, Variable
 
 PROMPT = ("Without any data or further context: what is the standard closed-form law "
           "giving {target} as a function of {inputs}? Answer with one Python expression over "
@@ -84,7 +84,7 @@ def _probes(task: Task, n: int = 120) -> dict[str, np.ndarray]:
 
 def match(task: Task, text: str) -> Sample:
     """Does the formula in ``text`` structurally match the best reference?"""
-    from lawlab import structure
+    from lawlab.judging import structure
 
     found = FORMULA.search(text)
     if not found:

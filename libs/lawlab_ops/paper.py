@@ -5,7 +5,7 @@ and Figure 4b (the top three models per score in each of six domains, ties
 sharing a rank).
 
 Every comparison is over the tasks every compared model attempted in that
-setting (lawlab.results.common_tasks); the coverage is printed beside it.
+setting (lawlab.results.aggregate.common_tasks); the coverage is printed beside it.
 
 The six domains: the paper names five (Astronomy, Biology, Ecology & Hydrology,
 Materials & Engineering, Social Sciences); the sixth is taken here as Physics &
@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from itertools import combinations
 from typing import Any
 
-from lawlab.results import (
+from lawlab.results.aggregate import (
     BOOTSTRAP_SEED,
     Row,
     common_tasks,

@@ -1,6 +1,6 @@
 """Campaign reports: a folder of tables and figures for ``lawlab report CAMPAIGN``.
 
-The numbers are lawlab.results' (the row model and its aggregates, which the agent's
+The numbers are lawlab.results.aggregate' (the row model and its aggregates, which the agent's
 pages read too); this module draws and writes them: one panel per score, S_N per
 domain, fit against validity, the paper's Figures 4a and 4b (lawlab_ops.paper), and
 the report's markdown, CSV and JSON.
@@ -16,7 +16,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from lawlab.results import (
+from lawlab.results.aggregate import (
     SCORE_TITLES,
     SCORES,
     Row,
@@ -227,7 +227,7 @@ def write_report(rows: Sequence[Row], out: Path, title: str, select: Any = None,
                  prices: dict[str, Any] | None = None) -> list[str]:
     """Everything into ``out``; returns the file names written. ``select`` (see
     :func:`selection_study`) adds knockout self-selection; ``prices``
-    (lawlab.prices) the cost of the tokens."""
+    (lawlab.results.prices) the cost of the tokens."""
     suite = suite_of(rows)
     out.mkdir(parents=True, exist_ok=True)
     # S_N, S_V and S_S are defined on real-data tasks; LLM-SRBench-style problems are
@@ -298,14 +298,14 @@ def write_report(rows: Sequence[Row], out: Path, title: str, select: Any = None,
            paper.domain_top3_markdown(top), ""]
     usage = token_usage(all_rows, prices)
     if any(u["total_tokens"] for u in usage):
-        from lawlab.prices import dollars
+        from lawlab.results.prices import dollars
 
         priced = [u["cost_usd"] for u in usage if u["cost_usd"] is not None]
         md += ["## Tokens", "", "The model's usage over every attempt of every trial (errors "
                "included: they cost tokens too); built-in agents use none. "
                + ("Cost from the price list given (US dollars; a dash: no price for that "
                   "model)." if prices else "Cost: pass a price list (`lawlab report "
-                  "--prices FILE`, lawlab.prices)."), "",
+                  "--prices FILE`, lawlab.results.prices)."), "",
                "| agent | trials | prompt | completion | total | per trial | cost |",
                "|---|---|---|---|---|---|---|"]
         md += [f"| {u['agent']} | {u['trials']} | {u['prompt_tokens']:,} | "

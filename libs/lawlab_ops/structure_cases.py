@@ -35,11 +35,12 @@ from typing import Any
 import numpy as np
 import sympy
 
-from lawlab import mechanisms, structure
-from lawlab.contract import law_module
-from lawlab.expr import Expression
-from lawlab.specs import SPECS
-from lawlab.tasks import Task
+from lawlab.judging import structure
+from lawlab.law.contract import law_module
+from lawlab.law.expr import Expression
+from lawlab.tasks.library import Task
+from lawlab.tasks.specs import SPECS
+from lawlab.worlds import mechanisms
 
 OFF = 0.15
 LEVELS = (0.0, 0.25, 0.5, 0.75, 1.0)

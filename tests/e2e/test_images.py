@@ -22,7 +22,8 @@ import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from lawlab import config, worldkey
+from lawlab import config
+from lawlab.worlds import worldkey
 from tests.support.images import SERVICES, require_images
 
 pytestmark = pytest.mark.e2e

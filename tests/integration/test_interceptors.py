@@ -12,8 +12,8 @@ import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_health.v1._async import HealthServicer
 
-from lawlab.errors import InvalidArgument
 from lawlab.rpc import server as rpc
+from lawlab.rpc.errors import InvalidArgument
 
 SERVICE = "lawlab.test.Probe"
 TOKEN = "s3cret-token"

@@ -14,9 +14,9 @@ from pathlib import Path
 import grpc
 import pytest
 
-from lawlab import rubric
 from lawlab.common.v1 import common_pb2
 from lawlab.judge.v1 import judge_pb2, judge_pb2_grpc
+from lawlab.judging import rubric
 from lawlab.rpc.client import sync_channel
 from tests.support.inprocess import in_process
 from tests.support.scripted_llm import SUBMISSION, ScriptedLLM
@@ -78,7 +78,7 @@ def test_llm_validity_verdict_then_malformed_retry_then_null(tasks_dir, library,
         v = judge.JudgeValidity(req(), timeout=120)
         assert v.status == common_pb2.RUN_STATUS_OK and v.backend == judge_pb2.JUDGE_BACKEND_LLM
         # S_V is the weighted share of items that hold, as the deterministic backend
-        # computes it (lawlab.rubric.weight); the anti-hacking gate is a gate
+        # computes it (lawlab.judging.rubric.weight); the anti-hacking gate is a gate
         # (anti_hacking_passed), not an item
         weights = [rubric.weight(it) for it in library.get(TASK).rubric()]
         assert v.s_v == pytest.approx((sum(weights) - weights[0]) / sum(weights))

@@ -32,7 +32,7 @@ ATTACKS = [
     # -- filesystem ---------------------------------------------------------
     ("read_etc_passwd", "open('/etc/passwd').read()", ERROR, GONE, 0),
     ("read_task_answer_keys", "open('{repo}/var/tasks/MANIFEST.json').read()", ERROR, GONE, 0),
-    ("read_repo_sources", "open('{repo}/libs/lawlab/tasks.py').read()", ERROR, GONE, 0),
+    ("read_repo_sources", "open('{repo}/libs/lawlab/tasks/library.py').read()", ERROR, GONE, 0),
     ("read_root_home", OS + "print(os.listdir('/root/.ssh'))", ERROR, GONE, 0),
     ("no_sys", OS + "print(os.listdir('/sys'))", ERROR, GONE, 0),
     ("host_proc_not_visible", OS + "print(len([p for p in os.listdir('/proc') if p.isdigit()]))",

@@ -9,12 +9,12 @@ import numpy as np
 import pytest
 
 from lawlab.common.v1 import common_pb2
-from lawlab.contract import law_module
-from lawlab.expr import Expression
 from lawlab.fitting import fit_expression, fit_grouped
+from lawlab.law.contract import law_module
+from lawlab.law.expr import Expression
 from lawlab.scorer.v1 import scorer_pb2, scorer_pb2_grpc
-from lawlab.tasks import GROUP_COL
-from lawlab.world import residual_space
+from lawlab.tasks.library import GROUP_COL
+from lawlab.worlds.world import residual_space
 
 
 @pytest.fixture(scope="module")

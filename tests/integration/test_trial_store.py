@@ -165,9 +165,9 @@ def test_an_export_loads_into_either_store_once(backend, request, tmp_path):
     campaign name are refused, naming it."""
     from google.protobuf import json_format
 
-    from lawlab import exportfile
     from lawlab.agent.v1 import agent_pb2
     from lawlab.common.v1 import common_pb2
+    from lawlab.results import exportfile
     from lawlab_agent.exports import load
     from lawlab_agent.wire import record_to_proto
 

@@ -18,10 +18,10 @@ import math
 import numpy as np
 import pytest
 
-from lawlab import antihack, validity
 from lawlab.common.v1 import common_pb2
-from lawlab.contract import law_module
 from lawlab.judge.v1 import judge_pb2, judge_pb2_grpc
+from lawlab.judging import antihack, validity
+from lawlab.law.contract import law_module
 from lawlab.scorer.v1 import scorer_pb2, scorer_pb2_grpc
 from lawlab_ops.taskbuild import controls
 

@@ -14,13 +14,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from lawlab import mechanisms, structure
-from lawlab import world as world_mod
-from lawlab.contract import law_module
-from lawlab.expr import Expression
 from lawlab.fitting import FitError, fit_expression, fit_grouped
-from lawlab.specs import SPECS
-from lawlab.tasks import Task
+from lawlab.judging import structure
+from lawlab.law.contract import law_module
+from lawlab.law.expr import Expression
+from lawlab.tasks.library import Task
+from lawlab.tasks.specs import SPECS
+from lawlab.worlds import mechanisms
+from lawlab.worlds import world as world_mod
 from lawlab_ops.taskbuild import build, worlds
 
 
@@ -43,7 +44,7 @@ def public_candidates(task_id: str, extra: list[mechanisms.Variant] | None = Non
     spec = dataclasses.replace(spec, variants=[v for v in spec.variants
                                                if v["id"] not in withheld])
     parts = build.split_parts(spec)
-    from lawlab import worldkey
+    from lawlab.worlds import worldkey
 
     builder, refs = build.world_builder(spec, parts, worldkey.WorldKey(b"outsider" * 4))
     names = {r.name: [*r.global_names, *r.local_names] for r in refs}

@@ -11,7 +11,7 @@ import grpc
 
 from lawlab.agent.v1 import agent_pb2, agent_pb2_grpc
 from lawlab.common.v1 import common_pb2
-from lawlab.tasks import TaskLibrary
+from lawlab.tasks.library import TaskLibrary
 from lawlab_ops.launcher import Cluster
 from tests.support.load import REAL_TASKS
 

@@ -19,7 +19,7 @@ from pathlib import Path
 import grpc
 
 from lawlab.rpc import server as rpc
-from lawlab.settings import Settings
+from lawlab.rpc.settings import Settings
 
 ORDER = ("simulator", "sandbox", "scorer", "judge", "agent")  # each after what it calls
 

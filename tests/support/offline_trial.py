@@ -5,7 +5,7 @@ this driver exists so that an agent's *decisions* can be pinned exactly: the
 same tool blocks the agent writes are carried out here, ``<python>`` by
 executing the code in a namespace preloaded as the sandbox preloads it
 (only lawlab's own built-in agents' code runs this way, never a model's or a
-submission), ``<experiment>`` by sampling a Parallel world (lawlab.world,
+submission), ``<experiment>`` by sampling a Parallel world (lawlab.worlds.world,
 the simulator's own sampler) with a fixed generator, under the protocol's caps.
 The submission is judged in process by the structure judge's own function.
 """
@@ -22,9 +22,9 @@ import numpy as np
 import pandas as pd
 import scipy
 
-from lawlab import convert
-from lawlab.tasks import SolverTask, Task
-from lawlab.world import World
+from lawlab.rpc import convert
+from lawlab.tasks.library import SolverTask, Task
+from lawlab.worlds.world import World
 from lawlab_agent import prompts
 from lawlab_agent.blocks import first_block
 from lawlab_agent.policy import Policy, TrialContext

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import pytest
 
-from lawlab import antihack
-from lawlab.contract import law_module
+from lawlab.judging import antihack
+from lawlab.law.contract import law_module
 
 CAP = 5  # max_law_constants + max_local_params of a typical task
 TRAIN_MEAN = 123.456789

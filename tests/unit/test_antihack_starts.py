@@ -5,7 +5,7 @@ fails as the same table written as a list does; a few honest starts still pass."
 
 from __future__ import annotations
 
-from lawlab import antihack
+from lawlab.judging import antihack
 
 TABLE = [0.0, 4.7312, -2.2281, 0.9137, 7.123, -3.331, 11.77, 0.4421]
 HIDDEN = f'''import numpy as np

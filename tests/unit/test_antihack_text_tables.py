@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from lawlab import antihack
+from lawlab.judging import antihack
 
 HEAD = '''import numpy as np
 USED_INPUTS = ["conc"]
@@ -96,7 +96,7 @@ def _lookup_fit(task) -> str:
     """dnase_elisa: the best reference's form, with a fit that recognises each
     held-out group by its second calibration row and returns the asymptote tuned
     on that group's scored rows (the issue's 0.500 -> 0.646)."""
-    from lawlab.tasks import GROUP_COL
+    from lawlab.tasks.library import GROUP_COL
 
     held = task.heldout()
     target = task.meta.target.name
@@ -140,7 +140,7 @@ def test_a_fit_that_looks_groups_up_has_its_numbers_counted(library):
     assert antihack.check(honest, _cap(task)).passed  # the same fit without the lookup
 
 
-# ---- found by what they do (lawlab.jumps): any encoding ------------------------------
+# ---- found by what they do (lawlab.judging.jumps): any encoding ------------------------------
 
 def _opaque_table(task) -> str:
     """The held-out answers with no number or string in sight: each target is the
@@ -163,7 +163,7 @@ def predict(X, vm, km):
 def test_a_table_in_any_encoding_jumps_at_the_scored_inputs(library, encoding):
     from test_refit_every_number import run_local
 
-    from lawlab import jumps
+    from lawlab.judging import jumps
 
     task = library.get("puromycin_enzyme_kinetics")
     source = {"letters and digits": _digits_table, "letters only": _letters_table,
@@ -178,7 +178,7 @@ def test_a_table_in_any_encoding_jumps_at_the_scored_inputs(library, encoding):
 def test_published_laws_do_not_jump(library, task_id):
     from test_refit_every_number import run_local
 
-    from lawlab import jumps
+    from lawlab.judging import jumps
 
     task = library.get(task_id)
     jobs, probes = jumps.jobs(task)
@@ -191,7 +191,7 @@ def test_a_table_gets_s_v_0_and_s_n_0(library):
 
     from test_refit_every_number import run_local
 
-    from lawlab import validity
+    from lawlab.judging import validity
     from lawlab_scorer.scoring import table_verdict
 
     task = library.get("puromycin_enzyme_kinetics")
@@ -217,7 +217,7 @@ def test_a_fit_that_looks_groups_up_is_not_a_function_of_its_data(library):
 
     from test_refit_every_number import _refs, run_local
 
-    from lawlab import jumps, validity
+    from lawlab.judging import jumps, validity
     from lawlab_scorer import numeric
 
     task = library.get("dnase_elisa")

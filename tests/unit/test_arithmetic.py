@@ -18,7 +18,7 @@ import os
 
 import pytest
 
-from lawlab import worldkey
+from lawlab.worlds import worldkey
 from lawlab_ops.taskbuild import arithmetic
 from tests.support.machines import another_machine, build, differing
 

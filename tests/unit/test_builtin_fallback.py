@@ -8,8 +8,8 @@ import dataclasses
 
 import pytest
 
-from lawlab.contract import read_module
-from lawlab.tasks import TaskLibrary
+from lawlab.law.contract import read_module
+from lawlab.tasks.library import TaskLibrary
 from lawlab_agent.builtin.kit import fallback
 from lawlab_agent.policy import TrialContext
 from tests.support.official import import_fixtures

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from lawlab.contract import static_check
+from lawlab.law.contract import static_check
 from lawlab_agent.builtin import BUILTIN_AGENTS
 from tests.support import offline_trial
 

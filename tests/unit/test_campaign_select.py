@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import pytest
 
-from lawlab import convert
+from lawlab.rpc import convert
 from lawlab_agent.campaigns import grid as camp
 
 
 def test_selectors_ignore_case_and_list_valid_values_when_nothing_matches():
     from lawlab.common.v1 import common_pb2
-    from lawlab.errors import InvalidArgument
+    from lawlab.rpc.errors import InvalidArgument
 
     def meta(task_id, suite, discipline, multi=False):
         return convert.solver_task_from_proto(common_pb2.TaskMetadata(

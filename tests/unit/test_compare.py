@@ -1,11 +1,11 @@
-"""lawlab.compare: the per-task pivot of two sides (issue #52)."""
+"""lawlab.results.compare: the per-task pivot of two sides (issue #52)."""
 
 from __future__ import annotations
 
 import pytest
 
-from lawlab.compare import as_json, compare, markdown
-from lawlab.results import Row
+from lawlab.results.aggregate import Row
+from lawlab.results.compare import as_json, compare, markdown
 
 
 def row(task: str, setting: str = "real", status: str = "completed", agent: str = "a",

@@ -1,8 +1,8 @@
 import numpy as np
 
-from lawlab import antihack, structure
-from lawlab.contract import law_module, static_check
-from lawlab.expr import Expression
+from lawlab.judging import antihack, structure
+from lawlab.law.contract import law_module, static_check
+from lawlab.law.expr import Expression
 
 HIDDEN = "Vm * c / (K + c) + h * c"
 BASE = "Vm * c / (K + c)"

@@ -6,7 +6,7 @@ import pytest
 
 from lawlab.agent.v1 import agent_pb2
 from lawlab.common.v1 import common_pb2
-from lawlab.errors import InvalidArgument
+from lawlab.rpc.errors import InvalidArgument
 from lawlab_agent import wire
 from lawlab_agent.campaigns import grid as camp
 from lawlab_agent.llm import decoding_for, family_of

@@ -14,10 +14,10 @@ from types import SimpleNamespace
 
 import pytest
 
-from lawlab.errors import FailedPrecondition
+from lawlab.rpc.errors import FailedPrecondition
 from lawlab.simulator.v1 import operator_pb2 as op
-from lawlab.tasks import TaskLibrary
-from lawlab.worldkey import WorldKey, public
+from lawlab.tasks.library import TaskLibrary
+from lawlab.worlds.worldkey import WorldKey, public
 
 
 def _library(root: Path, private: dict[str, bool], fingerprint: str) -> TaskLibrary:
@@ -88,7 +88,7 @@ def test_an_epoch_on_a_development_library_needs_development(tmp_path):
     assert {e.release_kind for e in listed} == {"development"}
     assert any("kind=development" in a.detail for a in store.audit.entries(None, None, 100))
     # a malformed id is still INVALID_ARGUMENT, whatever the library
-    from lawlab.errors import InvalidArgument
+    from lawlab.rpc.errors import InvalidArgument
 
     with pytest.raises(InvalidArgument):
         asyncio.run(servicer.OpenEpoch(op.OpenEpochRequest(epoch_id="a b"), None))
@@ -157,8 +157,8 @@ def test_make_tasks_says_when_a_library_has_no_private_variants(tmp_path):
 
 
 def test_the_example_private_variants_file_parses_and_says_it_is_an_example():
-    from lawlab import mechanisms
-    from lawlab.specs import SPECS
+    from lawlab.tasks.specs import SPECS
+    from lawlab.worlds import mechanisms
 
     path = Path(__file__).resolve().parents[2] / "docs" / "examples" / "world-variants.EXAMPLE.yaml"
     assert path.read_text().startswith("# EXAMPLE ONLY - DO NOT USE THIS FILE FOR A LEADERBOARD")

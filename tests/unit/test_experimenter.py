@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import pytest
 
-from lawlab import structure, worldkey
-from lawlab.contract import static_check
-from lawlab.specs import SPECS
-from lawlab.tasks import SolverTask, Task
+from lawlab.judging import structure
+from lawlab.law.contract import static_check
+from lawlab.tasks.library import SolverTask, Task
+from lawlab.tasks.specs import SPECS
+from lawlab.worlds import worldkey
 from lawlab_agent.builtin.experimenter import ExperimenterAgent, Hypotheses
 from lawlab_agent.contexts import make_view
 from lawlab_agent.trial.tools import experiment_request
@@ -24,7 +25,7 @@ KEY = worldkey.WorldKey(b"lawlab's experimenter test key....")
 
 
 def _solver(library, task_id: str, parallel: bool) -> SolverTask:
-    from lawlab import convert
+    from lawlab.rpc import convert
 
     t = library.get(task_id)
     return convert.solver_task_from_proto(convert.meta_to_proto(t.meta, t.group_ids, parallel=parallel))
@@ -37,7 +38,7 @@ def _title(source: str) -> str:
 def test_its_hypotheses_are_the_public_catalogue_and_the_changes_of_sharing(library):
     """The generator's own space (issue #29): every catalogued mechanism of each
     published form, and for Type II which parameters are shared; nothing else."""
-    from lawlab import mechanisms
+    from lawlab.worlds import mechanisms
 
     spec = SPEC["dnase_elisa"]
     space = Hypotheses(_solver(library, "dnase_elisa", True), spec)

@@ -1,4 +1,4 @@
-"""lawlab.exportfile: what an export carries and how a reader treats a file from
+"""lawlab.results.exportfile: what an export carries and how a reader treats a file from
 elsewhere (issue #52)."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ import tarfile
 
 import pytest
 
-from lawlab import exportfile
-from lawlab.exportfile import ExportError, Redactor, TrialEntry, read, write
+from lawlab.results import exportfile
+from lawlab.results.exportfile import ExportError, Redactor, TrialEntry, read, write
 
 TRIAL = {"trial_id": "t-real-template-abc", "task_id": "t", "attempts": 1}
 
@@ -105,7 +105,7 @@ def test_not_a_tar_and_links(tmp_path):
 def test_an_export_from_another_release_says_so(tasks_dir, tmp_path):
     """`lawlab import` and `lawlab view` print a note when the file names another library
     release than this machine's, and nothing when it names the same or none."""
-    from lawlab.tasks import TaskLibrary
+    from lawlab.tasks.library import TaskLibrary
     from lawlab_ops.cli.results import release_note
 
     ours = TaskLibrary(tasks_dir).release

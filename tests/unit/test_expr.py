@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from lawlab.expr import Expression, ExpressionError
+from lawlab.law.expr import Expression, ExpressionError
 
 
 def test_evaluates_with_numpy_and_named_numbers():

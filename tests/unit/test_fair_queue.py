@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from lawlab.errors import ResourceExhausted
+from lawlab.rpc.errors import ResourceExhausted
 
 
 def _row(owner: str, received: float, n: int = 0):

@@ -13,9 +13,9 @@ import numpy as np
 import pytest
 import yaml
 
-from lawlab.expr import Expression
 from lawlab.fitting import fit_expression
-from lawlab.specs import SPECS, TASKS_DIR
+from lawlab.law.expr import Expression
+from lawlab.tasks.specs import SPECS, TASKS_DIR
 from lawlab_ops.taskbuild import families as fam
 
 SPEC = {s.task_id: s for s in SPECS}

@@ -11,7 +11,7 @@ import pytest
 
 matplotlib.use("Agg")
 
-from lawlab.results import Row, leaderboard  # noqa: E402
+from lawlab.results.aggregate import Row, leaderboard  # noqa: E402
 from lawlab_ops import paper  # noqa: E402
 from lawlab_ops.report import (  # noqa: E402
     agent_colours,

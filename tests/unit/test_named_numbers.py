@@ -12,9 +12,9 @@ import pandas as pd
 import pytest
 import sympy
 
-from lawlab.contract import law_module
-from lawlab.expr import Expression
-from lawlab.structure import form_from_expression
+from lawlab.judging.structure import form_from_expression
+from lawlab.law.contract import law_module
+from lawlab.law.expr import Expression
 from lawlab_ops.cli import main
 from lawlab_ops.taskbuild.importer import convert_module
 

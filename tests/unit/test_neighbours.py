@@ -1,4 +1,4 @@
-"""The nearest records of a point (lawlab.neighbours): the one-input window and the
+"""The nearest records of a point (lawlab.worlds.neighbours): the one-input window and the
 exhaustive search both give exactly the definition (squared distance, then the
 lowest pool row; rows listed ascending), on pools with repeated values, points
 on the records, points midway between two records and points beyond the pool."""
@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from lawlab.neighbours import Neighbours
+from lawlab.worlds.neighbours import Neighbours
 
 
 def definition(coords: np.ndarray, points: np.ndarray, k: int) -> np.ndarray:

@@ -7,8 +7,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from lawlab.submission_runs import RunResult
-from lawlab.tasks import GROUP_COL
+from lawlab.judging.submission_runs import RunResult
+from lawlab.tasks.library import GROUP_COL
 from lawlab_scorer import numeric
 
 

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import yaml
 
-from lawlab.tasks import TaskLibrary
+from lawlab.tasks.library import TaskLibrary
 from lawlab_ops.taskbuild.importer import import_all
 from tests.support.official import FIXTURES, LAWLAB, import_fixtures
 

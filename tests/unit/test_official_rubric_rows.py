@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 
-from lawlab.validity import official_rubric_rows
+from lawlab.judging.validity import official_rubric_rows
 
 
 def _task(tmp_path):

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from lawlab.errors import PermissionDenied
+from lawlab.rpc.errors import PermissionDenied
 from lawlab.simulator.v1 import operator_pb2 as op
 
 

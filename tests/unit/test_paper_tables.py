@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from lawlab.results import Row, competition_ranks, leaderboard
+from lawlab.results.aggregate import Row, competition_ranks, leaderboard
 from lawlab_ops import paper
 
 

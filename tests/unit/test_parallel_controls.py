@@ -12,8 +12,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from lawlab import contract, structure
-from lawlab.tasks import GROUP_COL, Task
+from lawlab.judging import structure
+from lawlab.law import contract
+from lawlab.tasks.library import GROUP_COL, Task
 from lawlab_ops.taskbuild import controls
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -98,7 +99,7 @@ def test_the_sink_is_the_published_base_with_the_admissible_public_mechanisms(wo
         source = controls.parallel_sink_source(task)
         assert all(v.id in source.splitlines()[0] for v in chosen)
         # every admissible public mechanism is in it unless it conflicts with one that is
-        from lawlab import mechanisms
+        from lawlab.worlds import mechanisms
         for v in offered:
             assert v in chosen or not mechanisms.compatible([*chosen, v]), (task.task_id, v.id)
 

@@ -10,9 +10,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from lawlab import convert
 from lawlab.common.v1 import common_pb2
-from lawlab.tasks import SolverTask
+from lawlab.rpc import convert
+from lawlab.tasks.library import SolverTask
 from lawlab_agent.contexts import make_view
 from lawlab_agent.payloads import PayloadError, parse_experiment
 from lawlab_agent.trial.tools import experiment_request

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from lawlab import prices
-from lawlab.prices import PriceListError
+from lawlab.results import prices
+from lawlab.results.prices import PriceListError
 
 
 def test_a_price_list_prices_the_models_it_names(tmp_path):
@@ -38,7 +38,7 @@ def test_a_bad_list_names_the_file_and_the_entry(tmp_path, text, says):
 
 
 def test_a_missing_list_and_a_service_started_with_a_bad_one(tmp_path, monkeypatch):
-    from lawlab.settings import Settings, SettingsError
+    from lawlab.rpc.settings import Settings, SettingsError
 
     with pytest.raises(PriceListError, match="cannot read the price list"):
         prices.load(tmp_path / "absent.yaml")
@@ -48,7 +48,7 @@ def test_a_missing_list_and_a_service_started_with_a_bad_one(tmp_path, monkeypat
 
 
 def test_the_report_and_the_pages_show_the_cost_per_model_and_in_all(tmp_path):
-    from lawlab.results import Row, token_usage
+    from lawlab.results.aggregate import Row, token_usage
     from lawlab_agent.pages.trials import token_table
     from lawlab_agent.store import TrialRecord
 

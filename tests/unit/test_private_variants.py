@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from lawlab import mechanisms, worldkey
-from lawlab.specs import SPECS
-from lawlab.tasks import Task
+from lawlab.tasks.library import Task
+from lawlab.tasks.specs import SPECS
+from lawlab.worlds import mechanisms, worldkey
 from lawlab_ops.taskbuild.build import build_task
 from tests.support.enumerate import enumerate_and_guess, public_candidates
 

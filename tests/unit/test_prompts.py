@@ -9,8 +9,9 @@ import re
 import numpy as np
 import pytest
 
-from lawlab import antihack, convert
-from lawlab.contract import static_check
+from lawlab.judging import antihack
+from lawlab.law.contract import static_check
+from lawlab.rpc import convert
 from lawlab_agent import prompts
 from lawlab_agent.blocks import first_block
 

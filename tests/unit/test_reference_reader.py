@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 import sympy
 
-from lawlab.contract import law_module, read_module
-from lawlab.expr import Expression, ExpressionError
-from lawlab.structure import form_from_expression
+from lawlab.judging.structure import form_from_expression
+from lawlab.law.contract import law_module, read_module
+from lawlab.law.expr import Expression, ExpressionError
 from lawlab_ops.taskbuild.importer import Unconvertible, convert_module
 
 HEAD = "import numpy as np\n"

@@ -14,7 +14,7 @@ import time
 import numpy as np
 from scipy.optimize import least_squares
 
-from lawlab.submission_runs import RunResult
+from lawlab.judging.submission_runs import RunResult
 from lawlab_scorer import refit
 
 TASK = "mercury_vapour_pressure"  # log_mae: the refit works on log pressure

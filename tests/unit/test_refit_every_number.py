@@ -19,11 +19,11 @@ import json
 import numpy as np
 import pytest
 
-from lawlab.expr import Expression
 from lawlab.fitting import fit_expression
-from lawlab.literals import rewrite, structural
-from lawlab.submission_runs import RunResult
-from lawlab.world import residual_space
+from lawlab.judging.submission_runs import RunResult
+from lawlab.law.expr import Expression
+from lawlab.law.literals import rewrite, structural
+from lawlab.worlds.world import residual_space
 from lawlab_scorer import numeric
 from lawlab_scorer.scoring import score_refitted
 
@@ -127,7 +127,7 @@ def _forms(c):
 
 
 def _moved(module: str, c: dict[str, float]) -> dict[str, str]:
-    """A published-form module (lawlab.contract.law_module) with constants ``c``
+    """A published-form module (lawlab.law.contract.law_module) with constants ``c``
     moved out of LAW_CONSTANTS."""
     import re
 

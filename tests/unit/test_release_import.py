@@ -212,7 +212,7 @@ def test_names_that_climb_out_read_and_write_nothing(release, tmp_path):
 def test_a_failed_reimport_keeps_the_earlier_import(release, tmp_path):
     """Importing again without --formulas (refused) must not wipe the tasks the first
     import made: each task is written aside and moved into place when whole."""
-    from lawlab.tasks import TaskLibrary
+    from lawlab.tasks.library import TaskLibrary
 
     hf, _ = release
     out = tmp_path / "official"
@@ -230,7 +230,7 @@ def test_a_library_without_worlds_gets_one_stable_stand_in_key(imported, tmp_pat
     """The simulator serves an imported library (no world, no key file beside it) with a
     key derived from the library, the same in every process and restart (it stamps
     sessions and trials as their release), and another for another library."""
-    from lawlab.tasks import TaskLibrary
+    from lawlab.tasks.library import TaskLibrary
     from lawlab_simulator.server import load_world_key
 
     monkeypatch.delenv("LAWLAB_WORLD_KEY_FILE", raising=False)

@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from lawlab.results import (
+from lawlab.results.aggregate import (
     Row,
     best_of_n,
     bootstrap_ci,
@@ -146,7 +146,7 @@ def test_per_discipline_and_the_written_folder(tmp_path):
 
 
 def test_joint_balance_and_pareto_by_hand():
-    from lawlab.results import joint_balance, on_front, pareto_dominates
+    from lawlab.results.aggregate import joint_balance, on_front, pareto_dominates
 
     pool = [(0.2, 1.0), (0.6, 0.5), (0.4, 0.0)]
     assert joint_balance(pool) == pytest.approx([0.0, 0.5, 0.0])
@@ -157,7 +157,7 @@ def test_joint_balance_and_pareto_by_hand():
 
 
 def test_knockout_selection_study_with_a_fixed_selector():
-    from lawlab.results import knockout, selection_study
+    from lawlab.results.aggregate import knockout, selection_study
 
     # ten candidates: groups (0..4) and (5..9); the selector always takes the first
     assert knockout(list(range(10)), lambda idx: idx[0]) == ([0, 5], 0)
@@ -208,7 +208,7 @@ def test_report_json_is_strict_json():
     import json
     import math
 
-    from lawlab.results import strict_json
+    from lawlab.results.aggregate import strict_json
 
     def refuse(name):
         raise ValueError(f"non-standard JSON constant {name}")

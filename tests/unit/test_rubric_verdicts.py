@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from lawlab import rubric
+from lawlab.judging import rubric
 
 CONTRAST = {"kind": "contrast", "input": "x", "a": 1.0, "b": 2.0, "lo": 1.5, "hi": 3.0}
 PROBES = pd.DataFrame({"x": [1.0, 2.0]})

@@ -160,7 +160,7 @@ def test_a_resubmitted_grid_resumes_and_reruns_errored_trials_only_when_asked(wo
     stored once; the same grid again runs nothing finished; ``retry_failed`` runs the
     errored trials again, in a new attempt; another grid under the same name is
     refused."""
-    from lawlab.errors import FailedPrecondition
+    from lawlab.rpc.errors import FailedPrecondition
 
     sched, store, clock, launcher = world
     spec = {**SPEC, "name": "g"}

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from lawlab.submission_runs import RunResult
+from lawlab.judging.submission_runs import RunResult
 from lawlab_scorer import numeric
 
 

@@ -1,4 +1,4 @@
-"""Service configuration is read once (lawlab.settings) and passed down."""
+"""Service configuration is read once (lawlab.rpc.settings) and passed down."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from lawlab.settings import Settings, SettingsError
+from lawlab.rpc.settings import Settings, SettingsError
 
 ROOT = Path(__file__).resolve().parents[2]
 

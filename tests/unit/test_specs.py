@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from lawlab import specs
+from lawlab.tasks import specs
 
 
 def test_every_task_file_loads_with_cited_rubrics():

@@ -14,9 +14,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from lawlab.contract import law_module
-from lawlab.structure import symbolic_match, translate
-from lawlab.tasks import TaskLibrary
+from lawlab.judging.structure import symbolic_match, translate
+from lawlab.law.contract import law_module
+from lawlab.tasks.library import TaskLibrary
 from lawlab_agent.builtin.sr import canonical
 
 FIT = Path(__file__).resolve().parents[2] / "services/agent/lawlab_agent/builtin/sr/fit.py"

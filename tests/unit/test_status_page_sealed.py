@@ -16,7 +16,7 @@ from wsgiref.simple_server import WSGIRequestHandler, make_server
 import pytest
 
 from lawlab.db import open_database
-from lawlab.worldkey import public
+from lawlab.worlds.worldkey import public
 
 LAW = "def law(x):\n    return 3.25 * x ** 0.5  # SECRET_FORM\n"
 

@@ -16,9 +16,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from lawlab import structure
-from lawlab.contract import law_module
-from lawlab.expr import Expression
+from lawlab.judging import structure
+from lawlab.law.contract import law_module
+from lawlab.law.expr import Expression
 
 LEVELS = [0.0, 0.25, 0.5, 0.75, 1.0]
 

@@ -40,9 +40,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from lawlab import structure
-from lawlab.contract import law_module
-from lawlab.expr import Expression
+from lawlab.judging import structure
+from lawlab.law.contract import law_module
+from lawlab.law.expr import Expression
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "judge_worlds"
 OFF = 0.15
@@ -108,8 +108,8 @@ def test_a_law_with_erf_is_evaluated_and_differentiated():
     TypeError (issue #48's probit family found it; a submission would have too)."""
     import numpy as np
 
-    from lawlab import structure
-    from lawlab.expr import Expression
+    from lawlab.judging import structure
+    from lawlab.law.expr import Expression
 
     form = structure.form_from_expression(
         Expression("c + (d - c) * (1 - erf(b * log(x / e50))) / 2"),
@@ -126,8 +126,8 @@ def test_a_piece_neutral_at_a_removable_singularity_is_its_limit():
     controls, issue #48)."""
     import numpy as np
 
-    from lawlab import structure
-    from lawlab.expr import Expression
+    from lawlab.judging import structure
+    from lawlab.law.expr import Expression
 
     form = structure.form_from_expression(
         Expression("(a + b * w) * (1 - exp(-1 / (kd * (a + b * w))))"),

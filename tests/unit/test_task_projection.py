@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import dataclasses
 
-from lawlab import convert
-from lawlab.tasks import SolverTask, TaskMeta
+from lawlab.rpc import convert
+from lawlab.tasks.library import SolverTask, TaskMeta
 from lawlab.vocab import Setting
 
 

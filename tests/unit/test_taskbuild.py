@@ -10,9 +10,9 @@ import pandas as pd
 import pytest
 import sympy
 
-from lawlab import worldkey
-from lawlab.expr import Expression
-from lawlab.specs import SPECS
+from lawlab.law.expr import Expression
+from lawlab.tasks.specs import SPECS
+from lawlab.worlds import worldkey
 from lawlab_ops.taskbuild import lsr, lsr_synth, lsr_transform
 from lawlab_ops.taskbuild.build import build_task, manifest
 from lawlab_ops.taskbuild.catalogue import WORLDS_HEADING, catalogue
@@ -46,7 +46,7 @@ def test_library_composition(library):
     # every real task has at least one cited reference, a licence, a split rationale and
     # a catalogue of at least four cited mechanisms (issue #29; test_worlds.py asks that
     # each has a world, for any key, in make test-keys)
-    from lawlab import mechanisms
+    from lawlab.worlds import mechanisms
 
     for t in real:
         assert t.references() and t.meta.license and t.meta.split_rationale, t.task_id
@@ -240,8 +240,8 @@ def test_validate_holds_a_real_task_to_the_spec_loaders_rubric_floor(tasks_dir, 
     LLM-SRBench-style problems keep their floor of 3 (test_every_task_validates)."""
     import shutil
 
-    from lawlab.specs import MIN_ITEMS
-    from lawlab.tasks import Task
+    from lawlab.tasks.library import Task
+    from lawlab.tasks.specs import MIN_ITEMS
     from lawlab_ops.taskbuild.validate import validate_task
 
     copy = tmp_path / "hill_race_times"

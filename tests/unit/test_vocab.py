@@ -6,7 +6,8 @@ from __future__ import annotations
 import grpc
 import pytest
 
-from lawlab import rubric, vocab
+from lawlab import vocab
+from lawlab.judging import rubric
 from lawlab.vocab import Cause, Setting, TrialStatus
 from lawlab_agent import attempt
 from lawlab_agent.policy import AttemptFailed, ConfigurationError
@@ -112,7 +113,7 @@ def test_word_of_takes_only_a_vocabulary_word():
 
 def test_a_proto_enum_name_from_json_becomes_its_word():
     from lawlab.common.v1 import common_pb2
-    from lawlab.convert import word
+    from lawlab.rpc.convert import word
     from lawlab.simulator.v1 import simulator_pb2
 
     assert word(common_pb2.Setting, "SETTING_PARALLEL") == "parallel"

@@ -9,9 +9,9 @@ import pytest
 from lawlab import vocab
 from lawlab.agent.v1 import agent_pb2
 from lawlab.common.v1 import common_pb2
-from lawlab.convert import enum_name, enum_value
-from lawlab.errors import InvalidArgument
 from lawlab.judge.v1 import judge_pb2
+from lawlab.rpc.convert import enum_name, enum_value
+from lawlab.rpc.errors import InvalidArgument
 from lawlab.sandbox.v1 import sandbox_pb2
 from lawlab.simulator.v1 import simulator_pb2
 

@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from lawlab import world
+from lawlab.worlds import world
 
 
 def _synthetic_world(s: float = 1.0) -> world.World:

@@ -16,10 +16,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from lawlab import world as world_mod
-from lawlab import worldkey
-from lawlab.specs import SPECS
-from lawlab.world import World
+from lawlab.tasks.specs import SPECS
+from lawlab.worlds import world as world_mod
+from lawlab.worlds import worldkey
+from lawlab.worlds.world import World
 from lawlab_ops.taskbuild.build import build_task
 
 SPEC = {s.task_id: s for s in SPECS}
@@ -299,7 +299,7 @@ def test_two_keys_drawing_the_same_mechanism_still_differ_in_its_magnitude():
     sets a mechanism's magnitude log-uniformly over the upper half of the factors
     the screens admit (issue #48), so the same mechanism under two keys gives two
     laws, both about as good a fit to the records as the base."""
-    from lawlab import mechanisms
+    from lawlab.worlds import mechanisms
     from lawlab_ops.taskbuild import build, worlds
 
     spec = SPEC["island_species_area"]

@@ -10,9 +10,10 @@ import os
 import subprocess
 from collections.abc import Sequence
 
-from lawlab import config, log
+from lawlab import config
+from lawlab.rpc import log
 from lawlab.rpc.server import ServerOptions, run_server
-from lawlab.settings import Settings, SettingsError
+from lawlab.rpc.settings import Settings, SettingsError
 
 
 def service_parser(name: str) -> argparse.ArgumentParser:

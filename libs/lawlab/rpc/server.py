@@ -32,7 +32,7 @@ from grpc_health.v1._async import HealthServicer
 from grpc_reflection.v1alpha import reflection
 from prometheus_client import Counter, Histogram, start_http_server
 
-from lawlab.errors import LawlabError
+from lawlab.rpc.errors import LawlabError
 
 log = logging.getLogger("lawlab.rpc")
 
@@ -247,7 +247,7 @@ class MetricsInterceptor(HandlerInterceptor):
 
 
 class ErrorInterceptor(HandlerInterceptor):
-    """Domain errors (:class:`lawlab.errors.LawlabError`) become their status code
+    """Domain errors (:class:`lawlab.rpc.errors.LawlabError`) become their status code
     and message; anything else unexpected is logged and becomes INTERNAL."""
 
     async def around(self, details: grpc.HandlerCallDetails,

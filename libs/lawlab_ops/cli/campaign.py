@@ -25,7 +25,7 @@ from lawlab_ops.tables import table
 
 if TYPE_CHECKING:
     from lawlab.agent.v1 import agent_pb2, agent_pb2_grpc
-    from lawlab.results import Row
+    from lawlab.results.aggregate import Row
     from lawlab_ops.memorization import Recall
 
 SETTINGS = {"real": 1, "parallel": 2}
@@ -43,8 +43,8 @@ def bar(done: int, total: int, width: int = 30) -> str:
 
 def render(c: agent_pb2.Campaign) -> str:
     """A campaign snapshot as text: state, progress bar, ETA, then one row per slice."""
-    from lawlab import convert
     from lawlab.agent.v1 import agent_pb2
+    from lawlab.rpc import convert
 
     t = c.totals
     finished = t.completed + t.unsubmitted + t.failed
@@ -198,8 +198,8 @@ def cmd_campaign(args: argparse.Namespace) -> int:
 
 def _read(args: argparse.Namespace, address: str) -> int:
     """campaign list / trials / status: read from an agent service (running or a view)."""
-    from lawlab import convert
     from lawlab.agent.v1 import agent_pb2, agent_pb2_grpc
+    from lawlab.rpc import convert
     from lawlab.rpc.client import sync_channel
 
     with sync_channel(address) as channel:
@@ -244,7 +244,7 @@ CONFIRM_ABOVE = 100  # trials: a larger grid asks first at a terminal (--yes ski
 
 def render_preview(p: agent_pb2.CampaignPreview) -> str:
     """What a campaign would run, by agent and setting, and every dropped cell."""
-    from lawlab import convert
+    from lawlab.rpc import convert
 
     counts: dict[tuple[str, str], int] = {}
     for c in p.cells:
@@ -482,9 +482,9 @@ def rows_from_trials(trials: list[agent_pb2.Trial], tasks_dir: Path) -> list[Row
     """Trial protos -> report rows, with each task's discipline, type and suite."""
     from lawlab.agent.v1 import agent_pb2
     from lawlab.common.v1 import common_pb2
-    from lawlab.convert import from_enum
-    from lawlab.results import Row
-    from lawlab.tasks import TaskLibrary
+    from lawlab.results.aggregate import Row
+    from lawlab.rpc.convert import from_enum
+    from lawlab.tasks.library import TaskLibrary
     from lawlab.vocab import RunStatus, Setting, TrialStatus, Unset, word_of
 
     library = TaskLibrary(tasks_dir)
@@ -532,7 +532,7 @@ def llm_selector(args: argparse.Namespace, sources: dict[str, str]
                  ) -> Callable[[str, str, list[Any]], int]:
     """The knockout selector: the model sees the task, the full training set and the
     candidate programs (never held-out data or scores) and names one."""
-    from lawlab.tasks import TaskLibrary
+    from lawlab.tasks.library import TaskLibrary
     from lawlab_ops.memorization import ask
 
     base_url = args.llm_base_url or os.environ.get("LAWLAB_LLM_BASE_URL", "")
@@ -581,11 +581,11 @@ def cmd_report(args: argparse.Namespace) -> int:
     if args.selector_model:
         select = llm_selector(args, {t.trial_id: t.submission.source for t in trials})
     rows = rows_from_trials(trials, Path(args.tasks_dir))
-    from lawlab.results import MixedSuites
+    from lawlab.results.aggregate import MixedSuites
 
     prices = None
     if args.prices:
-        from lawlab.prices import PriceListError, load
+        from lawlab.results.prices import PriceListError, load
 
         try:
             prices = load(args.prices)
@@ -602,7 +602,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def cmd_audit_memorization(args: argparse.Namespace) -> int:
-    from lawlab.tasks import TaskLibrary
+    from lawlab.tasks.library import TaskLibrary
     from lawlab_ops import memorization
 
     base_url = args.llm_base_url or os.environ.get("LAWLAB_LLM_BASE_URL", "")

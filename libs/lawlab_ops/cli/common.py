@@ -59,7 +59,7 @@ def offline_agent(data_dir: str, tasks_dir: str | None = None) -> Iterator[str]:
     import time
     from pathlib import Path
 
-    from lawlab.settings import Settings
+    from lawlab.rpc.settings import Settings
 
     data = Path(data_dir).resolve()
     store_url = Settings.from_env().agent.trial_store_url

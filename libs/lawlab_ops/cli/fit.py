@@ -18,8 +18,8 @@ def cmd_fit(args: argparse.Namespace) -> int:
     """Nonlinear least squares of an expression to CSV columns (the world builder's engine)."""
     import pandas as pd
 
-    from lawlab.expr import Expression, ExpressionError
     from lawlab.fitting import FitError, fit_expression
+    from lawlab.law.expr import Expression, ExpressionError
 
     try:
         expr = Expression(args.expr)

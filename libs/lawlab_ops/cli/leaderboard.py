@@ -4,7 +4,7 @@ External rows are the epoch's submissions in the simulator's ledger (their
 released scores: a submission whose scores the epoch still withholds counts as
 missing, 0 in the strict mean); campaign rows are the trials of the campaigns
 named with ``--campaign``, read from the agent service. Both go through the
-same aggregates as ``lawlab report`` (:func:`lawlab.results.leaderboard`):
+same aggregates as ``lawlab report`` (:func:`lawlab.results.aggregate.leaderboard`):
 strict and scored means, single- and multi-group subsets, task-bootstrap
 intervals, and they are never mixed across world suites.
 """
@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import grpc
 
-    from lawlab.results import Row
-    from lawlab.tasks import TaskLibrary
+    from lawlab.results.aggregate import Row
+    from lawlab.tasks.library import TaskLibrary
 
 
 RELEASE_KIND: dict[str, str] = {}  # epoch -> the simulator's Epoch.release_kind
@@ -42,8 +42,8 @@ def external_rows(channel: grpc.Channel, epoch_id: str, library: TaskLibrary) ->
     """The epoch's submissions as the simulator shows an operator them: every
     team's, with the scores the epoch has released (None where it withholds them)."""
     from lawlab.common.v1 import common_pb2
-    from lawlab.convert import enum_name
-    from lawlab.results import Row
+    from lawlab.results.aggregate import Row
+    from lawlab.rpc.convert import enum_name
     from lawlab.simulator.v1 import operator_pb2, operator_pb2_grpc, simulator_pb2_grpc
     from lawlab.simulator.v1 import simulator_pb2 as pb
     from lawlab.vocab import Setting, SubmissionState, TrialStatus
@@ -80,14 +80,14 @@ def external_rows(channel: grpc.Channel, epoch_id: str, library: TaskLibrary) ->
 def cmd_leaderboard(args: argparse.Namespace) -> int:
     import grpc
 
-    from lawlab.results import (
+    from lawlab.results.aggregate import (
         MixedSuites,
         leaderboard,
         leaderboard_csv,
         leaderboard_markdown,
         strict_json,
     )
-    from lawlab.tasks import TaskLibrary
+    from lawlab.tasks.library import TaskLibrary
     from lawlab_ops.cli.operators import operator_channel, refused
 
     library = TaskLibrary(Path(args.tasks_dir))

@@ -29,7 +29,7 @@ from typing import Any
 import grpc
 
 from lawlab import config
-from lawlab.convert import enum_name
+from lawlab.rpc.convert import enum_name
 from lawlab.simulator.v1 import operator_pb2 as op
 from lawlab.simulator.v1 import operator_pb2_grpc
 from lawlab.vocab import Role

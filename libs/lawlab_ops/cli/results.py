@@ -22,10 +22,10 @@ def cmd_export(args: argparse.Namespace) -> int:
     import grpc
     from google.protobuf import json_format
 
-    from lawlab import exportfile
     from lawlab.agent.v1 import agent_pb2, agent_pb2_grpc
+    from lawlab.results import exportfile
     from lawlab.rpc.client import sync_channel
-    from lawlab.tasks import TaskLibrary
+    from lawlab.tasks.library import TaskLibrary
     from lawlab_ops.cli.common import agent_or_offline
 
     out = Path(args.out or f"{args.campaign_id}{exportfile.SUFFIX}")
@@ -100,7 +100,7 @@ def load_export(path: Path, data_dir: Path) -> dict[str, Any]:
 def release_note(path: Path, theirs: str, tasks_dir: Path) -> str:
     """A line when the export (of release ``theirs``) came from another library
     release than this machine's."""
-    from lawlab.tasks import TaskLibrary
+    from lawlab.tasks.library import TaskLibrary
 
     ours = TaskLibrary(tasks_dir).release if tasks_dir.is_dir() else ""
     if theirs and ours and theirs != ours:
@@ -135,8 +135,8 @@ def parse_side(text: str) -> tuple[str, str]:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from lawlab import compare
     from lawlab.agent.v1 import agent_pb2, agent_pb2_grpc
+    from lawlab.results import compare
     from lawlab.rpc.client import sync_channel
     from lawlab_ops.cli.campaign import rows_from_trials
     from lawlab_ops.cli.common import agent_or_offline

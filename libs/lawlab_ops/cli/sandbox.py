@@ -16,10 +16,10 @@ def cmd_sandbox_exec(args: argparse.Namespace) -> int:
     """Run a file in a fresh session of a running sandbox service."""
     import pandas as pd
 
-    from lawlab import convert
+    from lawlab.rpc import convert
     from lawlab.rpc.client import EXECUTE_CALL, FAST_CALL, sync_channel
     from lawlab.sandbox.v1 import sandbox_pb2, sandbox_pb2_grpc
-    from lawlab.tasks import GROUP_COL
+    from lawlab.tasks.library import GROUP_COL
 
     code = Path(args.file).read_text()
     if args.data:

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 from google.protobuf.json_format import MessageToDict
 
 from lawlab import config
-from lawlab.convert import enum_name, enum_value
+from lawlab.rpc.convert import enum_name, enum_value
 from lawlab.vocab import JudgeBackend, RunStatus
 
 if TYPE_CHECKING:
@@ -168,8 +168,8 @@ def cmd_judge(args: argparse.Namespace) -> int:
 def _official_rubric_lines(args: argparse.Namespace, verdicts: dict[str, tuple[bool, str]],
                            backend: str) -> list[str]:
     """An imported official task: each official sentence, judged or "not judged"."""
-    from lawlab import validity
-    from lawlab.settings import Settings
+    from lawlab.judging import validity
+    from lawlab.rpc.settings import Settings
 
     root = (Path(args.tasks_dir) if args.tasks_dir else config.tasks_dir()) / args.task
     model = Settings.from_env().judge.llm_model if backend != JudgeBackend.LLM else "the model used"
@@ -188,9 +188,9 @@ def _structure_offline(args: argparse.Namespace, source: str) -> int:
 
     import numpy as np
 
-    from lawlab import structure
-    from lawlab.contract import read_module
-    from lawlab.expr import Expression, ExpressionError
+    from lawlab.judging import structure
+    from lawlab.law.contract import read_module
+    from lawlab.law.expr import Expression, ExpressionError
 
     if not args.base:
         raise SystemExit("lawlab judge structure: --base is required with --law")

@@ -334,7 +334,7 @@ def _simulator_tls(cluster: Cluster, folder: Path) -> str:
 
 def cmd_run(args: argparse.Namespace) -> int:
     """The main job on the embedded default: all services, one Real and one Parallel trial."""
-    from lawlab.tasks import TaskLibrary
+    from lawlab.tasks.library import TaskLibrary
     from lawlab_ops.launcher import Cluster
 
     library = TaskLibrary(Path(args.tasks_dir))

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from lawlab import config
 from lawlab.common.v1 import common_pb2
-from lawlab.convert import word
+from lawlab.rpc.convert import word
 from lawlab.simulator.v1 import simulator_pb2 as pb
 from lawlab.vocab import SubmissionState
 from lawlab_ops.tables import table as _table

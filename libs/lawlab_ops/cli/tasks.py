@@ -16,7 +16,7 @@ from lawlab_ops.tables import table as _table
 
 
 def cmd_tasks_build(args: argparse.Namespace) -> int:
-    from lawlab import log
+    from lawlab.rpc import log
     from lawlab_ops.taskbuild.build import build_all
 
     log.setup("taskbuild", "WARNING")
@@ -31,7 +31,7 @@ def cmd_tasks_build(args: argparse.Namespace) -> int:
             print("lawlab tasks build: --llm-model is required with --llm-base-url", file=sys.stderr)
             return 2
         proposer = openai_proposer(args.llm_base_url, args.llm_model)
-    from lawlab import worldkey
+    from lawlab.worlds import worldkey
 
     key_path = worldkey.default_path(out)
     try:
@@ -111,8 +111,8 @@ def cmd_tasks_validate(args: argparse.Namespace) -> int:
 
 
 def cmd_tasks_audit(args: argparse.Namespace) -> int:
-    from lawlab import validity
-    from lawlab.tasks import TaskLibrary
+    from lawlab.judging import validity
+    from lawlab.tasks.library import TaskLibrary
     from lawlab_ops.taskbuild.controls import rubric_audit
 
     library = TaskLibrary(Path(args.tasks_dir))
@@ -129,7 +129,7 @@ def cmd_tasks_audit(args: argparse.Namespace) -> int:
         return 0
     specs = {}
     if args.specs:
-        from lawlab.specs import load_specs
+        from lawlab.tasks.specs import load_specs
 
         specs = {s.task_id: s.rubric for s in load_specs()}
     ids = args.only or [t.task_id for t in library if t.meta.suite == "real"]
@@ -163,7 +163,7 @@ def cmd_tasks_audit(args: argparse.Namespace) -> int:
 
 
 def cmd_tasks_show(args: argparse.Namespace) -> int:
-    from lawlab.tasks import TaskLibrary
+    from lawlab.tasks.library import TaskLibrary
 
     library = TaskLibrary(Path(args.tasks_dir))
     if args.task_id not in library:
@@ -208,7 +208,7 @@ def cmd_tasks_show(args: argparse.Namespace) -> int:
 
 def cmd_tasks_fingerprint(args: argparse.Namespace) -> int:
     """The public fingerprint of a world key (never the key itself)."""
-    from lawlab import worldkey
+    from lawlab.worlds import worldkey
 
     path = Path(args.key) if args.key else worldkey.default_path(Path(args.tasks_dir))
     try:
@@ -284,7 +284,7 @@ def cmd_tasks_fetch(args: argparse.Namespace) -> int:
 
 
 def cmd_tasks_list(args: argparse.Namespace) -> int:
-    from lawlab.tasks import TaskLibrary
+    from lawlab.tasks.library import TaskLibrary
 
     library = TaskLibrary(Path(args.tasks_dir))
     chosen = [t for t in library if not args.suite or t.meta.suite == args.suite]

@@ -153,8 +153,8 @@ async def _run_trial(address: str, task: str, setting: str, agent: str, model: s
     """RunTrial; with ``progress``, one line per turn as the trial goes (the
     trajectory polled by the trial's id). Cancelling this coroutine (Ctrl-C)
     cancels the call, and the agent service stops the trial."""
-    from lawlab import convert
     from lawlab.agent.v1 import agent_pb2, agent_pb2_grpc
+    from lawlab.rpc import convert
     from lawlab.rpc.client import TRIAL_CALL, aio_channel
     from lawlab.trialid import decoding_json, decoding_overrides, trial_id_for
 
@@ -210,8 +210,8 @@ async def _follow(stub: Any, trial_id: str, out: TextIO, every: float = 1.0) -> 
 
 
 def _trial_rows(trials: list[Any]) -> list[list[str]]:
-    from lawlab import convert
     from lawlab.agent.v1 import agent_pb2
+    from lawlab.rpc import convert
 
     rows = []
     for t in trials:

@@ -18,7 +18,7 @@ from lawlab import config
 def cmd_view(args: argparse.Namespace) -> int:
     if args.port is not None:
         os.environ["LAWLAB_VIEW_PORT"] = str(args.port)
-    if args.prices:  # the pages' costs (lawlab.prices); the view's service reads it
+    if args.prices:  # the pages' costs (lawlab.results.prices); the view's service reads it
         os.environ["LAWLAB_PRICES"] = str(Path(args.prices).resolve())
     # a SIGTERM (kill, a supervisor) stops the view as Ctrl-C does
     signal.signal(signal.SIGTERM, signal.default_int_handler)

@@ -28,13 +28,14 @@ import pandas as pd
 import yaml
 from threadpoolctl import threadpool_limits
 
-from lawlab import mechanisms, metrics, rubric, worldkey
-from lawlab import world as world_mod
-from lawlab.contract import law_module
-from lawlab.expr import Expression
 from lawlab.fitting import FitResult, fit_expression, fit_grouped, to_residual_space
-from lawlab.specs import SPECS, TaskSpec
-from lawlab.tasks import GROUP_COL
+from lawlab.judging import metrics, rubric
+from lawlab.law.contract import law_module
+from lawlab.law.expr import Expression
+from lawlab.tasks.library import GROUP_COL
+from lawlab.tasks.specs import SPECS, TaskSpec
+from lawlab.worlds import mechanisms, worldkey
+from lawlab.worlds import world as world_mod
 from lawlab_ops.taskbuild import arithmetic, llm_variants, report, synthesis, worlds
 
 log = logging.getLogger("lawlab_ops.taskbuild")

@@ -6,8 +6,8 @@ import json
 from collections import Counter
 from pathlib import Path
 
-from lawlab.mechanisms import departure_text
-from lawlab.tasks import TaskLibrary
+from lawlab.tasks.library import TaskLibrary
+from lawlab.worlds.mechanisms import departure_text
 
 WORLDS_HEADING = "## Parallel worlds (this build's key)"
 
@@ -230,7 +230,7 @@ def worlds_catalogue(root: Path) -> str:
     """docs/worlds.md: every task's public catalogue of mechanisms, with the verdict
     of each screen on the real records (key-independent: a single mechanism is
     screened at the departure the records support)."""
-    from lawlab.specs import SPECS
+    from lawlab.tasks.specs import SPECS
 
     library = TaskLibrary(root)
     specs = {s.task_id: s for s in SPECS}

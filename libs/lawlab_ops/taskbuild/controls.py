@@ -30,8 +30,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from lawlab import validity
-from lawlab.tasks import GROUP_COL, Reference, Task
+from lawlab.judging import validity
+from lawlab.tasks.library import GROUP_COL, Reference, Task
 
 
 def _round(value: float, digits: int = 3) -> float:
@@ -43,7 +43,7 @@ def _round(value: float, digits: int = 3) -> float:
 def constant_value(task: Task) -> float:
     """The training mean to three significant figures, nudged by one unit of the last
     figure if that equals an aggregate of the data (the gate would call it a copy)."""
-    from lawlab import validity
+    from lawlab.judging import validity
 
     value = _round(float(task.train[task.meta.target.name].mean()))
     aggregates = validity.target_aggregates(task)
@@ -183,7 +183,7 @@ def rubric_audit(task: Task, items: Sequence[Mapping[str, Any]] | None = None) -
 
 def _residual_space(task: Task) -> str:
     """The task's residual space from public metadata (the metric and the target's range)."""
-    from lawlab.world import residual_space
+    from lawlab.worlds.world import residual_space
 
     t = task.meta.target
     return residual_space(task.meta.metric, np.array([t.min, t.max], dtype=float))
@@ -207,8 +207,8 @@ def public_mechanisms(task: Task, base: str) -> list[Any]:
     admissible, in catalogue order (the specification's variants; an operator's
     private variants are never read, and the generated changes of sharing are not
     catalogued mechanisms)."""
-    from lawlab import mechanisms
-    from lawlab.specs import SPECS
+    from lawlab.tasks.specs import SPECS
+    from lawlab.worlds import mechanisms
 
     spec = next((s for s in SPECS if s.task_id == task.task_id), None)
     path = task.root / "eval" / "synthesis.json"
@@ -227,7 +227,7 @@ def compatible_sink(variants: Sequence[Any]) -> list[Any]:
     order among equals."""
     from itertools import combinations
 
-    from lawlab import mechanisms
+    from lawlab.worlds import mechanisms
 
     for k in range(len(variants), 0, -1):
         for subset in combinations(variants, k):
@@ -239,7 +239,7 @@ def compatible_sink(variants: Sequence[Any]) -> list[Any]:
 def _reference_start(ref: Reference) -> tuple[dict[str, float], dict[str, float]]:
     """A reference's published constants (fitted on the training split) and its
     per-group starting values (the LOCAL_FITTABLE inits of its module)."""
-    from lawlab.contract import read_module
+    from lawlab.law.contract import read_module
 
     local = {n: float(v) for n, v in read_module(ref.module).local_init().items()}
     glob = {n: float(ref.constants.get(n, ref.init.get(n, 1.0))) for n in ref.global_names}
@@ -249,7 +249,7 @@ def _reference_start(ref: Reference) -> tuple[dict[str, float], dict[str, float]
 
 
 def _used(expr: str, inputs: Sequence[str]) -> list[str]:
-    from lawlab.expr import Expression
+    from lawlab.law.expr import Expression
 
     names = Expression(expr).names
     return [i for i in inputs if i in names]
@@ -259,7 +259,7 @@ def parallel_line_source(task: Task) -> str:
     """Control: a straight line in every input, ``a + sum_i b_i x_i`` (Type II: the
     intercept per group). Reads the metadata only: the input names, the target's
     stated range for the intercept's start (its midpoint) and the metric."""
-    from lawlab.contract import law_module
+    from lawlab.law.contract import law_module
 
     meta = task.meta
     inputs = meta.input_names
@@ -285,7 +285,7 @@ def parallel_base_source(task: Task) -> str:
     """Control: the published base alone (:func:`published_base`) with its published
     constants and per-group split as the reference states them. Reads the
     reference (eval/references.json and its module) and synthesis.json's ``base``."""
-    from lawlab.contract import law_module
+    from lawlab.law.contract import law_module
 
     ref = published_base(task)
     glob, local = _reference_start(ref)
@@ -301,8 +301,8 @@ def parallel_sink_source(task: Task) -> str:
     values, each mechanism's at its catalogued ``init``; a mechanism constant marked
     ``local`` is per group. Reads the reference, the task specification's catalogue
     and synthesis.json's ``base`` and ``admissible`` (what docs/worlds.md prints)."""
-    from lawlab import mechanisms
-    from lawlab.contract import law_module
+    from lawlab.law.contract import law_module
+    from lawlab.worlds import mechanisms
 
     ref = published_base(task)
     glob, local = _reference_start(ref)

@@ -4,7 +4,7 @@ builder's identifiability screen (issue #48).
 :mod:`lawlab_ops.taskbuild.worlds` keeps a hidden law only where a competent
 experimenter, in simulated budgets, prefers it over every rival. Until now the
 rivals came from the task's own catalogue of mechanisms
-(:mod:`lawlab.mechanisms`) and the generic grammar
+(:mod:`lawlab.worlds.mechanisms`) and the generic grammar
 (:mod:`lawlab_ops.taskbuild.synthesis`). A scientist in the field tries the
 literature's families first: Antoine's and the Clausius-Clapeyron equation for a
 vapour pressure, the logistic, Gompertz and Richards curves for growth, the
@@ -15,7 +15,7 @@ writes them down per scientific *kind*, each with the citation it comes from:
   holds the families every task gets (a straight line and a power-law product in
   the inputs, a quadratic, an exponential and a log-linear law in the primary
   input);
-- :data:`KIND_OF` maps every task of ``lawlab/task_specs`` to its kind;
+- :data:`KIND_OF` maps every task of ``lawlab/tasks/task_specs`` to its kind;
 - :func:`guess` gives data-driven starting values for a family (linearisations,
   profiles over one nonlinear constant with the linear ones solved, quantiles);
 - :func:`rivals_for` turns a task's families into :class:`FamilyRival` s: the
@@ -41,7 +41,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from lawlab.expr import BRANCHES, FUNCTIONS, NAMED_NUMBERS, Expression
+from lawlab.law.expr import BRANCHES, FUNCTIONS, NAMED_NUMBERS, Expression
 
 log = logging.getLogger("lawlab_ops.taskbuild")
 

@@ -58,12 +58,12 @@ import numpy as np
 import pandas as pd
 import yaml
 
-from lawlab import metrics
-from lawlab.contract import fold, read_module
-from lawlab.expr import Expression
 from lawlab.fitting import FitError, fit_expression
-from lawlab.predict import CONSTANT_DICTS, PredictWalker
-from lawlab.tasks import GROUP_COL, Task
+from lawlab.judging import metrics
+from lawlab.law.contract import fold, read_module
+from lawlab.law.expr import Expression
+from lawlab.law.predict import CONSTANT_DICTS, PredictWalker
+from lawlab.tasks.library import GROUP_COL, Task
 from lawlab_ops.taskbuild import rubric_sentences
 
 GROUP_ALIASES = ("group_id", "cluster", "group", "cluster_id")

@@ -4,7 +4,7 @@ An OpenAI-compatible model may propose structural variants of the selected
 reference. Its proposals join the grammar's pieces and pass through the same
 screens; its optional plausibility verdict (0 to 1) weighs the keyed draw like
 the grammar's stated criteria do; nothing it says is trusted. A proposal must
-be a restricted expression (lawlab.expr) over the task's inputs, the
+be a restricted expression (lawlab.law.expr) over the task's inputs, the
 reference's constants and exactly one new constant (named in the prompt, so it
 cannot collide) whose ``neutral`` value gives back the reference. A proposal
 is a whole variant: it is drawn alone, never combined with other pieces.
@@ -27,8 +27,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from lawlab.expr import Expression, ExpressionError
-from lawlab.mechanisms import ConstantSpec, Variant
+from lawlab.law.expr import Expression, ExpressionError
+from lawlab.worlds.mechanisms import ConstantSpec, Variant
 from lawlab_ops.taskbuild.synthesis import PLAUSIBILITY, Piece
 
 MAX_PROPOSALS = 8

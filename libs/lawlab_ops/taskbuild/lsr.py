@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from lawlab.expr import Expression
+from lawlab.law.expr import Expression
 
 N_TRAIN, N_TEST, N_OOD = 400, 200, 200
 SOLVE_SECONDS = 8.0

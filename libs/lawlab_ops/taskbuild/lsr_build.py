@@ -15,9 +15,9 @@ import numpy as np
 import pandas as pd
 import yaml
 
-from lawlab import metrics
-from lawlab.contract import law_module
-from lawlab.expr import Expression
+from lawlab.judging import metrics
+from lawlab.law.contract import law_module
+from lawlab.law.expr import Expression
 from lawlab_ops.taskbuild.build import _dump_json
 from lawlab_ops.taskbuild.lsr import Problem
 

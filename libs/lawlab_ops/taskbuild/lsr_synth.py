@@ -34,7 +34,7 @@ from functools import cache
 import numpy as np
 import pandas as pd
 
-from lawlab.expr import Expression
+from lawlab.law.expr import Expression
 from lawlab_ops.taskbuild.lsr import (
     Problem,
     Synth,

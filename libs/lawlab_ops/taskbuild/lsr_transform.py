@@ -48,7 +48,7 @@ import pandas as pd
 import sympy
 import yaml
 
-from lawlab.expr import Expression
+from lawlab.law.expr import Expression
 from lawlab_ops.taskbuild.lsr import N_OOD, N_TEST, N_TRAIN, OOD_STRETCH, Problem, _only_outside, _seed
 
 HERE = Path(__file__).resolve().parent

@@ -19,14 +19,14 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from lawlab.mechanisms import departure_text  # noqa: E402
-from lawlab.tasks import GROUP_COL  # noqa: E402
+from lawlab.tasks.library import GROUP_COL  # noqa: E402
+from lawlab.worlds.mechanisms import departure_text  # noqa: E402
 
 
 def _num(value: object, fmt: str) -> str:
     """A recorded figure, or '-' where the record has none (an older release)."""
     return "-" if not isinstance(value, (int, float)) else format(float(value), fmt)
-from lawlab.world import World, is_multi_decade  # noqa: E402
+from lawlab.worlds.world import World, is_multi_decade  # noqa: E402
 
 
 def figure(world: World, train: pd.DataFrame, target: str, inputs: list[str], out: Path,

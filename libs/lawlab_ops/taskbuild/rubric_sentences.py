@@ -3,7 +3,7 @@
 The official SciLaws-Bench rubric of a task is a list of plain-language sentences
 (``validity_rubrics`` in ``metadata.yaml``); the paper's judge reads each one.
 lawlab keeps every sentence verbatim and turns one into an executable item
-(:mod:`lawlab.rubric`) only when the whole sentence matches one of the readings
+(:mod:`lawlab.judging.rubric`) only when the whole sentence matches one of the readings
 below, word for word apart from articles and the allowed closing phrase "with
 (all) other inputs (held) fixed" (which is how lawlab probes: the other inputs
 at their medians). Anything else (a negation the readings do not name, a

@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from lawlab.expr import BRANCHES, FUNCTIONS, NAMED_NUMBERS
+from lawlab.law.expr import BRANCHES, FUNCTIONS, NAMED_NUMBERS
 
 # stated plausibility criteria per edit kind (a prior weight in the keyed draw;
 # the screens decide admissibility, this decides how likely an admissible

@@ -25,13 +25,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from lawlab import mechanisms, metrics, structure, validity
-from lawlab import rubric as rubric_mod
-from lawlab import world as world_mod
-from lawlab.expr import Expression
 from lawlab.fitting import FitError, fit_expression, fit_grouped, to_residual_space
-from lawlab.specs import MIN_ITEMS
-from lawlab.tasks import GROUP_COL, Reference, Task, TaskLibrary
+from lawlab.judging import metrics, structure, validity
+from lawlab.judging import rubric as rubric_mod
+from lawlab.law.expr import Expression
+from lawlab.tasks.library import GROUP_COL, Reference, Task, TaskLibrary
+from lawlab.tasks.specs import MIN_ITEMS
+from lawlab.worlds import mechanisms
+from lawlab.worlds import world as world_mod
 from lawlab_ops.taskbuild.worlds import ADEQUACY_R2, ADEQUACY_SD
 
 

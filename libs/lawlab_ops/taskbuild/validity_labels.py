@@ -30,12 +30,12 @@ import numpy as np
 import pandas as pd
 import yaml
 
-from lawlab import antihack, metrics, validity
-from lawlab.contract import law_module
-from lawlab.expr import Expression
 from lawlab.fitting import FitError, fit_expression, fit_grouped
-from lawlab.tasks import GROUP_COL, Task
-from lawlab.world import residual_space
+from lawlab.judging import antihack, metrics, validity
+from lawlab.law.contract import law_module
+from lawlab.law.expr import Expression
+from lawlab.tasks.library import GROUP_COL, Task
+from lawlab.worlds.world import residual_space
 
 LABELS = Path(__file__).with_name("validity_labels.yaml")
 KINDS = ("wrong", "weak")

@@ -7,7 +7,7 @@ reference with the least systematic residual structure B_b among those with
 non-negative residual-space R^2 (A.1).
 
 The hidden law is the base plus one to three *mechanisms* from the task's
-catalogue of cited variants (:mod:`lawlab.mechanisms`; an operator's
+catalogue of cited variants (:mod:`lawlab.worlds.mechanisms`; an operator's
 private variants join it) and, for Type II laws, a change of which parameters
 are shared. Every candidate is screened (:meth:`WorldBuilder.screen`):
 
@@ -33,7 +33,7 @@ the law *about as good a fit* to the pooled records as the base (A.1: its
 residual SD there at most ADEQUACY_SD times the base's, or its R^2 at most
 ADEQUACY_R2 below). Residuals
 of the hidden law are debiased by a local mean (A.3); the noise is the smoothed
-local bootstrap of :mod:`lawlab.world` calibrated per group to an expected
+local bootstrap of :mod:`lawlab.worlds.world` calibrated per group to an expected
 residual-space R^2 of 0.92 (A.4's s), and it is never lowered further.
 
 Last, *identifiability* at that served noise: in IDENTIFY_REPS simulated honest
@@ -67,13 +67,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from lawlab import mechanisms, structure, validity
-from lawlab import world as world_mod
-from lawlab.expr import Expression
 from lawlab.fitting import FitError, FitResult, fit_expression, fit_grouped, to_residual_space
-from lawlab.mechanisms import Variant
-from lawlab.tasks import GROUP_COL
-from lawlab.worldkey import WorldKey
+from lawlab.judging import structure, validity
+from lawlab.law.expr import Expression
+from lawlab.tasks.library import GROUP_COL
+from lawlab.worlds import mechanisms
+from lawlab.worlds import world as world_mod
+from lawlab.worlds.mechanisms import Variant
+from lawlab.worlds.worldkey import WorldKey
 from lawlab_ops.taskbuild import families, synthesis
 
 log = logging.getLogger("lawlab_ops.taskbuild")
@@ -522,7 +523,7 @@ class WorldBuilder:
         itself scores no published reference above 0.5 (each as a module from its
         pooled fit, as a solver would write it; `lawlab tasks validate` asks the same
         of the served modules)."""
-        from lawlab.contract import law_module
+        from lawlab.law.contract import law_module
 
         modules = {}
         for ref in refs:

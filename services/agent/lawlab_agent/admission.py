@@ -9,12 +9,12 @@ import difflib
 import json
 from collections.abc import Callable
 
-from lawlab import convert
 from lawlab.agent.v1 import agent_pb2
-from lawlab.errors import FailedPrecondition, InvalidArgument, NotFound
+from lawlab.rpc import convert
 from lawlab.rpc.client import FAST_CALL
+from lawlab.rpc.errors import FailedPrecondition, InvalidArgument, NotFound
 from lawlab.simulator.v1 import simulator_pb2
-from lawlab.tasks import SolverTask
+from lawlab.tasks.library import SolverTask
 from lawlab.vocab import Setting
 from lawlab_agent.campaigns import grid as camp
 from lawlab_agent.campaigns.grid import trial_id_for

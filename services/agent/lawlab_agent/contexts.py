@@ -19,7 +19,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field, replace
 
-from lawlab.tasks import SolverTask
+from lawlab.tasks.library import SolverTask
 
 CONTEXTS = ("full", "no_var_detail", "anonymous_names", "numeric_only")
 

@@ -1,4 +1,4 @@
-"""Load a campaign export (lawlab.exportfile) into a data dir's trial store, so that
+"""Load a campaign export (lawlab.results.exportfile) into a data dir's trial store, so that
 every reading command (``lawlab view``, ``report``, ``compare``, ``campaign
 status/trials``, ``trial show``) sees it as if it had run there.
 
@@ -18,10 +18,10 @@ from pathlib import Path
 from google.protobuf import json_format
 
 from lawlab.agent.v1 import agent_pb2
-from lawlab.convert import from_enum
-from lawlab.errors import InvalidArgument
-from lawlab.exportfile import Export, ExportError, read, transcript_member
-from lawlab.settings import Settings
+from lawlab.results.exportfile import Export, ExportError, read, transcript_member
+from lawlab.rpc.convert import from_enum
+from lawlab.rpc.errors import InvalidArgument
+from lawlab.rpc.settings import Settings
 from lawlab.vocab import CampaignState, Cause, Unset
 from lawlab_agent.store import AttemptRow, Cell, TrialStore, open_store
 from lawlab_agent.wire import record_from_proto, spec_doc

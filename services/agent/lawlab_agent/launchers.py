@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from lawlab.rpc.server import own_address
-from lawlab.settings import AgentSettings
+from lawlab.rpc.settings import AgentSettings
 
 LABEL = "lawlab.dev/campaign"
 

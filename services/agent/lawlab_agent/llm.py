@@ -1,7 +1,7 @@
 """An OpenAI-compatible chat-completions backend (OpenAI, vLLM, llama.cpp, Ollama, ...).
 
 Configuration (environment of the agent service, read once into
-lawlab.settings.LLMEndpoint; a campaign's decoding settings override the
+lawlab.rpc.settings.LLMEndpoint; a campaign's decoding settings override the
 defaults, docs/agents.md):
   LAWLAB_LLM_BASE_URL      e.g. https://api.openai.com/v1 or http://127.0.0.1:8000/v1
   LAWLAB_LLM_API_KEY       the key (falls back to OPENAI_API_KEY); may be empty for local servers
@@ -41,7 +41,7 @@ from typing import Any
 from prometheus_client import Counter, Histogram
 
 from lawlab import chat
-from lawlab.settings import LLMEndpoint
+from lawlab.rpc.settings import LLMEndpoint
 from lawlab.vocab import Cause
 from lawlab_agent.policy import AttemptFailed, ConfigurationError, TrialContext
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from lawlab.tasks import SolverTask, Variable
+from lawlab.tasks.library import SolverTask, Variable
 
 
 @dataclass

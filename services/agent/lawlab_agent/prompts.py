@@ -10,7 +10,7 @@ and in Parallel the experiment format, limits, clipping and where results go.
 
 from __future__ import annotations
 
-from lawlab.tasks import SolverTask, Variable
+from lawlab.tasks.library import SolverTask, Variable
 
 OUTPUT_CHARS = 16_000  # printed output returned per <python> call (the sandbox's cap)
 PYTHON_SECONDS = 100  # wall time per <python> call

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import Any
 
-from lawlab.errors import FailedPrecondition
+from lawlab.rpc.errors import FailedPrecondition
 from lawlab_agent.servicer import AgentServicer
 
 READ_ONLY = ("lawlab view serves a stopped cluster's data read-only: start the services "

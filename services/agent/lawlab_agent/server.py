@@ -6,14 +6,15 @@ import argparse
 import logging
 from pathlib import Path
 
-from lawlab import config, prices
+from lawlab import config
 from lawlab.agent.v1 import agent_pb2, agent_pb2_grpc
 from lawlab.judge.v1 import judge_pb2_grpc
+from lawlab.results import prices
 from lawlab.rpc.client import aio_channel
 from lawlab.rpc.server import Built, ServiceSpec
+from lawlab.rpc.settings import Settings
 from lawlab.sandbox.v1 import sandbox_pb2_grpc
 from lawlab.scorer.v1 import scorer_pb2_grpc
-from lawlab.settings import Settings
 from lawlab.simulator.v1 import simulator_pb2_grpc
 from lawlab_agent import launchers
 from lawlab_agent.pages import status as status_page

@@ -21,10 +21,10 @@ from pathlib import Path
 
 import grpc
 
-from lawlab import convert
 from lawlab.agent.v1 import agent_pb2, agent_pb2_grpc
-from lawlab.errors import FailedPrecondition, InvalidArgument, NotFound
-from lawlab.settings import AgentSettings
+from lawlab.rpc import convert
+from lawlab.rpc.errors import FailedPrecondition, InvalidArgument, NotFound
+from lawlab.rpc.settings import AgentSettings
 from lawlab.vocab import FINAL_STATUSES
 from lawlab_agent.admission import Admission
 from lawlab_agent.builtin import BUILTIN_AGENTS, builtin_agents

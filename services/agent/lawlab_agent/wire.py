@@ -9,12 +9,12 @@ import hashlib
 import json
 from typing import Any
 
-from lawlab import convert
 from lawlab.agent.v1 import agent_pb2
 from lawlab.common.v1 import common_pb2
-from lawlab.convert import enum_value, from_enum
-from lawlab.errors import InvalidArgument
-from lawlab.tasks import SolverTask
+from lawlab.rpc import convert
+from lawlab.rpc.convert import enum_value, from_enum
+from lawlab.rpc.errors import InvalidArgument
+from lawlab.tasks.library import SolverTask
 from lawlab.trialid import decoding_json, decoding_overrides
 from lawlab.vocab import Cause, Setting, TrialStatus
 from lawlab_agent.campaigns.grid import Counts, Summary

@@ -25,10 +25,10 @@ from typing import Any
 from lawlab import config, tempdirs
 from lawlab.agent.v1 import agent_pb2, agent_pb2_grpc
 from lawlab.common.v1 import common_pb2
-from lawlab.convert import from_enum
-from lawlab.log import setup as setup_logging
 from lawlab.rpc.client import FAST_CALL, aio_channel
-from lawlab.settings import Settings, SettingsError
+from lawlab.rpc.convert import from_enum
+from lawlab.rpc.log import setup as setup_logging
+from lawlab.rpc.settings import Settings, SettingsError
 from lawlab.vocab import Cause, Setting
 from lawlab_agent import attempt
 from lawlab_agent.builtin import builtin_agents

@@ -24,8 +24,8 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from lawlab import chat
-from lawlab.settings import JudgeSettings
-from lawlab.tasks import Task
+from lawlab.rpc.settings import JudgeSettings
+from lawlab.tasks.library import Task
 
 T = TypeVar("T")
 LEVELS = (0.0, 0.25, 0.5, 0.75, 1.0)

@@ -9,9 +9,9 @@ from lawlab import config, isolate
 from lawlab.judge.v1 import judge_pb2, judge_pb2_grpc
 from lawlab.rpc.client import aio_channel
 from lawlab.rpc.server import Built, ServiceSpec
+from lawlab.rpc.settings import Settings
 from lawlab.sandbox.v1 import sandbox_pb2_grpc
-from lawlab.settings import Settings
-from lawlab.tasks import TaskLibrary
+from lawlab.tasks.library import TaskLibrary
 from lawlab_judge.llm_judge import LLMConfig
 from lawlab_judge.servicer import JudgeServicer
 

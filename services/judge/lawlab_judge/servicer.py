@@ -10,14 +10,15 @@ from typing import TypeVar
 import grpc
 from prometheus_client import Counter, Histogram
 
-from lawlab import antihack, isolate, jumps, structure, validity
+from lawlab import isolate
 from lawlab.common.v1 import common_pb2
-from lawlab.convert import enum_value, from_enum
-from lawlab.errors import FailedPrecondition, InvalidArgument, NotFound, Unavailable
 from lawlab.judge.v1 import judge_pb2, judge_pb2_grpc
+from lawlab.judging import antihack, jumps, structure, validity
+from lawlab.judging.submission_runs import Job, RunResult, run_jobs
+from lawlab.rpc.convert import enum_value, from_enum
+from lawlab.rpc.errors import FailedPrecondition, InvalidArgument, NotFound, Unavailable
 from lawlab.sandbox.v1 import sandbox_pb2_grpc
-from lawlab.submission_runs import Job, RunResult, run_jobs
-from lawlab.tasks import Task, TaskLibrary
+from lawlab.tasks.library import Task, TaskLibrary
 from lawlab.vocab import JudgeBackend
 from lawlab_judge import llm_judge
 
@@ -67,7 +68,7 @@ class JudgeServicer(judge_pb2_grpc.JudgeServiceServicer):
                 status=MALFORMED, backend=LLM,
                 message="the judge model's replies were not valid verdicts (twice): "
                         + " | ".join(r[:300] for r in raws))
-        # the one S_V rule (lawlab.validity.s_v), weights included; the gate is never the
+        # the one S_V rule (lawlab.judging.validity.s_v), weights included; the gate is never the
         # model's call
         verdict = validity.assess_replies(task, parsed, gate)
         VERDICTS.labels("validity", "ok").inc()

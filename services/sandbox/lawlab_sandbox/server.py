@@ -7,8 +7,8 @@ import shutil
 
 from lawlab import tempdirs
 from lawlab.rpc.server import Built, ServiceSpec
+from lawlab.rpc.settings import Settings
 from lawlab.sandbox.v1 import sandbox_pb2, sandbox_pb2_grpc
-from lawlab.settings import Settings
 from lawlab_sandbox import access, box
 from lawlab_sandbox.servicer import SandboxServicer
 

@@ -18,12 +18,12 @@ import grpc
 import pandas as pd
 from prometheus_client import Counter, Gauge, Histogram
 
-from lawlab import convert
 from lawlab.common.v1 import common_pb2
-from lawlab.convert import enum_value
-from lawlab.errors import InvalidArgument, NotFound, ResourceExhausted
+from lawlab.rpc import convert
+from lawlab.rpc.convert import enum_value
+from lawlab.rpc.errors import InvalidArgument, NotFound, ResourceExhausted
 from lawlab.sandbox.v1 import sandbox_pb2, sandbox_pb2_grpc
-from lawlab.tasks import GROUP_COL
+from lawlab.tasks.library import GROUP_COL
 from lawlab.vocab import ExecStatus, RunStatus
 from lawlab_sandbox import box
 from lawlab_sandbox.runner import TOOL_IMPORTS

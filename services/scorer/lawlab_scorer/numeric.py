@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from lawlab import metrics
-from lawlab.submission_runs import Job, RunResult
-from lawlab.tasks import GROUP_COL, Task
+from lawlab.judging import metrics
+from lawlab.judging.submission_runs import Job, RunResult
+from lawlab.tasks.library import GROUP_COL, Task
 from lawlab.vocab import RunStatus, coerce
 
 SEEDS = tuple(20260514 + k for k in range(3))

@@ -40,10 +40,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from lawlab.fitting import to_residual_space
-from lawlab.submission_runs import Job, RunResult
-from lawlab.tasks import GROUP_COL, Task
+from lawlab.judging.submission_runs import Job, RunResult
+from lawlab.tasks.library import GROUP_COL, Task
 from lawlab.vocab import RunStatus
-from lawlab.world import residual_space
+from lawlab.worlds.world import residual_space
 
 MAX_ITERATIONS = 25
 DAMPING_TRIES = 8      # damping values tried per iteration (x10 each)
@@ -106,7 +106,7 @@ async def refit(task: Task, constants: dict[str, float], run: Runner,
                 seconds: float = SECONDS, lines: dict[str, int] | None = None) -> RefitOutcome:
     """LAW_CONSTANTS refitted on the training split from ``constants`` (module
     docstring). ``lines``: where each constant sits in the submission (the
-    scorer's rewrite, lawlab.literals), to name it in messages."""
+    scorer's rewrite, lawlab.law.literals), to name it in messages."""
     names = [n for n, v in constants.items() if math.isfinite(v)]
     if not names:
         return RefitOutcome(True, "no LAW_CONSTANTS to refit", {})

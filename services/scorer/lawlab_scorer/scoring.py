@@ -1,8 +1,8 @@
 """Scoring one submission: the scorer's one room behind a servicer that only converts.
 
 ``score`` runs the module on the held-out jobs, gives S_N against the published
-references, refuses a table of answers (lawlab.jumps) and refits every number the
-submission chose on the training split (lawlab.literals, lawlab_scorer.refit); the
+references, refuses a table of answers (lawlab.judging.jumps) and refits every number the
+submission chose on the training split (lawlab.law.literals, lawlab_scorer.refit); the
 smaller of the two scores counts. Every run goes through a ``SourceRunner`` (the
 sandbox in the service; tests hand in their own for trusted modules).
 """
@@ -13,10 +13,11 @@ import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
 
-from lawlab import jumps, literals
-from lawlab.errors import FailedPrecondition
-from lawlab.submission_runs import Job, RunResult
-from lawlab.tasks import Task
+from lawlab.judging import jumps
+from lawlab.judging.submission_runs import Job, RunResult
+from lawlab.law import literals
+from lawlab.rpc.errors import FailedPrecondition
+from lawlab.tasks.library import Task
 from lawlab.vocab import RunStatus
 from lawlab_scorer import numeric, refit
 
@@ -30,7 +31,7 @@ async def score_refitted(task: Task, source: str, outcome: numeric.NumericOutcom
                          refs: dict[str, dict[str, float]], run_source: SourceRunner
                          ) -> numeric.Refitted | None:
     """S_N with every number the submission chose refitted on the training split
-    (lawlab.literals rewrites the module so that each is a LAW_CONSTANT;
+    (lawlab.law.literals rewrites the module so that each is a LAW_CONSTANT;
     lawlab_scorer.refit fits them); None where it does not apply (a problem
     with a known ground truth, or a submission that did not run)."""
     if task.meta.suite != "real" or outcome.status != RunStatus.OK:
@@ -67,7 +68,7 @@ async def score_refitted(task: Task, source: str, outcome: numeric.NumericOutcom
 
 async def table_verdict(task: Task, source: str, run_source: SourceRunner) -> str:
     """Why the submission is a table of answers (its predictions jump exactly at
-    the scored inputs, lawlab.jumps), or ''."""
+    the scored inputs, lawlab.judging.jumps), or ''."""
     extra, probes = jumps.jobs(task)
     return jumps.verdict(task, probes, await run_source(source, extra, None))
 

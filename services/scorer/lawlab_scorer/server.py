@@ -8,10 +8,10 @@ from pathlib import Path
 from lawlab import config
 from lawlab.rpc.client import aio_channel
 from lawlab.rpc.server import Built, ServiceSpec
+from lawlab.rpc.settings import Settings
 from lawlab.sandbox.v1 import sandbox_pb2_grpc
 from lawlab.scorer.v1 import scorer_pb2, scorer_pb2_grpc
-from lawlab.settings import Settings
-from lawlab.tasks import TaskLibrary
+from lawlab.tasks.library import TaskLibrary
 from lawlab_scorer.servicer import ScorerServicer
 
 

@@ -9,12 +9,12 @@ import grpc
 from prometheus_client import Counter, Histogram
 
 from lawlab.common.v1 import common_pb2
-from lawlab.convert import enum_value
-from lawlab.errors import InvalidArgument, NotFound
+from lawlab.judging.submission_runs import Job, RunResult, run_jobs
+from lawlab.rpc.convert import enum_value
+from lawlab.rpc.errors import InvalidArgument, NotFound
 from lawlab.sandbox.v1 import sandbox_pb2_grpc
 from lawlab.scorer.v1 import scorer_pb2, scorer_pb2_grpc
-from lawlab.submission_runs import Job, RunResult, run_jobs
-from lawlab.tasks import Task, TaskLibrary
+from lawlab.tasks.library import Task, TaskLibrary
 from lawlab_scorer import scoring
 
 log = logging.getLogger("lawlab.scorer")

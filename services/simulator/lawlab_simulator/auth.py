@@ -31,7 +31,7 @@ from dataclasses import dataclass
 import grpc
 from prometheus_client import Counter
 
-from lawlab.errors import PermissionDenied, ResourceExhausted, Unauthenticated
+from lawlab.rpc.errors import PermissionDenied, ResourceExhausted, Unauthenticated
 from lawlab.rpc.server import HandlerInterceptor, bearer_token, refusal, wrap_handler
 from lawlab.vocab import Role, coerce
 from lawlab_simulator.store import Store, TokenRow

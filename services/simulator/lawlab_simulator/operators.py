@@ -16,10 +16,10 @@ from pathlib import Path
 
 import grpc
 
-from lawlab.convert import enum_value, from_enum, timestamp
-from lawlab.errors import FailedPrecondition, InvalidArgument, NotFound, PermissionDenied, shown
+from lawlab.rpc.convert import enum_value, from_enum, timestamp
+from lawlab.rpc.errors import FailedPrecondition, InvalidArgument, NotFound, PermissionDenied, shown
 from lawlab.simulator.v1 import operator_pb2, operator_pb2_grpc
-from lawlab.tasks import TaskLibrary
+from lawlab.tasks.library import TaskLibrary
 from lawlab.vocab import Release, Role
 from lawlab_simulator.auth import caller
 from lawlab_simulator.store import AuditRow, EpochRow, Store, TokenRow

@@ -24,12 +24,12 @@ import numpy as np
 from prometheus_client import Counter, Histogram
 
 from lawlab.common.v1 import common_pb2
-from lawlab.errors import FailedPrecondition, InvalidArgument, NotFound, ResourceExhausted, shown
+from lawlab.rpc.errors import FailedPrecondition, InvalidArgument, NotFound, ResourceExhausted, shown
 from lawlab.simulator.v1 import simulator_pb2
-from lawlab.tasks import Caps, Task, TaskLibrary
+from lawlab.tasks.library import Caps, Task, TaskLibrary
 from lawlab.vocab import Setting
-from lawlab.world import World
-from lawlab.worldkey import WorldKey
+from lawlab.worlds.world import World
+from lawlab.worlds.worldkey import WorldKey
 from lawlab_simulator.auth import Identity
 from lawlab_simulator.sessions import SESSION_CACHE, SessionFacts, Sessions
 from lawlab_simulator.store import (

@@ -9,11 +9,11 @@ import hashlib
 import logging
 from pathlib import Path
 
-from lawlab import worldkey
 from lawlab.rpc.server import Built, ServiceSpec
-from lawlab.settings import Settings
+from lawlab.rpc.settings import Settings
 from lawlab.simulator.v1 import operator_pb2, operator_pb2_grpc, simulator_pb2, simulator_pb2_grpc
-from lawlab.tasks import TaskLibrary
+from lawlab.tasks.library import TaskLibrary
+from lawlab.worlds import worldkey
 from lawlab_simulator.auth import Authenticator, IdentityInterceptor
 from lawlab_simulator.operators import OperatorServicer
 from lawlab_simulator.servicer import SimulatorServicer

@@ -17,14 +17,14 @@ from pathlib import Path
 import grpc
 from google.protobuf import unknown_fields
 
-from lawlab import convert
 from lawlab.common.v1 import common_pb2
-from lawlab.convert import enum_value, from_enum
-from lawlab.errors import FailedPrecondition, InvalidArgument, NotFound, shown
+from lawlab.rpc import convert
+from lawlab.rpc.convert import enum_value, from_enum
+from lawlab.rpc.errors import FailedPrecondition, InvalidArgument, NotFound, shown
 from lawlab.simulator.v1 import simulator_pb2, simulator_pb2_grpc
-from lawlab.tasks import GROUP_COL, Task, TaskLibrary
+from lawlab.tasks.library import GROUP_COL, Task, TaskLibrary
 from lawlab.vocab import Setting
-from lawlab.worldkey import WorldKey
+from lawlab.worlds.worldkey import WorldKey
 from lawlab_simulator import submissions
 from lawlab_simulator.auth import IdentityInterceptor, caller
 from lawlab_simulator.queries import Queries, budget_proto

@@ -17,8 +17,8 @@ import uuid
 
 from prometheus_client import Counter
 
-from lawlab.errors import FailedPrecondition, InvalidArgument, NotFound, ResourceExhausted, shown
-from lawlab.tasks import Task
+from lawlab.rpc.errors import FailedPrecondition, InvalidArgument, NotFound, ResourceExhausted, shown
+from lawlab.tasks.library import Task
 from lawlab.vocab import Role, SessionState, Setting
 from lawlab_simulator.auth import QUOTA_REFUSALS, Identity
 from lawlab_simulator.store import BudgetMismatch, NoOpenEpoch, QuotaExceeded, SessionRow, Store

@@ -25,15 +25,17 @@ from pathlib import Path
 import grpc
 from prometheus_client import Counter, Gauge
 
-from lawlab import antihack, config, convert, grading, validity
-from lawlab.contract import read_module, static_check
-from lawlab.convert import enum_value
-from lawlab.errors import InvalidArgument, LawlabError, NotFound, shown
+from lawlab import config
 from lawlab.judge.v1 import judge_pb2_grpc
+from lawlab.judging import antihack, grading, validity
+from lawlab.law.contract import read_module, static_check
+from lawlab.rpc import convert
 from lawlab.rpc.client import SCORING_CALL, aio_channel
+from lawlab.rpc.convert import enum_value
+from lawlab.rpc.errors import InvalidArgument, LawlabError, NotFound, shown
 from lawlab.scorer.v1 import scorer_pb2_grpc
 from lawlab.simulator.v1 import simulator_pb2
-from lawlab.tasks import Task, TaskLibrary
+from lawlab.tasks.library import Task, TaskLibrary
 from lawlab.vocab import Role, Setting, SubmissionState
 from lawlab_simulator.auth import Identity
 from lawlab_simulator.sessions import Sessions
@@ -267,7 +269,7 @@ class SubmissionScorer:
         return len(rows)
 
     async def score(self, row: SubmissionRow) -> None:
-        """Grade the submission as a trial is graded (lawlab.grading: one path, one rule
+        """Grade the submission as a trial is graded (lawlab.judging.grading: one path, one rule
         for a missing verdict, the same words); the scorer's own message can quote
         held-out inputs, so its numbers are masked for the team."""
         scorer, judge = self._stubs()

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from lawlab.settings import LLMEndpoint
+from lawlab.rpc.settings import LLMEndpoint
 from lawlab_agent.builtin.datablind import DataBlindAgent
 from lawlab_agent.builtin.experimenter import ExperimenterAgent
 from lawlab_agent.builtin.sr import SRAgent

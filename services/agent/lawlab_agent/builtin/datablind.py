@@ -14,8 +14,8 @@ from __future__ import annotations
 import json
 import math
 
-from lawlab.contract import law_module
-from lawlab.tasks import SolverTask
+from lawlab.law.contract import law_module
+from lawlab.tasks.library import SolverTask
 from lawlab_agent.builtin.template import design
 from lawlab_agent.policy import PolicyDefaults, TrialContext
 

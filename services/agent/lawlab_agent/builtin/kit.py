@@ -8,8 +8,8 @@ from pathlib import Path
 
 import numpy as np
 
-from lawlab.contract import law_module
-from lawlab.tasks import SolverTask
+from lawlab.law.contract import law_module
+from lawlab.tasks.library import SolverTask
 from lawlab_agent.policy import TrialContext
 
 HERE = Path(__file__).parent

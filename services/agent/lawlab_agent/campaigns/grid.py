@@ -14,8 +14,8 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
-from lawlab.errors import InvalidArgument, NotFound
-from lawlab.tasks import SolverTask
+from lawlab.rpc.errors import InvalidArgument, NotFound
+from lawlab.tasks.library import SolverTask
 from lawlab.trialid import decoding_json, trial_id_for
 from lawlab.vocab import CampaignState, Setting, TrialStatus, coerce
 from lawlab_agent.store import CampaignRow, Cell, Tally

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from prometheus_client import Counter, Gauge, Histogram
 
-from lawlab.errors import FailedPrecondition, NotFound
+from lawlab.rpc.errors import FailedPrecondition, NotFound
 from lawlab.vocab import CampaignState, Cause, TrialStatus, Unset, coerce
 from lawlab_agent import attempt
 from lawlab_agent.campaigns import grid as camp

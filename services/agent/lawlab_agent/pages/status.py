@@ -18,7 +18,7 @@ from typing import Any
 from urllib.parse import parse_qs, quote, unquote
 
 from lawlab import durations
-from lawlab.prices import Price
+from lawlab.results.prices import Price
 from lawlab.rpc.server import bearer_token
 from lawlab_agent.campaigns import grid as camp
 from lawlab_agent.pages import trials as trial_pages

@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from lawlab import vocab
-from lawlab.prices import Price, cost, dollars
-from lawlab.worldkey import public
+from lawlab.results.prices import Price, cost, dollars
+from lawlab.worlds.worldkey import public
 from lawlab_agent.store import TrialRecord, TrialStore
 
 FILTERS = ("campaign", "task", "agent", "setting", "status")
@@ -106,7 +106,7 @@ def _name(r: TrialRecord) -> str:
 
 def token_table(rows: list[TrialRecord], prices: dict[str, Price] | None = None) -> str:
     """The model tokens of ``rows`` per agent and in all (every attempt, errors included:
-    they cost tokens too), with their cost where ``prices`` (lawlab.prices) has the
+    they cost tokens too), with their cost where ``prices`` (lawlab.results.prices) has the
     model's; '' when no trial used any (built-in agents use none)."""
     e = html.escape
     per: dict[str, list[int]] = {}
@@ -272,7 +272,7 @@ def trial_page(store: TrialStore, trajectories: Path, trial_id: str, attempt: in
 def _rows_of(store: TrialStore, side: str, reveal: bool) -> tuple[list[Any], int, str]:
     """A side of /compare (``CAMPAIGN`` or ``CAMPAIGN:AGENT``) as report rows; how many
     sealed trials were left out; a problem to show, or ''."""
-    from lawlab.results import Row
+    from lawlab.results.aggregate import Row
 
     cid, _, agent = side.partition(":")
     if store.campaigns.get(cid) is None:
@@ -295,10 +295,10 @@ def compare_page(store: TrialStore, query: Mapping[str, str], note: str = "",
                  reveal: bool = True) -> str:
     """/compare?a=SIDE&b=SIDE&sort=diff|task|a|b: two campaigns (or two agents of one,
     ``CAMPAIGN:AGENT``) side by side per task with the difference of each score
-    (lawlab.compare, as ``lawlab compare`` prints it); the column headers sort."""
+    (lawlab.results.compare, as ``lawlab compare`` prints it); the column headers sort."""
     from urllib.parse import urlencode
 
-    from lawlab import compare
+    from lawlab.results import compare
 
     e = html.escape
     a, b = query.get("a", ""), query.get("b", "")

@@ -6,14 +6,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from lawlab import convert
 from lawlab.common.v1 import common_pb2
 from lawlab.judge.v1 import judge_pb2_grpc
+from lawlab.rpc import convert
 from lawlab.rpc.client import FAST_CALL
 from lawlab.sandbox.v1 import sandbox_pb2, sandbox_pb2_grpc
 from lawlab.scorer.v1 import scorer_pb2_grpc
 from lawlab.simulator.v1 import simulator_pb2, simulator_pb2_grpc
-from lawlab.tasks import SolverTask, Variable
+from lawlab.tasks.library import SolverTask, Variable
 from lawlab.vocab import Setting
 from lawlab_agent import prompts
 from lawlab_agent.contexts import View, make_view

@@ -1,4 +1,4 @@
-"""Scoring a finished trial: lawlab.grading, the path the simulator grades an
+"""Scoring a finished trial: lawlab.judging.grading, the path the simulator grades an
 external team's submission by (S_S in Parallel; S_N and S_V in Real, with
 Acc_tau, NMSE and symbolic accuracy for LLM-SRBench-style problems; a missing
 verdict null; an unsubmitted trial 0). Writes the score event to the trajectory
@@ -6,8 +6,8 @@ and returns the notes shown with the trial."""
 
 from __future__ import annotations
 
-from lawlab import grading
-from lawlab.tasks import SolverTask
+from lawlab.judging import grading
+from lawlab.tasks.library import SolverTask
 from lawlab_agent.store import Trajectory, TrialRecord
 from lawlab_agent.trial.opening import Clients
 

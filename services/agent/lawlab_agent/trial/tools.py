@@ -13,8 +13,8 @@ from dataclasses import dataclass
 import grpc
 import numpy as np
 
-from lawlab import convert
-from lawlab.contract import read_module
+from lawlab.law.contract import read_module
+from lawlab.rpc import convert
 from lawlab.rpc.client import EXECUTE_CALL, FAST_CALL
 from lawlab.sandbox.v1 import sandbox_pb2
 from lawlab.simulator.v1 import simulator_pb2

@@ -76,7 +76,7 @@ class SubmissionRepository:
         team with ``max_queued`` submissions waiting or ``rate_limit`` received in the
         last ``rate_window`` seconds (ResourceExhausted; a retried upload is never
         refused by these)."""
-        from lawlab.errors import AlreadyExists, FailedPrecondition, InvalidArgument, NotFound
+        from lawlab.rpc.errors import AlreadyExists, FailedPrecondition, InvalidArgument, NotFound
 
         digest = hashlib.sha256(source.encode()).hexdigest()
         now = time.time()
@@ -124,7 +124,7 @@ class SubmissionRepository:
     def _within_quota(self, ex: Any, owner: str, now: float) -> None:
         """A team's queued submissions and submission rate (ResourceExhausted past
         either, with when to retry), inside the submitting transaction."""
-        from lawlab.errors import ResourceExhausted
+        from lawlab.rpc.errors import ResourceExhausted
 
         self.db.lock_key(ex, f"lawlab-submit-team:{owner}")
         (queued,) = ex("SELECT COUNT(*) FROM submissions WHERE owner = ? AND "

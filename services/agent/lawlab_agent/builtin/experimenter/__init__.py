@@ -2,9 +2,9 @@
 
 What it knows, stated plainly: the task's **published reference forms**
 (the literature the task cites, from its public specification in
-``lawlab/task_specs``: never the answer key, never a hidden law) and the
+``lawlab/tasks/task_specs``: never the answer key, never a hidden law) and the
 task's **public catalogue of cited mechanisms** (the ``variants`` the world
-builder draws hidden laws from, :mod:`lawlab.mechanisms`) with the
+builder draws hidden laws from, :mod:`lawlab.worlds.mechanisms`) with the
 changes of which parameters are shared across groups. That is the generator's
 own space: its score is an *upper bound of the generator* (what enumerating
 the public catalogue with deliberate experiments recovers within the budget),
@@ -49,12 +49,12 @@ from typing import Any
 
 import numpy as np
 
-from lawlab import mechanisms
-from lawlab.contract import law_module
-from lawlab.expr import Expression
-from lawlab.specs import SPECS, TaskSpec
-from lawlab.tasks import SolverTask
-from lawlab.world import residual_space
+from lawlab.law.contract import law_module
+from lawlab.law.expr import Expression
+from lawlab.tasks.library import SolverTask
+from lawlab.tasks.specs import SPECS, TaskSpec
+from lawlab.worlds import mechanisms
+from lawlab.worlds.world import residual_space
 from lawlab_agent.builtin.kit import design, fallback, script
 from lawlab_agent.builtin.sr import SRAgent
 from lawlab_agent.policy import PolicyDefaults, TrialContext

@@ -22,8 +22,8 @@ from typing import cast
 import numpy as np
 import sympy
 
-from lawlab.contract import law_module
-from lawlab.expr import Expression, ExpressionError
+from lawlab.law.contract import law_module
+from lawlab.law.expr import Expression, ExpressionError
 from lawlab_agent.builtin.kit import design, fallback, last_result, script
 from lawlab_agent.policy import PolicyDefaults, TrialContext
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 
-from lawlab.contract import law_module
+from lawlab.law.contract import law_module
 from lawlab_agent.builtin.kit import design, fallback, last_result, script
 from lawlab_agent.policy import PolicyDefaults, TrialContext
 
