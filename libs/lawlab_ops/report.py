@@ -46,7 +46,7 @@ PALETTE = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F
 
 
 # the built-in agents keep their slot in every report
-FIXED_COLOURS = {"template": 0, "sr": 1, "data-blind": 2, "experimenter": 3}
+FIXED_COLOURS = {"template": 0, "sr": 1, "data-blind": 2, "experimenter": 3, "scientist": 4}
 
 
 def agent_colours(agents: Iterable[str]) -> dict[str, str]:

@@ -14,7 +14,8 @@ from lawlab.law.contract import static_check
 from lawlab.tasks.library import SolverTask, Task
 from lawlab.tasks.specs import SPECS
 from lawlab.worlds import worldkey
-from lawlab_agent.builtin.experimenter import ExperimenterAgent, Hypotheses
+from lawlab_agent.builtin.experimenter import CatalogueHypotheses as Hypotheses
+from lawlab_agent.builtin.experimenter import ExperimenterAgent
 from lawlab_agent.contexts import make_view
 from lawlab_agent.trial.tools import experiment_request
 from lawlab_ops.taskbuild.build import build_task

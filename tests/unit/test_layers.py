@@ -230,7 +230,7 @@ def test_built_in_agents_share_a_kit_not_each_others_private_methods():
     builtin/kit.py: no `OtherAgent._private(...)`."""
     builtin = ROOT / "services" / "agent" / "lawlab_agent" / "builtin"
     assert {str(p.relative_to(builtin)) for p in builtin.rglob("*fit*.py")} == {
-        "sr/fit.py", "template/fit.py", "experimenter/fit.py"}
+        "sr/fit.py", "template/fit.py", "experimenter/fit.py", "scientist/fit.py"}
     reached = []
     for path in builtin.rglob("*.py"):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):

@@ -3,8 +3,11 @@
 - ``template``: scientific functional families by nonlinear least squares.
 - ``sr``: symbolic regression with pyoperon.
 - ``data-blind``: a law from the metadata alone.
-- ``experimenter``: the published forms and the grammar of edits, chosen by
-  BIC, with experiments designed to tell the leading candidates apart.
+- ``experimenter``: the published forms and the task's public catalogue of
+  mechanisms, chosen by BIC, with experiments designed to tell the leading
+  candidates apart (the generator's upper bound).
+- ``scientist``: the same search from the published forms and a generic
+  vocabulary of corrections, guided by the residuals, never the catalogue.
 - ``openai``: any OpenAI-compatible chat-completions endpoint (``--model``).
 """
 
@@ -15,6 +18,7 @@ from collections.abc import Callable
 from lawlab.rpc.settings import LLMEndpoint
 from lawlab_agent.builtin.datablind import DataBlindAgent
 from lawlab_agent.builtin.experimenter import ExperimenterAgent
+from lawlab_agent.builtin.scientist import ScientistAgent
 from lawlab_agent.builtin.sr import SRAgent
 from lawlab_agent.builtin.template import TemplateAgent
 from lawlab_agent.llm import OpenAIChatPolicy
@@ -34,6 +38,7 @@ def builtin_agents(endpoint: LLMEndpoint | None = None) -> dict[str, PolicyFacto
         "sr": lambda model, decoding: SRAgent(),
         "data-blind": lambda model, decoding: DataBlindAgent(),
         "experimenter": lambda model, decoding: ExperimenterAgent(),
+        "scientist": lambda model, decoding: ScientistAgent(),
         "openai": openai,
     }
 

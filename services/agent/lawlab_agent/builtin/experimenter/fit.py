@@ -21,7 +21,7 @@ When ``VALIDATE`` is given (Real), the leading candidates by BIC and the
 published forms are also scored on rows held out the way the task holds out
 its test data (whole groups calibrated on alternate rows; the edge of an input
 toward the held-out range; or five random folds). Prints one
-``LAWLAB_RESULT`` line.
+``LAWLAB_RESULT`` line and returns it (the scientist's residual study reads it).
 """
 
 import warnings
@@ -326,3 +326,4 @@ def main(candidates, design=None, log_space=False, seed=1, validate=None):
         cv = f"  cv {r['cv']:.5g}" if "cv" in r else ""
         print(f"  {r['bic']:12.3f}  k={r['k']:<3}{cv}  {r['name']}")
     print("LAWLAB_RESULT " + repr(out))
+    return out
