@@ -83,7 +83,7 @@ def load_co2() -> pd.DataFrame:
 
     raw = sm.datasets.co2.load_pandas().data.dropna()
     idx = raw.index
-    year = idx.year + (idx.dayofyear - 1) / np.where(idx.is_leap_year, 366.0, 365.0)
+    year = idx.year + (idx.day_of_year - 1) / np.where(idx.is_leap_year, 366.0, 365.0)
     return pd.DataFrame({"co2": raw["co2"].to_numpy(float), "t": np.round(year.to_numpy(float), 5)})
 
 
