@@ -114,7 +114,7 @@ def score_controls(cluster: Cluster, library: TaskLibrary, only: list[str]
 
 
 def score_parallel_controls(cluster: Cluster, library: TaskLibrary, only: list[str]
-                            ) -> dict[str, dict[str, float]]:
+                            ) -> tuple[dict[str, dict[str, float]], dict[str, dict[str, str]]]:
     """S_S of the Parallel zero-data controls (lawlab_ops.taskbuild.controls:
     PARALLEL_CONTROLS: a straight line, the published base, the public-catalogue sink)
     on every world, through the real judge service (bench/parallel_controls.py)."""
@@ -122,7 +122,7 @@ def score_parallel_controls(cluster: Cluster, library: TaskLibrary, only: list[s
 
     worlds = [t for t in library if t.meta.suite == "real" and t.has_world()
               and (only == ["all"] or t.task_id in only)]
-    return score(worlds, service_judge(cluster), progress=sys.stdout)[0]
+    return score(worlds, service_judge(cluster), progress=sys.stdout)
 
 
 # agents whose answer on problems without a literature is another agent's: they
@@ -241,6 +241,8 @@ class Run:
     controls: dict
     # {control: {task: S_S}} of the Parallel zero-data controls (issue #48)
     parallel_controls: dict = field(default_factory=dict)
+    # {control: {task: the judge's explanation}}: a verdict the judge stopped is named
+    parallel_reasons: dict = field(default_factory=dict)
 
 
 def run(args: argparse.Namespace) -> Run:
@@ -277,7 +279,7 @@ def run(args: argparse.Namespace) -> Run:
         fresh = TaskLibrary(library.root)
         return Run(main, seeded, lsr_trials, sample, lsr,
                    score_controls(cluster, fresh, list(args.tasks)),
-                   score_parallel_controls(cluster, fresh, list(args.tasks)))
+                   *score_parallel_controls(cluster, fresh, list(args.tasks)))
     finally:
         cluster.stop()
 
@@ -475,7 +477,8 @@ def _full(values: list[float]) -> list[float]:
 
 
 def parallel_section(agent_s_s: dict[str, list[float]],
-                     control_s_s: dict[str, dict[str, float]]) -> list[str]:
+                     control_s_s: dict[str, dict[str, float]],
+                     reasons: dict[str, dict[str, str]] | None = None) -> list[str]:
     """docs/baselines.md's Parallel table (issue #48): each agent's S_S per world
     (``agent_s_s``, seed 1) beside the zero-data controls' (``control_s_s``, by
     control then task), through the same judge: the full-recovery rate (S_S = 1) and
@@ -529,7 +532,23 @@ def parallel_section(agent_s_s: dict[str, list[float]],
                     + ", ".join(f"`{a}`" for a in winners) + ".")
     else:
         sentence = f"No agent beats every control on both figures (point estimates; {bar})."
-    return lines + ["", sentence]
+    return lines + ["", sentence] + _stopped(reasons or {})
+
+
+def _stopped(reasons: dict[str, dict[str, str]]) -> list[str]:
+    """The control verdicts the judge stopped at its time limit, named: such a verdict
+    is the judge's rule (no structural credit), not the law's structure, and another
+    machine may finish the comparison."""
+    from lawlab_ops.taskbuild.controls import PARALLEL_LABELS
+
+    stopped = [f"{PARALLEL_LABELS.get(c, c)} on {task}" for c, per_task in reasons.items()
+               for task, why in sorted(per_task.items()) if "longer than its limit" in why]
+    if not stopped:
+        return []
+    return ["", "The judge stopped " + ", ".join(stopped) + " at its time limit for one "
+            "comparison and gave it no structural credit (docs/judges.md); the same law "
+            "judged in one process without the limit (`bench/parallel_controls.py "
+            "--in-process`) may score higher, and bench/RESULTS.md gives both."]
 
 
 def _seeds_section(r: Run, agents: list[str], args: argparse.Namespace) -> list[str]:
@@ -683,7 +702,8 @@ def write(r: Run, args: argparse.Namespace) -> None:
                      f"{per_hour:.0f} |")
     lines += parallel_section(
         {a: [val(t, "s_s") for t in trials if t.agent == a and t.setting == PARALLEL]
-         for a in agents}, getattr(r, "parallel_controls", {}) or {})
+         for a in agents}, getattr(r, "parallel_controls", {}) or {},
+        getattr(r, "parallel_reasons", {}) or {})
     lines += _seeds_section(r, agents, args)
     for a in bound:
         par = [t for t in trials if t.agent == a and t.setting == PARALLEL]

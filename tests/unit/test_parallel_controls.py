@@ -158,3 +158,16 @@ def test_the_parallel_table_says_when_no_agent_beats_every_control():
     lines = _baselines().parallel_section({"poor": [0.25, 0.5, 0.0, 0.25]}, CONTROLS)
     assert lines[-1].startswith("No agent beats every control on both figures")
     assert "experimenter" not in "\n".join(lines)
+
+
+def test_a_control_verdict_the_judge_stopped_is_named_not_passed_off_as_structure():
+    """Errors are not scores: a comparison the judge stopped at its time limit scores 0
+    by the judge's rule, and the table says which one it was."""
+    reasons = {"parallel_sink": {"c": "comparing the structure ran longer than its limit of "
+                                      "60 s and was stopped: ...", "a": "contains the hidden "
+                                      "structure plus extra terms"}}
+    lines = _baselines().parallel_section({"poor": [0.25, 0.5, 0.0, 0.25]}, CONTROLS, reasons)
+    assert lines[-1].startswith("The judge stopped control: catalogue sink on c at its time")
+    assert " on a " not in lines[-1]
+    quiet = _baselines().parallel_section({"poor": [0.25, 0.5, 0.0, 0.25]}, CONTROLS, {})
+    assert quiet[-1].startswith("No agent beats every control")
