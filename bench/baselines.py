@@ -8,18 +8,19 @@ its release.
 Three parts, in one cluster (issue #33: intervals, and seeds where an agent draws
 at random):
 
-1. Every real-data task, both settings, seed 1: template, sr, data-blind; the
-   experimenter (the generator's upper bound) in Parallel. Task-bootstrap
-   intervals.
+1. Every real-data task, both settings, seed 1: template, sr, scientist,
+   data-blind; the experimenter (the generator's upper bound) in Parallel.
+   Task-bootstrap intervals.
 2. A seeded sample of 10 real-data tasks again at seeds 2 and 3, for the agents and
-   settings that draw at random: sr in both settings, template and data-blind in
-   Parallel (their experiment designs). In Real, template and data-blind draw
-   nothing, so a seed cannot move them (tests/integration/test_rerun.py re-runs
+   settings that draw at random: sr in both settings, template, scientist and
+   data-blind in Parallel (their experiment designs). In Real, template, scientist
+   and data-blind draw nothing, so a seed cannot move them (tests/integration/test_rerun.py re-runs
    trials and requires the same scores).
 3. A seeded sample of 8 problems per rebuilt LLM-SRBench suite: sr at seeds 1, 2
-   and 3, template and data-blind once (Real setting only: no random draw).
+   and 3, template and data-blind once (Real setting only: no random draw); the
+   scientist and the experimenter hand these problems to sr, so they do not run.
 
-    .venv/bin/python bench/baselines.py [--agents template sr experimenter data-blind]
+    .venv/bin/python bench/baselines.py [--agents template sr scientist experimenter data-blind]
         [--tasks all] [--sample 10] [--sample-seeds 2 3] [--lsr-sample 8]
         [--lsr-seeds 1 2 3] [--out-dir docs] [--data-dir var/baselines]
 
@@ -126,13 +127,13 @@ def score_parallel_controls(cluster: Cluster, library: TaskLibrary, only: list[s
 
 
 # agents whose answer on problems without a literature is another agent's: they
-# run on the real-data tasks only (the experimenter hands LSR problems to sr); and
+# run on the real-data tasks only (experimenter and scientist hand LSR problems to sr); and
 # the generator's upper bound is measured where it means something, in Parallel
-REAL_DATA_ONLY = {"experimenter"}
+REAL_DATA_ONLY = {"experimenter", "scientist"}
 UPPER_BOUND = {"experimenter"}  # knows the generator's space: reported apart
 # (agent, setting) pairs whose trial draws nothing at random: the seed cannot move
 # them (their Real path fits fixed data with fixed starts), so they run once
-DETERMINISTIC = {("template", REAL), ("data-blind", REAL)}
+DETERMINISTIC = {("template", REAL), ("data-blind", REAL), ("scientist", REAL)}
 
 
 def _campaign(stub, name: str, agents: list[str], tasks: list[str], settings: list,
@@ -257,7 +258,7 @@ def run(args: argparse.Namespace) -> Run:
                       and (args.tasks == ["all"] or t.task_id in args.tasks))
     sample = _sample(real_ids, args.sample)
     lsr = lsr_sample(library, args.lsr_sample) if args.lsr_sample else []
-    agents = [a for a in args.agents if a not in REAL_DATA_ONLY]
+    agents = [a for a in args.agents if a not in UPPER_BOUND]  # the bound runs apart
     try:
         with cluster.channel("agent") as channel:
             stub = agent_pb2_grpc.AgentServiceStub(channel)
@@ -273,7 +274,8 @@ def run(args: argparse.Namespace) -> Run:
                                         [setting], seed, args)
             lsr_trials = []
             for seed in args.lsr_seeds:
-                drawn = [a for a in agents if seed == args.seed or (a, REAL) not in DETERMINISTIC]
+                drawn = [a for a in agents if a not in REAL_DATA_ONLY
+                         and (seed == args.seed or (a, REAL) not in DETERMINISTIC)]
                 lsr_trials += _campaign(stub, f"{args.name}-lsr-seed{seed}", drawn, lsr, [REAL],
                                         seed, args)
         fresh = TaskLibrary(library.root)
@@ -565,8 +567,9 @@ def _seeds_section(r: Run, agents: list[str], args: argparse.Namespace) -> list[
              + ", ".join(f"`{t}`" for t in r.sample) + f", run at seeds "
              f"{', '.join(map(str, seeds))} by the agents that draw at random there: sr in "
              "both settings (its genetic programming, its validation split and, in Parallel, "
-             "its experiment design) and template and data-blind in Parallel (their designs). "
-             "In Real, template and data-blind draw nothing, so they ran once (seed "
+             "its experiment design) and the others in Parallel (their designs). In Real, "
+             + ", ".join(sorted(a for a, s in DETERMINISTIC if s == REAL and a in agents))
+             + " draw nothing, so they ran once (seed "
              f"{args.seed}). Per-seed means show the seed's effect; the interval resamples "
              "tasks of the seed-averaged score.", "",
              "| agent | setting | tasks | seeds | score | mean over seeds | per-seed means | "
@@ -770,7 +773,7 @@ def write(r: Run, args: argparse.Namespace) -> None:
 if __name__ == "__main__":
     ap = argparse.ArgumentParser()
     ap.add_argument("--agents", nargs="+",
-                    default=["template", "sr", "experimenter", "data-blind"])
+                    default=["template", "sr", "scientist", "experimenter", "data-blind"])
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--concurrency", type=int, default=2)
     ap.add_argument("--name", default="baselines")
