@@ -194,6 +194,7 @@ class SearchAgent(PolicyDefaults):
         self._stalled = False
         self._failed = 0
         self._ranking: dict[str, float] = {}  # the last analysis's BIC by candidate
+        self._fits: dict[str, Any] = {}  # the last analysis's fits by candidate
 
     def hypotheses(self, task: SolverTask, spec: TaskSpec) -> Hypotheses:
         """The hypothesis space of ``task``."""
@@ -334,7 +335,9 @@ class SearchAgent(PolicyDefaults):
         if not result or not result.get("ok"):
             self._failed += 1
             self._next = None
+            self._fits = {}
             return
+        self._fits = dict(result["fits"])
         bic = {r["name"]: r["bic"] for r in result["ranking"] if r["name"] in self._asked}
         cv = {r["name"]: r["cv"] for r in result["ranking"]
               if r["name"] in self._asked and "cv" in r}

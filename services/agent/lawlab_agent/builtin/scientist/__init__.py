@@ -278,10 +278,6 @@ class GenericHypotheses(Hypotheses):
 class ScientistAgent(SearchAgent):
     name = "scientist"
 
-    def __init__(self) -> None:
-        super().__init__()
-        self._fits: dict[str, Any] = {}  # the last analysis's fits by candidate
-
     def hypotheses(self, task: SolverTask, spec: TaskSpec) -> Hypotheses:
         # the published forms only: never spec.variants (the catalogue)
         return GenericHypotheses(task, spec.references)
@@ -293,8 +289,6 @@ class ScientistAgent(SearchAgent):
 
     def _read(self, ctx: TrialContext) -> None:
         super()._read(ctx)
-        result = self._result_lines(ctx)
-        self._fits = dict(result["fits"]) if result and result.get("ok") else {}
         study = self._result_lines(ctx, STUDY_PREFIX)
         if isinstance(self._space, GenericHypotheses):
             self._space.evidence = study if study and study.get("ok") else {}
