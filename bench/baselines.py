@@ -745,6 +745,11 @@ def write(r: Run, args: argparse.Namespace) -> None:
                          f"{statistics.mean(r[1] for r in rows):.3f} | "
                          f"{sum(r[1] == 0 for r in rows)} | {sum(r[1] == 1 for r in rows)} |")
     lines += _lsr_section(r, agents, library, args)
+    # the scientist at three seeds on two libraries (bench/scientist.py's records)
+    from scientist import load_records, section
+
+    scientist_runs = section(load_records())
+    lines += ["", *scientist_runs] if scientist_runs else []
     lines += ["", "## Every task", "",
               "S_N / S_V in Real, S_S in Parallel; `-` where the setting does not apply.", "",
               "| task | suite | type | " + " | ".join(

@@ -111,21 +111,34 @@ def fixed_world(tmp_path_factory):
     return task
 
 
-def test_parallel_reads_residuals_and_recovers_the_fixed_world_blind(fixed_world, monkeypatch):
+class Logged(ScientistAgent):
+    """The scientist, its replies kept."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.log: list[str] = []
+
+    async def reply(self, ctx, forced):
+        text = await super().reply(ctx, forced)
+        self.log.append(text)
+        return text
+
+
+@pytest.fixture(scope="module")
+def blind_trial(fixed_world):
+    """A whole Parallel trial with the task's catalogue a tripwire."""
+    with pytest.MonkeyPatch.context() as mp:
+        _blind(mp, "newton_cooling")
+        agent = Logged()
+        return offline_trial.run(agent, fixed_world, True), agent.log
+
+
+def test_parallel_reads_residuals_and_recovers_the_fixed_world_blind(fixed_world, blind_trial):
     """With the catalogue a tripwire, on a world whose hidden piece its generic
     vocabulary can write: the trajectory reads the residuals, and the submission
     is judged as measured."""
-    _blind(monkeypatch, "newton_cooling")
     task = fixed_world
-    log: list[str] = []
-
-    class Logged(ScientistAgent):
-        async def reply(self, ctx, forced):
-            text = await super().reply(ctx, forced)
-            log.append(text)
-            return text
-
-    out = offline_trial.run(Logged(), task, True)
+    out, log = blind_trial
     assert out.tools[:3] == ["experiment"] * 3 and out.tools[-1] == "final_formula"
     assert out.experiments <= task.meta.caps.max_experiment_calls
     assert any("study(main(CANDIDATES" in t for t in log)
@@ -133,6 +146,17 @@ def test_parallel_reads_residuals_and_recovers_the_fixed_world_blind(fixed_world
     hidden = structure.hidden_law_of(task.world_spec(), task.meta.input_names)
     verdict = structure.judge_structure(out.submission, hidden)
     assert verdict.level == pytest.approx(EXPECTED_FIXED_WORLD_S_S), (verdict, hidden)
+
+
+def test_it_scores_the_same_with_the_catalogue_in_view(fixed_world, blind_trial):
+    """Issue #55: the same trial with the catalogue in the agent's view makes the same
+    experiments and submits the same law (so the same S_S) as with it removed."""
+    blind, blind_log = blind_trial
+    agent = Logged()
+    seen = offline_trial.run(agent, fixed_world, True)
+    assert search.SPEC_BY_ID["newton_cooling"].variants  # the catalogue was in view
+    assert seen.tools == blind.tools and agent.log == blind_log
+    assert seen.submission == blind.submission
 
 
 # measured: the fixed key draws newton_cooling's third body, an added exponential in
