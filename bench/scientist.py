@@ -151,12 +151,72 @@ def run(args: argparse.Namespace) -> dict:
         "trials": [{"agent": t.agent, "seed": int(t.seed), "task": t.task_id,
                     "s_s": val(t, "s_s"), "status": enum_name(agent_pb2.TrialStatus, t.status),
                     "law": _law(t), "wall_seconds": round(t.wall_seconds, 1),
-                    "notes": t.score_notes} for t in trials],
+                    "notes": t.score_notes, "source": t.submission.source} for t in trials],
         "controls": levels, "control_reasons": reasons,
         # analyses the sandbox stopped at its wall-clock limit (the agents bound their
         # work by counts; a hit here would make a score machine-dependent)
         "sandbox_timeouts": sandbox_timeouts(data),
     }
+
+
+STOPPED = "longer than its limit"
+REJUDGE_SECONDS = 240.0  # per verdict: four times the service's limit, on one core
+
+
+def _bounded(task, source: str, seconds: float) -> tuple[float | None, str]:
+    """:func:`parallel_controls.in_process_judge` in a forked child killed after
+    ``seconds``: (level, explanation), or (None, why) when it does not finish."""
+    import multiprocessing
+
+    from parallel_controls import in_process_judge
+
+    ctx = multiprocessing.get_context("fork")
+    receive, send = ctx.Pipe(duplex=False)
+
+    def child() -> None:
+        try:
+            send.send(in_process_judge(task, source))
+        except Exception as err:  # noqa: BLE001  (reported, not scored)
+            send.send((None, f"the judge failed: {err}"))
+
+    proc = ctx.Process(target=child, daemon=True)
+    proc.start()
+    try:
+        if receive.poll(seconds):
+            level, why = receive.recv()
+            return level, why
+        return None, f"did not finish in {seconds:g} s either"
+    finally:
+        proc.kill()
+        proc.join(5)
+
+
+def rejudge(rec: dict, root: Path, save=lambda rec: None) -> dict:
+    """Every verdict the judge service stopped at its wall-clock limit (a trial's or
+    a control's), judged again in this process without the limit by the function the
+    service runs (lawlab.judging.structure.judge_structure): what the same law scores
+    where the comparison is allowed to finish. Kept beside the service's verdict."""
+    from lawlab.tasks.library import TaskLibrary
+    from lawlab_ops.taskbuild import controls
+
+    lib = TaskLibrary(root)
+    for t in rec["trials"]:
+        if STOPPED in t.get("notes", "") and t.get("source") and "s_s_unlimited" not in t:
+            began = time.monotonic()
+            t["s_s_unlimited"], t["notes_unlimited"] = _bounded(lib.get(t["task"]), t["source"],
+                                                                REJUDGE_SECONDS)
+            print(f"  {t['agent']} {t['task']} seed {t['seed']}: {t['s_s_unlimited']} "
+                  f"({time.monotonic() - began:.0f} s)", flush=True)
+            save(rec)  # an interrupted re-judging keeps what it finished
+    unlimited = rec.setdefault("controls_unlimited", {})
+    for name, per in rec.get("control_reasons", {}).items():
+        for task_id, why in per.items():
+            if STOPPED in why and task_id not in unlimited.get(name, {}):
+                task = lib.get(task_id)
+                unlimited.setdefault(name, {})[task_id] = _bounded(
+                    task, controls.PARALLEL_CONTROLS[name](task), REJUDGE_SECONDS)[0]
+                print(f"  {name} {task_id}: {unlimited[name][task_id]}", flush=True)
+    return rec
 
 
 # ------------------------------------------------------------------ tabulation
@@ -218,6 +278,16 @@ def _library_section(rec: dict) -> list[str]:
                        and x["seed"] == s] for t in rec["worlds"]}
             lines.append(_row(f"`{a}`, seed {s}", {t: v for t, v in one.items() if v}, base))
         lines.append(_row(f"**`{a}`, seeds {', '.join(map(str, ran))}**", by[a], base))
+    stopped_runs = [x for x in rec["trials"] if "s_s_unlimited" in x]
+    for a in discovery:
+        if any(x["agent"] == a for x in stopped_runs):
+            fixed: dict[str, list[float]] = defaultdict(list)
+            for x in sorted(rec["trials"], key=lambda x: x["seed"]):
+                if x["agent"] == a:
+                    again = x.get("s_s_unlimited")
+                    fixed[x["task"]].append(x["s_s"] if again is None else again)
+            lines.append(_row(f"`{a}`, every seed, its stopped verdicts judged again "
+                              f"with {REJUDGE_SECONDS:g} s", fixed, base))
     for name, per in rec["controls"].items():
         lines.append(_row(PARALLEL_LABELS.get(name, name),
                           {t: [v] for t, v in per.items()}, base))
@@ -242,9 +312,22 @@ def _library_section(rec: dict) -> list[str]:
     stopped += [f"`{x['agent']}` on {x['task']} at seed {x['seed']}" for x in rec["trials"]
                 if "longer than its limit" in x.get("notes", "")]
     if stopped:
-        lines += ["", "The judge stopped the comparison of " + ", ".join(stopped) + " at its "
-                  "time limit for one comparison (no structural credit by its rule; "
-                  "docs/judges.md): a wall-clock limit, so another machine may grade it."]
+        lines += ["", "The judge service stopped the comparison of " + ", ".join(stopped)
+                  + " at its time limit for one comparison (no structural credit by its rule; "
+                  "docs/judges.md). The limit is wall-clock time, so a slower or busier "
+                  "machine stops more comparisons: a defect of the judge, not of the laws."]
+        def shown(v: float | None) -> str:
+            return f"no verdict in {REJUDGE_SECONDS:g} s (0 kept)" if v is None else f"{v:g}"
+
+        again = [f"`{x['agent']}` on {x['task']} at seed {x['seed']}: {shown(x['s_s_unlimited'])}"
+                 for x in stopped_runs]
+        again += [f"{PARALLEL_LABELS.get(c, c)} on {w}: {shown(v)}"
+                  for c, per in rec.get("controls_unlimited", {}).items()
+                  for w, v in sorted(per.items())]
+        if again:
+            lines += ["Judged again by the service's own function in one process with "
+                      f"{REJUDGE_SECONDS:g} s each (`bench/scientist.py rejudge`): "
+                      + "; ".join(again) + "."]
     if "sandbox_timeouts" in rec:
         hits = rec["sandbox_timeouts"]
         lines += ["", f"Analyses the sandbox stopped at its wall-clock limit: {len(hits)}"
@@ -323,9 +406,22 @@ def main() -> int:
                    "(default var/scientist/<library>)")
     r.add_argument("--out", default=None, help="the record (default bench/scientist/<library>.json)")
     sub.add_parser("write")
+    j = sub.add_parser("rejudge", help="judge the stopped verdicts of a record again, "
+                       "in this process without the time limit")
+    j.add_argument("--library", choices=["public", "example"], required=True)
+    j.add_argument("--root", default=None)
     args = ap.parse_args()
     if args.cmd == "write":
         write_docs()
+        return 0
+    if args.cmd == "rejudge":
+        path = RECORDS / f"{args.library}.json"
+        root = Path(args.root or ROOT / "var" / "scientist" / args.library) / "tasks"
+        def save(rec: dict) -> None:
+            path.write_text(json.dumps(rec, indent=1, sort_keys=True) + "\n")
+
+        save(rejudge(json.loads(path.read_text()), root, save))
+        print(f"wrote {path}")
         return 0
     rec = run(args)
     out = Path(args.out or RECORDS / f"{args.library}.json")

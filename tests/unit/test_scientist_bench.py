@@ -95,3 +95,19 @@ def test_write_replaces_its_own_section_only(tmp_path, monkeypatch):
     assert once.index("before") < once.index(scientist.BEGIN) < once.index("## Every task")
     scientist.write_docs(doc)
     assert doc.read_text() == once and once.count(scientist.BEGIN) == 1
+
+
+def test_a_verdict_judged_again_gets_its_own_row(tmp_path):
+    """A verdict the service stopped at its time limit, judged again without it, is
+    shown beside the service's figure, never in place of it."""
+    rec = _record(tmp_path)
+    stopped = next(t for t in rec["trials"] if t["task"] == "w2" and t["seed"] == 2)
+    stopped["notes"] = "S_S: comparing the structure ran longer than its limit of 60 s"
+    stopped["s_s_unlimited"] = 0.5
+    rec["control_reasons"] = {}
+    lines = scientist._library_section(rec)
+    pooled = _cells(next(ln for ln in lines if ln.startswith("| **`scientist`, seeds 1, 2**")))
+    again = _cells(next(ln for ln in lines if "judged again" in ln and ln.startswith("|")))
+    assert float(pooled[2]) == pytest.approx((0.875 + 0.375) / 2)  # the service's verdicts
+    assert float(again[2]) == pytest.approx((0.875 + 0.5) / 2, abs=5e-4)  # w2: (.5 + .5) / 2
+    assert any("`scientist` on w2 at seed 2: 0.5" in ln for ln in lines)
