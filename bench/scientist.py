@@ -268,26 +268,25 @@ def _library_section(rec: dict) -> list[str]:
              "95% interval | beats base | 95% interval | S_S levels 1 / 0.75 / 0.5 / 0.25 / 0 |",
              "|---|---|---|---|---|---|---|---|---|"]
     discovery = [a for a in by if a not in UPPER_BOUND]
+    stopped_runs = [x for x in rec["trials"] if "s_s_unlimited" in x]
     for a in discovery:
         ran = sorted({x["seed"] for x in rec["trials"] if x["agent"] == a})
         if len(ran) == 1:
             lines.append(_row(f"`{a}`, seed {ran[0]}", by[a], base))
-            continue
-        for s in ran:
-            one = {t: [x["s_s"] for x in rec["trials"] if x["agent"] == a and x["task"] == t
-                       and x["seed"] == s] for t in rec["worlds"]}
-            lines.append(_row(f"`{a}`, seed {s}", {t: v for t, v in one.items() if v}, base))
-        lines.append(_row(f"**`{a}`, seeds {', '.join(map(str, ran))}**", by[a], base))
-    stopped_runs = [x for x in rec["trials"] if "s_s_unlimited" in x]
-    for a in discovery:
+        else:
+            for s in ran:
+                one = {t: [x["s_s"] for x in rec["trials"] if x["agent"] == a
+                           and x["task"] == t and x["seed"] == s] for t in rec["worlds"]}
+                lines.append(_row(f"`{a}`, seed {s}", {t: v for t, v in one.items() if v}, base))
+            lines.append(_row(f"**`{a}`, seeds {', '.join(map(str, ran))}**", by[a], base))
         if any(x["agent"] == a for x in stopped_runs):
             fixed: dict[str, list[float]] = defaultdict(list)
             for x in sorted(rec["trials"], key=lambda x: x["seed"]):
                 if x["agent"] == a:
                     again = x.get("s_s_unlimited")
                     fixed[x["task"]].append(x["s_s"] if again is None else again)
-            lines.append(_row(f"`{a}`, every seed, its stopped verdicts judged again "
-                              f"with {REJUDGE_SECONDS:g} s", fixed, base))
+            lines.append(_row(f"`{a}`, the same trials, the verdicts the service stopped "
+                              f"judged again with {REJUDGE_SECONDS:g} s", fixed, base))
     for name, per in rec["controls"].items():
         lines.append(_row(PARALLEL_LABELS.get(name, name),
                           {t: [v] for t, v in per.items()}, base))

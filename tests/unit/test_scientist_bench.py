@@ -107,7 +107,7 @@ def test_a_verdict_judged_again_gets_its_own_row(tmp_path):
     rec["control_reasons"] = {}
     lines = scientist._library_section(rec)
     pooled = _cells(next(ln for ln in lines if ln.startswith("| **`scientist`, seeds 1, 2**")))
-    again = _cells(next(ln for ln in lines if "judged again" in ln and ln.startswith("|")))
+    again = _cells(next(ln for ln in lines if "judged again with" in ln and ln.startswith("|")))
     assert float(pooled[2]) == pytest.approx((0.875 + 0.375) / 2)  # the service's verdicts
     assert float(again[2]) == pytest.approx((0.875 + 0.5) / 2, abs=5e-4)  # w2: (.5 + .5) / 2
     assert any("`scientist` on w2 at seed 2: 0.5" in ln for ln in lines)
