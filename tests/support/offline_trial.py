@@ -24,10 +24,23 @@ import scipy
 
 from lawlab.rpc import convert
 from lawlab.tasks.library import SolverTask, Task
+from lawlab.tasks.specs import SPECS
 from lawlab.worlds.world import World
+from lawlab.worlds.worldkey import WorldKey
 from lawlab_agent import prompts
 from lawlab_agent.blocks import first_block
 from lawlab_agent.policy import Policy, TrialContext
+
+
+def world(root, task_id: str, key: WorldKey) -> Task:
+    """``task_id`` built into ``root`` with a fixed ``key``: a world whose hidden law
+    the test knows (it must have one)."""
+    from lawlab_ops.taskbuild.build import build_task
+
+    build_task(next(s for s in SPECS if s.task_id == task_id), root, key=key)
+    task = Task(root / task_id)
+    assert task.has_world(), task_id
+    return task
 
 
 @dataclass

@@ -11,14 +11,13 @@ import pytest
 
 from lawlab.judging import structure
 from lawlab.law.contract import static_check
-from lawlab.tasks.library import SolverTask, Task
+from lawlab.tasks.library import SolverTask
 from lawlab.tasks.specs import SPECS
 from lawlab.worlds import worldkey
 from lawlab_agent.builtin.experimenter import CatalogueHypotheses as Hypotheses
 from lawlab_agent.builtin.experimenter import ExperimenterAgent
 from lawlab_agent.contexts import make_view
 from lawlab_agent.trial.tools import experiment_request
-from lawlab_ops.taskbuild.build import build_task
 from tests.support import offline_trial
 
 SPEC = {s.task_id: s for s in SPECS}
@@ -78,11 +77,7 @@ def test_real_type_ii_keeps_an_edit_that_validates(library):
 @pytest.fixture(scope="module")
 def fixed_world(tmp_path_factory):
     """mercury_vapour_pressure built with a fixed key: the hidden law is known here."""
-    root = tmp_path_factory.mktemp("experimenter-world")
-    build_task(SPEC["mercury_vapour_pressure"], root, key=KEY)
-    task = Task(root / "mercury_vapour_pressure")
-    assert task.has_world()
-    return task
+    return offline_trial.world(tmp_path_factory.mktemp("experimenter-world"), "mercury_vapour_pressure", KEY)
 
 
 def test_parallel_spends_the_budget_and_recovers_the_fixed_world(fixed_world):

@@ -13,12 +13,10 @@ import pytest
 
 from lawlab.judging import structure
 from lawlab.law.expr import Expression
-from lawlab.tasks.library import Task
 from lawlab.tasks.specs import SPECS
 from lawlab.worlds import worldkey
 from lawlab_agent.builtin import search
 from lawlab_agent.builtin.scientist import GenericHypotheses, ScientistAgent, Vocabulary
-from lawlab_ops.taskbuild.build import build_task
 from tests.support import offline_trial
 
 SPEC = {s.task_id: s for s in SPECS}
@@ -104,11 +102,7 @@ def test_it_never_reads_the_catalogue(library, monkeypatch):
 @pytest.fixture(scope="module")
 def fixed_world(tmp_path_factory):
     """newton_cooling built with a fixed key: the hidden law is known here."""
-    root = tmp_path_factory.mktemp("scientist-world")
-    build_task(SPEC["newton_cooling"], root, key=KEY)
-    task = Task(root / "newton_cooling")
-    assert task.has_world()
-    return task
+    return offline_trial.world(tmp_path_factory.mktemp("scientist-world"), "newton_cooling", KEY)
 
 
 class Logged(ScientistAgent):
