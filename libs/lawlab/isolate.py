@@ -3,17 +3,24 @@
 The judge compares a submission's structure with sympy, in Python, on text an
 outside team wrote: a pathological expression can hold the CPU (and the GIL)
 for hours or exhaust memory. :func:`run_limited` runs such a step in a child
-process with a wall-clock limit and an address-space limit, and kills it when
+process with a CPU-time limit and an address-space limit, and kills it when
 either is exceeded (:class:`LimitExceeded` says which), so the service's event
 loop, its health checks and the other teams' jobs are never held.
+
+The limit is counted in the child's CPU seconds, not in wall-clock seconds: the
+same comparison gets the same verdict on a quiet machine and beside a rebuild
+that halves its share of a core (a judge stopped by the wall clock gave S_S 0 to
+7 of 33 verdicts under load that it judged in one process). The wall clock is
+only a safety net (WALL_FACTOR times the limit, for a child that waits rather
+than computes), and a step it stops says so.
 
 Children are forked from a small fork server started before the service's
 threads (``multiprocessing``'s forkserver context, with the judge's modules
 preloaded), so each call costs a fork, not an interpreter start.
 
 The limits are the child's own, not only its caller's: the kernel stops a child
-past its CPU time (RLIMIT_CPU, a second over the wall limit) and its address
-space, and a parent-death signal chains each child to the fork server and the
+past its CPU time (RLIMIT_CPU: SIGXCPU at the limit, SIGKILL two seconds later)
+and its address space, and a parent-death signal chains each child to the fork server and the
 fork server to the service, so a service killed hard (SIGKILL, OOM) leaves no
 comparison running (issue #49).
 """
@@ -34,6 +41,8 @@ from typing import Any
 # the guard first: the fork server dies with the service that started it
 PRELOAD = ["lawlab.isolate_guard", "lawlab.judging.structure", "numpy", "sympy", "scipy.optimize"]
 PR_SET_PDEATHSIG = 1
+WALL_FACTOR = 4.0  # the wall-clock safety net, in multiples of the CPU-time limit
+WALL_SLACK = 10.0  # ... plus this (a fork and the first imports)
 _CTX: Any = None
 
 
@@ -77,6 +86,7 @@ def _child(conn: multiprocessing.connection.Connection, fn: Callable[..., Any],
     try:
         die_with_parent()
         if cpu_seconds:
+            resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # SIGXCPU would dump one
             resource.setrlimit(resource.RLIMIT_CPU, (cpu_seconds, cpu_seconds + 2))
         if memory_bytes:
             resource.setrlimit(resource.RLIMIT_AS, (memory_bytes, memory_bytes))
@@ -90,25 +100,35 @@ def _child(conn: multiprocessing.connection.Connection, fn: Callable[..., Any],
 
 
 def run_limited(fn: Callable[..., Any], args: Sequence[Any], seconds: float,
-                memory_bytes: int = 2 << 30) -> Any:
+                memory_bytes: int = 2 << 30, wall_seconds: float | None = None) -> Any:
     """``fn(*args)`` in a killable child process (module docstring); its result,
-    or its exception re-raised; LimitExceeded when it runs past ``seconds`` or
-    ``memory_bytes``. Blocking: call it from a worker thread in async code."""
+    or its exception re-raised; LimitExceeded when it uses more than ``seconds``
+    of CPU time or ``memory_bytes``, or runs past ``wall_seconds`` of wall time
+    (default WALL_FACTOR * seconds + WALL_SLACK). Blocking: call it from a worker
+    thread in async code."""
     ctx = _context()
     receive, send = ctx.Pipe(duplex=False)
-    cpu = int(math.ceil(seconds)) + 1  # past the wall limit: the kernel's, if we are gone
+    cpu = max(1, int(math.ceil(seconds)))
+    wall = WALL_FACTOR * seconds + WALL_SLACK if wall_seconds is None else wall_seconds
     proc = ctx.Process(target=_child, args=(send, fn, tuple(args), memory_bytes, cpu),
                        daemon=True)
     proc.start()
     send.close()
     try:
-        if not receive.poll(seconds):
-            raise LimitExceeded(f"ran longer than its limit of {seconds:g} s and was stopped")
+        if not receive.poll(wall):
+            raise LimitExceeded(f"ran past its wall-clock safety limit of {wall:g} s (its "
+                                f"CPU-time limit is {cpu} s: it waited, or the machine was "
+                                "too busy) and was stopped")
         try:
             outcome, value = receive.recv()  # the child's own word: ok, memory, error
         except EOFError:
-            raise LimitExceeded(f"was killed (exit status {proc.exitcode}): most likely its "
-                                f"memory limit of {memory_bytes >> 20} MiB") from None
+            proc.join(5)
+            if proc.exitcode == -signal.SIGXCPU:  # only ever the kernel's, at RLIMIT_CPU
+                raise LimitExceeded(f"used its CPU-time limit of {cpu} s and was "
+                                    "stopped") from None
+            raise LimitExceeded(f"was killed (exit status {proc.exitcode}): its CPU-time "
+                                f"limit of {cpu} s or its memory limit of "
+                                f"{memory_bytes >> 20} MiB") from None
     finally:
         if proc.is_alive():
             proc.kill()
@@ -119,3 +139,4 @@ def run_limited(fn: Callable[..., Any], args: Sequence[Any], seconds: float,
     if outcome == "error":
         raise value
     return value
+

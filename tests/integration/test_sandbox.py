@@ -173,7 +173,7 @@ def test_submission_contract_outcomes(box):
     looping = _submit(box, HEAD + "LOCAL_FITTABLE = {}\ndef predict(X, a):\n    while True: pass\n",
                       timeout=3)
     assert looping.status == pb.SUBMISSION_STATUS_EXEC_ERROR
-    assert "ran longer than its limit of 3 s" in looping.message, looping.message
+    assert "ran past its limit of 3 s of CPU time" in looping.message, looping.message
 
 
 def test_a_large_seeded_batch_is_split_across_boxes_without_changing_results(box, cluster):

@@ -143,3 +143,48 @@ def test_a_computation_starved_of_cpu_is_not_idle(monkeypatch):
         for p in [*hogs, starved, sleeper]:
             p.kill()
             p.wait()
+
+
+WORKS = HEAD + ("def predict(X, a):\n"
+                "    clock = __import__('warnings').sys.modules['time']\n"
+                "    s = 0\n"
+                "    while clock.process_time() < 1.5:\n"
+                "        s += sum(range(1000))\n"
+                "    return a * X[:, 0]\n")
+
+
+def test_a_box_starved_of_cpu_runs_to_its_limit_in_cpu_time(fast_watch):
+    """Issue #50: the same law must get the same verdict on a quiet and on a busy
+    machine. 1.5 s of computation under a 3 s limit, sharing CPU 0 with two busy
+    processes, takes about 4.5 s of wall time: counted on the wall clock it timed
+    out; counted in CPU time it finishes, and the box reports the CPU it used."""
+    box = fast_watch
+    if not shutil.which("taskset"):
+        pytest.skip("taskset (util-linux) pins the processes to one CPU")
+    mask = os.sched_getaffinity(0)
+    hogs = [subprocess.Popen(["taskset", "-c", "0", sys.executable, "-c", "while True: pass"])
+            for _ in range(2)]
+
+    async def main():
+        zygote = box.Zygote(UID, None)
+        try:
+            await zygote.start()  # the zygote (and every call it forks) on CPU 0 too
+            request = json.dumps({**_payload(WORKS), "_mode": "submission"}).encode()
+            t0 = time.perf_counter()
+            result = await zygote.execute(request, 3.0, box.RESULT_BYTES, idle=True)
+            return result, time.perf_counter() - t0
+        finally:
+            await zygote.stop()
+
+    try:
+        os.sched_setaffinity(0, {0})
+        result, wall = asyncio.run(main())
+    finally:
+        os.sched_setaffinity(0, mask)
+        for p in hogs:
+            p.kill()
+            p.wait()
+    assert wall > 3.0, f"not starved ({wall:.1f} s of wall time): the test shows nothing"
+    assert result.status == "ok", result
+    assert json.loads(result.stdout)["results"][0]["predictions"] == [2.0, 4.0]
+    assert result.cpu_seconds is not None and 1.4 < result.cpu_seconds < 3.0, result.cpu_seconds

@@ -1,6 +1,8 @@
 """lawlab.isolate: a comparison's limits are its own, and a killed service leaves
 nothing running (issue #49: a SIGKILLed judge used to leave its fork server and two
-comparisons at 98 % CPU, past the 60 s limit, because the limit was the judge's)."""
+comparisons at 98 % CPU, past the 60 s limit, because the limit was the judge's);
+the limit is counted in CPU time, so a busy machine does not change a verdict
+(issue #50: the same comparison was stopped under load and judged alone)."""
 
 from __future__ import annotations
 
@@ -22,10 +24,57 @@ def _cpu_limit() -> tuple[int, int]:
     return resource.getrlimit(resource.RLIMIT_CPU)
 
 
-def test_a_child_has_its_own_cpu_limit_a_second_past_the_wall_limit():
+def test_a_child_has_its_own_cpu_limit():
     soft, hard = isolate.run_limited(_cpu_limit, (), seconds=7.5)
-    assert soft == 9 and hard == 11
-    assert _cpu_limit()[0] == resource.RLIM_INFINITY or _cpu_limit()[0] > 11  # not ours
+    assert soft == 8 and hard == 10
+    assert _cpu_limit()[0] == resource.RLIM_INFINITY or _cpu_limit()[0] > 10  # not ours
+
+
+def _spin_forever() -> None:
+    while True:
+        pass
+
+
+def _sleep(seconds: float) -> None:
+    time.sleep(seconds)
+
+
+def test_a_step_past_its_cpu_time_is_stopped_and_says_so():
+    with pytest.raises(isolate.LimitExceeded, match="CPU-time limit of 2 s"):
+        isolate.run_limited(_spin_forever, (), seconds=2)
+
+
+def test_a_step_that_waits_is_stopped_by_the_wall_clock_safety_net():
+    start = time.monotonic()
+    with pytest.raises(isolate.LimitExceeded, match="wall-clock safety limit of 3 s"):
+        isolate.run_limited(_sleep, (60,), seconds=1, wall_seconds=3)
+    assert time.monotonic() - start < 30
+
+
+def _work_pinned(cpu_seconds: float) -> float:
+    """cpu_seconds of computation on CPU 0; the wall time it took."""
+    os.sched_setaffinity(0, {0})
+    start = time.monotonic()
+    while time.process_time() < cpu_seconds:
+        sum(range(1000))
+    return time.monotonic() - start
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="CPU affinity is Linux's")
+def test_a_step_starved_of_cpu_by_a_busy_machine_is_not_stopped():
+    """1.5 s of computation sharing CPU 0 with three busy processes takes about 6 s
+    of wall time; under a 3 s limit counted on the wall clock (the judge before
+    issue #50's fix) it was stopped, counted in CPU time it finishes."""
+    hog = "import os\nos.sched_setaffinity(0, {0})\nwhile True:\n    pass\n"
+    hogs = [subprocess.Popen([sys.executable, "-c", hog]) for _ in range(3)]
+    try:
+        time.sleep(0.5)
+        wall = isolate.run_limited(_work_pinned, (1.5,), seconds=3)
+    finally:
+        for h in hogs:
+            h.kill()
+            h.wait()
+    assert wall > 3, f"the step was not starved ({wall:.1f} s of wall time): the test shows nothing"
 
 
 def _alive(pid: int) -> bool:

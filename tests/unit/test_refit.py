@@ -1,10 +1,11 @@
 """The scorer's refit of LAW_CONSTANTS (issue #31) is bounded by counts, not by
-time (issue #33): the same submission refits to the same constants on any
-machine, a refit its wall-clock safety cap stops is a failure, and a step costs at
-most three sandbox runs. The runner here evaluates a trusted Antoine law in
-process, standing in for the sandbox so that the optimiser can be examined on
-its own; tests/integration/test_scoring_attacks.py refits real submissions
-through the real sandbox."""
+time (issue #33), and by one budget of the sandbox's CPU seconds (issue #50): the
+same submission refits to the same constants on any machine, a refit past its CPU
+budget fails the same way fast or slow, a refit its wall-clock safety net stops
+gets no verdict at all, and a step costs at most three sandbox runs. The runner
+here evaluates a trusted Antoine law in process, standing in for the sandbox so
+that the optimiser can be examined on its own; tests/integration/test_scoring_attacks.py
+refits real submissions through the real sandbox."""
 
 from __future__ import annotations
 
@@ -25,15 +26,17 @@ def _antoine(x, c):
 
 
 class Runner:
-    def __init__(self, delay: float = 0.0) -> None:
+    def __init__(self, delay: float = 0.0, cpu: float = 0.0) -> None:
         self.calls: list[int] = []  # points per run
         self.delay = delay
+        self.cpu = cpu  # the CPU seconds the sandbox reports per point
 
     async def __call__(self, jobs):
         self.calls.append(len(jobs))
         if self.delay:
             time.sleep(self.delay)
-        return RunResult("ok", "", {j.job_id: _antoine(j.x, j.law_constants) for j in jobs})
+        return RunResult("ok", "", {j.job_id: _antoine(j.x, j.law_constants) for j in jobs},
+                         cpu_seconds=self.cpu * len(jobs))
 
 
 START = {"A": 8.0, "B": 3100.0, "C": 270.0}  # a published-looking start, off the optimum
@@ -65,22 +68,42 @@ def test_the_same_submission_refits_to_the_same_constants_fast_or_slow(library):
     assert fast.constants == slow.constants and fast.iterations == slow.iterations
 
 
-def test_a_refit_stopped_by_its_safety_cap_is_a_failure_not_a_score(library):
+def test_a_refit_past_its_cpu_budget_fails_the_same_way_fast_or_slow(library):
     """Issue #50: the same law scored 0.1568 slow and 0.1405 fast (its refit cut at
-    150 s): a refit the wall clock stops gives no constants and no score."""
+    150 s of wall time). The budget is counted in the sandbox's CPU seconds: a law
+    too slow to evaluate gets the same failure, after the same iterations, quiet or
+    on a busy machine."""
+    task = library.get(TASK)
+    fast = asyncio.run(refit.refit(task, dict(START), Runner(cpu=0.5), cpu_seconds=6.0))
+    slow = asyncio.run(refit.refit(task, dict(START), Runner(delay=0.05, cpu=0.5),
+                                   cpu_seconds=6.0))
+    for out in (fast, slow):
+        assert not out.ok and not out.capped and out.constants == {}
+        assert "budget of 6 s of CPU time" in out.message, out.message
+        assert 0 < out.iterations < refit.MAX_ITERATIONS
+    assert fast.iterations == slow.iterations and fast.message == slow.message
+    # within its budget the same refit converges
+    assert asyncio.run(refit.refit(task, dict(START), Runner(cpu=0.5), cpu_seconds=1e6)).ok
+
+
+def test_a_refit_stopped_by_its_wall_clock_safety_net_is_no_verdict(library):
     task = library.get(TASK)
     out = asyncio.run(refit.refit(task, dict(START), Runner(delay=0.05), seconds=0.01))
     assert not out.ok and out.capped and out.iterations < refit.MAX_ITERATIONS
     assert out.constants == {}
-    assert "safety cap" in out.message and "a failure, not a score" in out.message
+    assert "wall-clock safety net" in out.message and "no verdict" in out.message
 
 
-def test_a_capped_refit_makes_the_scoring_a_failure(library, monkeypatch):
-    """Through the scorer's RPC: a refit its safety cap stops gives RUN_STATUS_EXEC_ERROR
-    and S_N 0 (the simulator records the submission as failed), never a partial S_N."""
+def test_a_capped_refit_gives_no_score_and_no_failure(library, monkeypatch):
+    """Through the scorer's RPC: a refit its wall-clock safety net stops is ABORTED
+    (the simulator counts an attempt and scores it again), never S_N 0 nor a partial
+    S_N: neither would be the same on a quiet machine."""
     from types import SimpleNamespace
 
+    import pytest
+
     from lawlab.common.v1 import common_pb2
+    from lawlab.rpc.errors import Aborted
     from lawlab.scorer.v1 import scorer_pb2
     from lawlab_scorer import servicer as mod
 
@@ -104,9 +127,9 @@ def test_a_capped_refit_makes_the_scoring_a_failure(library, monkeypatch):
     monkeypatch.setattr(refit, "refit",
                         lambda task, c, run, **kw: real_refit(task, c, _slow(run), seconds=0.01,
                                                               **kw))
-    capped = asyncio.run(servicer.ScoreSubmission(request, SimpleNamespace()))
-    assert capped.status == common_pb2.RUN_STATUS_EXEC_ERROR and capped.s_n == 0.0
-    assert "safety cap" in capped.message
+    with pytest.raises(Aborted, match="wall-clock safety net") as err:
+        asyncio.run(servicer.ScoreSubmission(request, SimpleNamespace()))
+    assert "score the submission again" in str(err.value)
 
 
 def _slow(run):

@@ -37,6 +37,7 @@ class RunResult:
     predictions: dict[str, np.ndarray | None] = field(default_factory=dict)
     errors: dict[str, str] = field(default_factory=dict)
     local_params: dict[str, dict[str, float]] = field(default_factory=dict)
+    cpu_seconds: float = 0.0  # the sandbox's CPU time for the run (0: not counted)
 
     def __post_init__(self) -> None:
         coerce(self)
@@ -75,7 +76,8 @@ async def run_jobs(stub: sandbox_pb2_grpc.SandboxServiceStub, meta: TaskMeta, so
         request.jobs.append(pb)
     response = await stub.RunSubmission(request, timeout=SCORING_CALL)
     result = RunResult(convert.from_enum(RunStatus, sandbox_pb2.SubmissionStatus, response.status,
-                                         "status") or RunStatus.EXEC_ERROR, response.message)
+                                         "status") or RunStatus.EXEC_ERROR, response.message,
+                       cpu_seconds=response.cpu_seconds)
     for r in response.results:
         result.predictions[r.job_id] = np.asarray(r.predictions, dtype=float) if r.ok else None
         if not r.ok:

@@ -77,3 +77,10 @@ class Unavailable(LawlabError):
 
 class AlreadyExists(LawlabError):
     code = grpc.StatusCode.ALREADY_EXISTS
+
+
+class Aborted(LawlabError):
+    """The work was stopped for a reason that is not the caller's input (a
+    wall-clock safety net on a busy machine): no verdict, try again."""
+
+    code = grpc.StatusCode.ABORTED

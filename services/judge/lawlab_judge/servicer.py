@@ -166,7 +166,7 @@ def _validity_message(verdict: validity.Assessment, backend: judge_pb2.JudgeBack
         message=verdict.message)
 
 
-STRUCTURE_SECONDS = 60.0  # a structure comparison's time limit (its child is then killed)
+STRUCTURE_SECONDS = 60.0  # a structure comparison's CPU-time limit (its child is then killed)
 
 
 def symbolic_step(root: str, source: str) -> structure.StructureOutcome:

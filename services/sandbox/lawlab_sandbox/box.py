@@ -48,6 +48,12 @@ SCRATCH_INODES = 4096
 IDLE_GRACE = 10.0
 IDLE_CPU_FRACTION = 0.2
 IDLE_POLL = 1.0
+# Such a box's time limit is counted in its CPU seconds too, so that a busy machine
+# does not turn a law that runs into one that timed out (issue #50: the same law
+# scored differently fast and slow): a box past its limit on the wall clock that has
+# used less CPU than the limit (runnable, waiting for a core) gets the rest, up to
+# WALL_FACTOR times the limit of wall time.
+WALL_FACTOR = 2.5
 
 
 class Scratch:
@@ -134,6 +140,7 @@ class BoxResult:
     exit_code: int
     wall_seconds: float
     idle: bool = False  # stopped by the idle watch (status TIMEOUT)
+    cpu_seconds: float | None = None  # the box's CPU time, where it is counted
 
     def __post_init__(self) -> None:
         coerce(self)
@@ -200,6 +207,26 @@ async def idle_watch(root: int, started: float, baseline: float = 0.0,
             continue
         if tree[0] - baseline < fraction * wall and runnable < polls / 2:
             return
+
+
+async def counted_wait(waited: set[asyncio.Future[Any]], timeout: float, root: int | None,
+                       baseline: float, started: float) -> set[asyncio.Future[Any]]:
+    """``asyncio.wait(waited, timeout, FIRST_COMPLETED)``'s done set, with the limit
+    counted in the CPU seconds of the process tree under ``root`` (above
+    ``baseline``) where there is one: a tree that reached ``timeout`` of wall time
+    having used less CPU than that waits on for the rest, up to WALL_FACTOR times
+    ``timeout`` after ``started`` (perf_counter). Empty: the limit was reached."""
+    remaining = timeout
+    while True:
+        done, _ = await asyncio.wait(waited, timeout=remaining,
+                                     return_when=asyncio.FIRST_COMPLETED)
+        if done or root is None:
+            return done
+        used = await asyncio.to_thread(tree_cpu_seconds, root)
+        left = started + WALL_FACTOR * timeout - time.perf_counter()
+        if used is None or used - baseline >= timeout - 0.05 or left <= 0:
+            return done
+        remaining = max(0.2, min(timeout - (used - baseline), left))
 
 
 def python_roots() -> list[str]:
@@ -348,8 +375,7 @@ async def _run_box(mode: str, request: bytes, data_file: Path | None, timeout: f
     try:
         readers = asyncio.gather(out_task, err_task)
         waited: set[asyncio.Future[Any]] = {readers, flood_task, watch}
-        done, _ = await asyncio.wait(waited, timeout=timeout,
-                                     return_when=asyncio.FIRST_COMPLETED)
+        done = await counted_wait(waited, timeout, proc.pid if idle else None, 0.0, start)
         if flood_task in done:
             status = ExecStatus.OUTPUT_LIMIT
             kill()
@@ -525,8 +551,8 @@ class Zygote:
                                       else asyncio.Event().wait())
         stopped_idle = False
         try:
-            done, _ = await asyncio.wait({reply, flood_task, watch}, timeout=timeout,
-                                         return_when=asyncio.FIRST_COMPLETED)
+            done = await counted_wait({reply, flood_task, watch}, timeout, root, baseline,
+                                      start)
             if flood_task in done:
                 status = ExecStatus.OUTPUT_LIMIT
             elif watch in done and reply not in done:
@@ -553,4 +579,9 @@ class Zygote:
                 reply.cancel()
         if status is None:
             status = ExecStatus.OK if rc == 0 else ExecStatus.ERROR if rc == 1 else ExecStatus.KILLED
-        return BoxResult(status, stdout, stderr, rc, time.perf_counter() - start, stopped_idle)
+        cpu = None
+        if root is not None and self.alive:  # the call's child is reaped: in the zygote's
+            used = await asyncio.to_thread(tree_cpu_seconds, root)
+            cpu = None if used is None else max(0.0, used - baseline)
+        return BoxResult(status, stdout, stderr, rc, time.perf_counter() - start, stopped_idle,
+                         cpu)

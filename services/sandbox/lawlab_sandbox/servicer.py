@@ -292,6 +292,7 @@ class SandboxServicer(sandbox_pb2_grpc.SandboxServiceServicer):
 
         boxes = await asyncio.gather(*(run(chunk) for chunk in chunks))
         wall = max(r.wall_seconds for r in boxes)
+        cpu = sum(r.cpu_seconds or 0.0 for r in boxes)
         docs = []
         for result in boxes:
             if result.status != ExecStatus.OK:
@@ -301,9 +302,11 @@ class SandboxServicer(sandbox_pb2_grpc.SandboxServiceServicer):
                         f"{box.IDLE_GRACE:g} s) and was stopped: scoring is counted in CPU "
                         "time, and a submission may not hold a slot by waiting")
                 why = {"timeout": idle if result.idle else
-                       f"ran longer than its limit of {timeout:g} s (all of its "
-                                  "jobs together) and was stopped: a loop that never ends, "
-                                  "or fits too slow for the limit",
+                       f"ran past its limit of {timeout:g} s of CPU time (all of its "
+                                  "jobs together; at most "
+                                  f"{box.WALL_FACTOR * timeout:g} s of wall time) and was "
+                                  "stopped: a loop that never ends, or fits too slow for "
+                                  "the limit",
                        "output_limit": "printed more output than the sandbox keeps and was "
                                        "stopped",
                        "killed": f"was killed by a resource limit (memory, processes or CPU "
@@ -313,7 +316,7 @@ class SandboxServicer(sandbox_pb2_grpc.SandboxServiceServicer):
                     status=sandbox_pb2.SUBMISSION_STATUS_EXEC_ERROR,
                     message=f"submission run {result.status}: the submission {why}"
                             + (f"; its last output: {tail}" if tail else ""),
-                    wall_seconds=wall)
+                    wall_seconds=wall, cpu_seconds=cpu)
             docs.append(json.loads(result.stdout))
         doc = next((d for d in docs if d["status"] != ExecStatus.OK), docs[0])
         order = {j["job_id"]: i for i, j in enumerate(jobs)}
@@ -328,4 +331,4 @@ class SandboxServicer(sandbox_pb2_grpc.SandboxServiceServicer):
                                            predictions=r["predictions"],
                                            local_params=r["local_params"])
                      for r in merged],
-            wall_seconds=wall)
+            wall_seconds=wall, cpu_seconds=cpu)

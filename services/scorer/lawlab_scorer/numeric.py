@@ -53,7 +53,7 @@ class Refitted:
     s_n: float
     constants: dict[str, float]
     message: str
-    capped: bool = False  # the refit stopped at its wall-clock safety cap
+    capped: bool = False  # the refit stopped at its wall-clock safety net (no verdict)
 
 
 def srbench(task: Task, run: RunResult, tau: float = TAU) -> SrbenchOutcome | None:

@@ -22,10 +22,13 @@ together, then the Jacobian at the accepted one (at most three runs per
 iteration, the same path as trying the steps one at a time).
 
 The fit is bounded by counts (MAX_ITERATIONS, DAMPING_TRIES), so S_N re-runs
-to the same value on any machine (issue #33); the wall-clock limit is only a
-safety cap, and a refit it stops is a failure, not a score (issue #50: a law
-scored 0.1568 when slow and 0.1405 when fast, its refit cut at 150 s): S_N never
-depends on how fast the machine was. A law that will not run at
+to the same value on any machine (issue #33), and by one budget of CPU time:
+the sandbox's CPU seconds for the refit's runs (CPU_SECONDS), so that a law too
+slow to evaluate gets the same failure (S_N 0) quiet or beside other work (issue
+#50: a law scored 0.1568 when slow and 0.1405 when fast, its refit cut at 150 s
+of wall time). The wall clock is only a safety net (SECONDS); a refit it stops
+gets no verdict at all (lawlab.rpc.errors.Aborted: scored again later), never a
+score or a failure that depends on how busy the machine was. A law that will not run at
 other values of its constants (it breaks when a constant moves by a
 millionth) cannot be refitted, and its S_N is 0 with the reason.
 """
@@ -47,7 +50,8 @@ from lawlab.worlds.world import residual_space
 
 MAX_ITERATIONS = 25
 DAMPING_TRIES = 8      # damping values tried per iteration (x10 each)
-SECONDS = 150.0        # a safety cap (the sandbox limits each batch; the scorer's call, 300 s)
+CPU_SECONDS = 150.0    # the refit's budget: the sandbox's CPU seconds for its runs
+SECONDS = 240.0        # a wall-clock safety net (the scorer's whole call has 300 s)
 MAX_GROUPS = 8         # Type II: training groups the shared constants are refitted on
 STEP = 1e-6            # relative finite-difference step
 TOL = 1e-9             # relative cost improvement that ends the fit
@@ -64,7 +68,8 @@ class RefitOutcome:
     rss_submitted: float = float("nan")
     rss_refit: float = float("nan")
     iterations: int = 0
-    capped: bool = False  # stopped by the wall-clock safety cap (then not ok)
+    capped: bool = False  # stopped by the wall-clock safety net (then not ok: no verdict)
+    cpu_seconds: float = 0.0  # the sandbox's CPU time for the refit's runs
 
 
 def training_groups(task: Task) -> list[tuple[str, np.ndarray]]:
@@ -103,7 +108,8 @@ def _label(name: str, constants: dict[str, float], lines: dict[str, int] | None)
 
 
 async def refit(task: Task, constants: dict[str, float], run: Runner,
-                seconds: float = SECONDS, lines: dict[str, int] | None = None) -> RefitOutcome:
+                seconds: float = SECONDS, lines: dict[str, int] | None = None,
+                cpu_seconds: float = CPU_SECONDS) -> RefitOutcome:
     """LAW_CONSTANTS refitted on the training split from ``constants`` (module
     docstring). ``lines``: where each constant sits in the submission (the
     scorer's rewrite, lawlab.law.literals), to name it in messages."""
@@ -117,10 +123,12 @@ async def refit(task: Task, constants: dict[str, float], run: Runner,
     big = 1e3 * (float(np.std(y_t)) or 1.0)
     spread = float(np.sum((y_t - np.mean(y_t)) ** 2))  # the cost of a constant law
     deadline = time.monotonic() + seconds
+    spent = [0.0]  # the sandbox's CPU seconds so far
 
     async def residuals(points: list[np.ndarray]) -> list[np.ndarray | None]:
         thetas = [dict(zip(names, map(float, p))) for p in points]
         result = await run(_jobs(task, parts, thetas))
+        spent[0] += result.cpu_seconds
         out: list[np.ndarray | None] = []
         for k in range(len(points)):
             preds = [result.predictions.get(f"refit{k}/{g}") if result.status == RunStatus.OK else None
@@ -151,10 +159,13 @@ async def refit(task: Task, constants: dict[str, float], run: Runner,
     r0 = first[0]
     assert r0 is not None
     cost0 = float(r0 @ r0)
-    cost, lam, iterations, capped = cost0, 1e-3, 0, False
+    cost, lam, iterations, capped, over = cost0, 1e-3, 0, False, False
     cols = [first[1 + i] for i in range(len(theta))]
 
     while iterations < MAX_ITERATIONS:
+        if spent[0] > cpu_seconds:
+            over = True
+            break
         if time.monotonic() > deadline:
             capped = True
             break
@@ -209,12 +220,20 @@ async def refit(task: Task, constants: dict[str, float], run: Runner,
                                    f"{what} moves by a millionth of its value: a law that gets "
                                    "worse when its constants move resists the refit",
                             dict(zip(names, map(float, theta))), cost0, cost, iterations)
-    if capped:
-        return RefitOutcome(False, f"the refit on {sum(len(r) for _, r in parts)} training rows "
-                                   f"reached its {seconds:g} s safety cap after {iterations} of "
+    rows = sum(len(r) for _, r in parts)
+    if over:
+        return RefitOutcome(False, f"the refit on {rows} training rows used its budget of "
+                                   f"{cpu_seconds:g} s of CPU time after {iterations} of "
                                    f"{MAX_ITERATIONS} iterations: a law this slow to evaluate "
-                                   "gets a failure, not a score that depends on the machine's "
-                                   "speed", {}, cost0, cost, iterations, capped=True)
-    return RefitOutcome(True, f"refitted on {sum(len(r) for _, r in parts)} training rows in "
+                                   "cannot be refitted", {}, cost0, cost, iterations,
+                            cpu_seconds=spent[0])
+    if capped:
+        return RefitOutcome(False, f"the refit on {rows} training rows reached its "
+                                   f"{seconds:g} s wall-clock safety net after {iterations} of "
+                                   f"{MAX_ITERATIONS} iterations, having used {spent[0]:.0f} s "
+                                   "of its CPU budget: the machine was too busy, and that is "
+                                   "no verdict", {}, cost0, cost, iterations, capped=True,
+                            cpu_seconds=spent[0])
+    return RefitOutcome(True, f"refitted on {rows} training rows in "
                               f"{iterations} iterations", dict(zip(names, map(float, theta))),
-                        cost0, cost, iterations)
+                        cost0, cost, iterations, cpu_seconds=spent[0])

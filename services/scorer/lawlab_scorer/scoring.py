@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from lawlab.judging import jumps
 from lawlab.judging.submission_runs import Job, RunResult
 from lawlab.law import literals
-from lawlab.rpc.errors import FailedPrecondition
+from lawlab.rpc.errors import Aborted, FailedPrecondition
 from lawlab.tasks.library import Task
 from lawlab.vocab import RunStatus
 from lawlab_scorer import numeric, refit
@@ -120,10 +120,10 @@ async def score(task: Task, source: str, refs: dict[str, dict[str, float]],
     submitted = outcome.s_n
     refitted = await score_refitted(task, source, outcome, refs, run_source)
     if refitted is not None and refitted.capped:
-        # stopped by the wall clock, not by its counts: a failure, not a score (#50)
-        outcome.s_n, outcome.status = 0.0, RunStatus.EXEC_ERROR
-        outcome.message = "; ".join(filter(None, [outcome.message, refitted.message]))
-    elif refitted is not None:
+        # stopped by the wall clock, not by its counts or its CPU budget: no verdict
+        # at all, neither a score nor a failure that depends on a busy machine (#50)
+        raise Aborted(f"{refitted.message}; score the submission again")
+    if refitted is not None:
         outcome.s_n = min(submitted, refitted.s_n)
         if refitted.s_n < submitted - 1e-9:
             outcome.message = "; ".join(filter(None, [
