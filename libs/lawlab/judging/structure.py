@@ -670,8 +670,14 @@ def hidden_law_of(spec: Mapping[str, Any], inputs: Sequence[str]) -> HiddenLaw:
     probes = {("" if not multi else g): probe_points(judge["support"][g], spec["log_inputs"],
                                                       int(judge["points"]), int(judge["salt"]))
               for g in groups}
+    base = None
+    if not pieces and "base_expr" in law and "base_constants" in law:
+        # a world without pieces (an imported official one): its published base is stated
+        base = form_from_expression(Expression(law["base_expr"]),
+                                    {k: float(v) for k, v in law["base_constants"].items()},
+                                    list(inputs), list(law.get("base_local", [])))
     return HiddenLaw(Expression(law["expr"]), constants, local, pieces, list(inputs),
-                     spec["space"], probes)
+                     spec["space"], probes, base)
 
 
 def _perturbed(form: Form, values: Sequence[np.ndarray], rng: np.random.Generator,

@@ -207,12 +207,19 @@ class World:
         self.support = {k: (float(a), float(b)) for k, (a, b) in spec["support"].items()}
         self.groups: list[str] = list(spec.get("groups", []))
         self.s: dict[str, float] = {k: float(v) for k, v in spec["s"].items()}
-        self.coords = Coordinates(self.inputs, list(spec["log_inputs"]),
+        # the noise's coordinates: every input, or those an imported official world's
+        # residual bootstrap was built on (lawlab_ops.taskbuild.official_world)
+        self.coords = Coordinates(list(spec.get("coord_inputs") or self.inputs),
+                                  list(spec["log_inputs"]),
                                   np.asarray(spec["center"], float), np.asarray(spec["scale"], float))
         self.pool_coords = np.asarray(arrays["coords"], dtype=float)
         self.pool_residuals = np.asarray(arrays["residuals"], dtype=float)
         self.pool_groups = np.asarray(arrays["groups"]).astype(str)
         self._group_index = {g: np.flatnonzero(self.pool_groups == g) for g in set(self.pool_groups)}
+        # "smoothed" (lawlab's worlds: smoothed_draw), or "resample": a neighbour's
+        # residual itself, each group from its own pool however small (an imported
+        # official world drawn as the SciLaws-Bench harness draws it)
+        self.draw = str(spec.get("draw", "smoothed"))
         self._searches: dict[str, tuple[np.ndarray, Neighbours]] = {}
 
     def _pool(self, key: str) -> tuple[np.ndarray, Neighbours]:
@@ -220,7 +227,7 @@ class World:
         nearest-records search over its coordinates, built once."""
         if key not in self._searches:
             pool = self._group_index.get(key)
-            if pool is None or len(pool) < GLOBAL_POOL_BELOW:
+            if pool is None or (len(pool) < GLOBAL_POOL_BELOW and self.draw != "resample"):
                 pool = np.arange(len(self.pool_residuals))
             self._searches[key] = (pool, Neighbours(self.pool_coords[pool]))
         return self._searches[key]
@@ -275,8 +282,15 @@ class World:
         noise = np.empty(len(f))
         for key, rows, residuals, near in self._near(q, groups):
             s = self.s.get(key, self.s.get(GLOBAL_GROUP, 1.0))
-            noise[rows] = s * smoothed_draw(residuals, near, rng)
+            noise[rows] = s * self._draw(residuals, near, rng)
         return inverse_space(f + noise, self.space)
+
+    def _draw(self, pool: np.ndarray, near: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        if self.draw == "resample":
+            picked: np.ndarray = pool[near[np.arange(len(near)),
+                                           rng.integers(0, near.shape[1], size=len(near))]]
+            return picked
+        return smoothed_draw(pool, near, rng)
 
     def observe(self, inputs: Mapping[str, np.ndarray], groups: Sequence[str] | None,
                 n_samples: int, rng: np.random.Generator) -> Observation:
@@ -300,6 +314,8 @@ class World:
         mean, var = np.zeros(len(q)), np.empty(len(q))
         for _, rows, residuals, near in self._near(q, groups):
             var[rows] = residuals[near].var(axis=1)
+            if self.draw == "resample":  # the neighbourhood's mean is drawn too
+                mean[rows] = residuals[near].mean(axis=1)
         return mean, var
 
     def expected_r2(self, inputs: Mapping[str, np.ndarray], groups: Sequence[str] | None,
@@ -322,7 +338,7 @@ class World:
         q = self.coords.transform(inputs)
         out = np.empty(len(q))
         for _, rows, residuals, near in self._near(q, groups):
-            out[rows] = smoothed_draw(residuals, near, rng)
+            out[rows] = self._draw(residuals, near, rng)
         return out
 
     def sampled_r2(self, inputs: Mapping[str, np.ndarray], groups: Sequence[str] | None,

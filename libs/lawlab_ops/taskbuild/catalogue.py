@@ -320,7 +320,9 @@ OFFICIAL_RELEASE: tuple[str, ...] = (
     ('`lawlab tasks fetch` reads the local hub cache instead where `HF_HUB_OFFLINE=1` (a '
      'snapshot copied from another machine; `hf download RealSR/SciLaws-Bench --repo-type '
      "dataset --include 'tasks/*'` there) and says so when the hub cannot be reached. An "
-     'imported library has no Parallel worlds, so the simulator needs no world key for it.'),
+     "imported library's worlds are the official ones (below), published with the release, "
+     'so the simulator needs no world key for it and `lawlab epoch open` treats it as a '
+     'development release.'),
     '',
     ('`lawlab tasks import` takes one task folder or a folder of them at any depth. It imports '
      'every task it can, prints one row per task (converted or FAILED, references converted, '
@@ -357,7 +359,20 @@ OFFICIAL_RELEASE: tuple[str, ...] = (
      'sentence becomes an executable item (`eval/rubric.json`) only where it converts exactly '
      '(its subject is the target by name or symbol, no condition, no second quantity), the '
      'others are for the LLM judge, and `lawlab judge validity` reports them as not judged when '
-     'no judge model is configured.'),
+     'no judge model is configured;'),
+    ('- the Parallel world of `simulator/state.joblib`, served as published: the file is a '
+     'pickle, so it is read only inside a sandbox box (namespaces, seccomp, rlimits, no '
+     'network) and only numbers and text leave it; the hidden law (`formula_source`, else '
+     '`simulator/formula.py`) becomes a restricted expression like the references, with the '
+     "state's constants (per group for Type II), support, residual space, noise scale and "
+     'residual pools, drawn as the harness draws (a residual of one of the k nearest records, '
+     'k = clip(round(0.15 n), 8, 64), each group from its own pool), written as lawlab\'s '
+     '`simulator/world.json` and `residuals.npz` (mode 0600); the judge scores against that '
+     'hidden law, its rungs measured from the best published reference. A Type II world\'s '
+     'groups share one standardisation of the noise coordinates (the harness standardises each '
+     'group\'s own), and the budget is the task\'s caps, not the harness\'s '
+     '`fetch_budget_rows` (kept in `world.json`). A state that cannot be read or served is '
+     'reported with the reason, and the task imports without a world.'),
     '',
     ('Measured against the published metadata and reference modules of all 118 tasks '
      '(`bench/official_sample.py`, with synthetic data drawn inside each declared range because '
@@ -368,12 +383,14 @@ OFFICIAL_RELEASE: tuple[str, ...] = (
      'tables); 10 tasks have no convertible reference, and 6 fail the naive-baseline screen on '
      'the synthetic data; 8 of 357 rubric sentences read exactly, 349 go to the LLM judge.'),
     '',
-    ('Not done by the import: the Parallel worlds of the official `simulator/` are not served '
-     "(`state.joblib` is a pickle and is never opened; the hidden law of `formula.py` is "
-     "converted to `eval/imported_hidden_law.json` where it can be), and lawlab's builder does "
-     "not make worlds for imported tasks. A `LOCAL_FITTABLE` start list may be as long as the "
-     "official `max_init_size_per_param` (one on lawlab's own tasks). The importer's tests "
-     "run on fixtures of lawlab's own making "
-     'in the curation layout (`tests/fixtures/scilaws/`) and on the same fixtures laid out as '
-     'the release (`tests/unit/test_release_import.py`).'),
+    ("Not done by the import: lawlab's builder makes no world for an imported task without "
+     '`simulator/state.joblib` (its hidden law, where `simulator/formula.py` alone is given, '
+     'is kept in `eval/imported_hidden_law.json`). No official state file could be read here '
+     "(the release's files cannot be reached): the states the tests serve are of lawlab's "
+     "own making in the harness's layout (`tests/support/official_state.py`, from the "
+     "harness's reader, harness/sim_runtime.py). A `LOCAL_FITTABLE` start list may be as "
+     "long as the official `max_init_size_per_param` (one on lawlab's own tasks). The "
+     "importer's tests run on fixtures of lawlab's own making in the curation layout "
+     '(`tests/fixtures/scilaws/`) and on the same fixtures laid out as the release '
+     '(`tests/unit/test_release_import.py`, `tests/unit/test_official_world.py`).'),
 )

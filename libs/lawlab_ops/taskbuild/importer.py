@@ -12,6 +12,7 @@ per folder, or a folder of task folders at any depth):
     <task>/data/test.csv | test_fit.csv + test_test.csv
     <task>/formulas/*.py        the published references (also eval/baselines/*.py)
     <task>/eval/validity_rubrics.json  the rubric, where metadata.yaml has none
+    <task>/simulator/state.joblib  the Parallel world (read in a sandbox box only)
     <task>/simulator/formula.py the hidden law of the Parallel world
 
 The Hugging Face release (``RealSR/SciLaws-Bench``, ``tasks/typeI|typeII/<task>``) is
@@ -22,8 +23,9 @@ the official anchors (each baseline's held-out metric, per cluster for Type II, 
 the derived caps). The release ships no ``formulas/``: the published reference
 modules come from ``formulas=`` (``lawlab tasks import --formulas DIR``), a folder
 holding ``<task>/formulas/<reference id>.py``; without them the task is refused with
-that instruction. ``simulator/state.joblib`` is a pickle and is never opened (lawlab
-never unpickles in a trusted process).
+that instruction. ``simulator/state.joblib`` is a pickle: it is read only inside a
+sandbox box, and the world it holds is served as published
+(lawlab_ops.taskbuild.official_world); lawlab never unpickles in a trusted process.
 
 Every task is tried; one that cannot be imported is reported with the file and
 line that stopped it, and the rest go on. Each reference's ``predict`` becomes a
@@ -489,10 +491,6 @@ def _official_anchors(src: Path, metric: str, report: ImportReport) -> dict[str,
     return out
 
 
-def _release_simulator_state(src: Path) -> bool:
-    return any((src / "simulator").glob("**/state.joblib"))
-
-
 def _is_type_ii(raw: dict[str, Any], train: pd.DataFrame) -> bool:
     kind = str(raw.get("type", "")).strip().lower().replace("type", "").replace("_", "")
     if kind in ("ii", "2"):
@@ -564,9 +562,6 @@ def _import(src: Path, out: Path, report: ImportReport, formulas: Path | None = 
         raw = {**raw, **{k: full[k] for k in added}}
         if added:
             report.notes.append(f"eval/metadata_full.yaml adds {', '.join(added)}")
-    if _release_simulator_state(src):
-        report.notes.append("simulator/state.joblib not opened: a pickle, and lawlab never "
-                            "unpickles in a trusted process (the world is not served)")
     task_id = str(_meta_value(raw, "task_id", "id", default=src.name))
     if not _safe_name(task_id):
         raise ImportFailure(_line(text, "task_id"), f"task_id {task_id!r} is not a plain name "
@@ -732,17 +727,12 @@ def _import(src: Path, out: Path, report: ImportReport, formulas: Path | None = 
     (root / "eval" / "validity_rubrics.json").write_text(_json(
         {"source": rubric_where, "sentences": official}), encoding="utf-8")
 
-    hidden = src / "simulator" / "formula.py"
-    if hidden.exists():
-        try:
-            conv = convert_module(hidden.read_text(encoding="utf-8"), "simulator/formula.py",
-                                  names)
-            (root / "eval" / "imported_hidden_law.json").write_text(_json(
-                {"expr": conv.expr, "constants": conv.constants, "local": conv.local}),
-                encoding="utf-8")
-            report.converted.append(f"hidden law simulator/formula.py -> {conv.expr}")
-        except (Unconvertible, SyntaxError, ValueError) as err:
-            report.unconvertible.append(f"hidden law: {err}")
+    _official_world(src, root, report, names, multi,
+                    {v["name"]: _numeric_range(v) or
+                     ((0.0, float(len(v["categories"]) - 1)) if "categories" in v else
+                      (float(train[v["name"]].min()), float(train[v["name"]].max())))
+                     for v in inputs},
+                    next(((n, c) for n, c, _, _ in refs if n == best), None))
 
     official_caps = raw.get("caps") if isinstance(raw.get("caps"), dict) else None
     n_train = len(train)
@@ -810,6 +800,67 @@ def _import(src: Path, out: Path, report: ImportReport, formulas: Path | None = 
     if final.exists():
         shutil.rmtree(final)
     root.rename(final)
+
+
+def _official_world(src: Path, root: Path, report: ImportReport, names: list[str], multi: bool,
+                    declared: dict[str, tuple[float, float]],
+                    base: tuple[str, Converted] | None) -> None:
+    """The official Parallel world (lawlab_ops.taskbuild.official_world): the state
+    file read in a sandbox box, the hidden law converted like a reference, and
+    lawlab's world files written; or why not (the import goes on without it)."""
+    from lawlab_ops.taskbuild import official_world as ow
+
+    states = sorted((src / "simulator").glob("**/state.joblib"))
+    formula = src / "simulator" / "formula.py"
+    doc: dict[str, Any] | None = None
+    if states:
+        try:
+            doc = ow.read_state(states[0])
+        except ow.StateError as err:
+            report.unconvertible.append(f"Parallel world {states[0].relative_to(src)}: {err}; "
+                                        "the world is not served")
+    source, where = "", ""
+    if doc is not None and isinstance(doc.get("formula_source"), str) and doc["formula_source"]:
+        source, where = doc["formula_source"], "simulator/state.joblib formula_source"
+    elif formula.exists():
+        source, where = formula.read_text(encoding="utf-8"), "simulator/formula.py"
+    if not source:
+        if not states:
+            report.notes.append("no simulator/: lawlab serves no Parallel world for this task "
+                                "(its builder makes worlds for its own tasks only)")
+        elif doc is not None:
+            report.unconvertible.append("Parallel world: the state has no formula_source and "
+                                        "there is no simulator/formula.py")
+        return
+    try:
+        conv = convert_module(source, where, names)
+    except (Unconvertible, SyntaxError, ValueError) as err:
+        report.unconvertible.append(f"hidden law: {err}")
+        return
+    (root / "eval" / "imported_hidden_law.json").write_text(_json(
+        {"expr": conv.expr, "constants": conv.constants, "local": conv.local,
+         "source": where}), encoding="utf-8")
+    report.converted.append(f"hidden law {where} -> {conv.expr}")
+    if doc is None:
+        if not states:
+            report.notes.append("simulator/formula.py without state.joblib: the hidden law "
+                                "is kept (eval/imported_hidden_law.json), no world is served")
+        return
+    law = ow.Law(conv.expr, dict(conv.constants), list(conv.local))
+    ref = None if base is None else (base[0], ow.Law(base[1].expr, {**base[1].constants,
+                                                                     **base[1].local},
+                                                     list(base[1].local)))
+    try:
+        spec, arrays = ow.build_world(doc, law, names, multi, declared, ref)
+    except ow.StateError as err:
+        report.unconvertible.append(f"Parallel world {states[0].relative_to(src)}: {err}; the "
+                                    "world is not served")
+        return
+    ow.write_world(root, spec, arrays)
+    report.converted.append(
+        f"Parallel world {states[0].relative_to(src)} (read in a sandbox box) -> served as "
+        f"published, {len(arrays['residuals'])} residuals"
+        + (f", {len(spec['groups'])} groups" if spec["groups"] else ""))
 
 
 def _json(doc: Any) -> str:

@@ -201,10 +201,38 @@ def sampled_r2(task: Task, samples: int = VALIDATION_SAMPLES) -> dict[str, dict[
     return out
 
 
+def _validate_official_world(task: Task, spec: Mapping[str, Any], rep: Report) -> None:
+    """An imported official world is served as published, not screened as lawlab's
+    builder screens its own: it must load, sample finite observations at the
+    records, and its hidden law must evaluate on the judge's probes."""
+    try:
+        world = world_mod.World(spec, task.world_arrays())
+        hidden = structure.hidden_law_of(spec, task.meta.input_names)
+    except (KeyError, ValueError, TypeError) as err:
+        rep.check(False, f"the official world does not load: {type(err).__name__}: {err}")
+        return
+    records = pooled_records(task)
+    points, _ = world.clip({n: records[n].to_numpy(float) for n in task.meta.input_names})
+    groups = records[GROUP_COL].astype(str).tolist() if spec["groups"] else None
+    if groups is not None:
+        keep = np.isin(groups, spec["groups"])
+        points = {k: v[keep] for k, v in points.items()}
+        groups = [g for g, k in zip(groups, keep) if k]
+    y = world.sample(points, groups, np.random.default_rng(20260514))
+    rep.check(len(y) > 0 and bool(np.all(np.isfinite(y))),
+              "the official world's observations at the records are not all finite")
+    curves = hidden.evaluate(hidden.values())
+    rep.check(all(np.all(np.isfinite(c)) for c in curves),
+              "the official hidden law is not finite on the judge's probes")
+
+
 def _validate_world(task: Task, rep: Report, items: Sequence[dict[str, Any]]) -> None:
     """Every screen of the builder, re-read from the served world (lawlab_ops.taskbuild.worlds)."""
-    law = task.hidden_law()
     spec = task.world_spec()
+    if spec.get("official"):
+        _validate_official_world(task, spec, rep)
+        return
+    law = task.hidden_law()
     inputs = task.meta.input_names
     units = {v.name: v.unit for v in task.meta.inputs}
     refs = task.references()

@@ -5,6 +5,8 @@ from lawlab, because it is the only lawlab file mounted into the box.
     python -I -B runner.py zygote FD   # warm: fork one hardened child per request on FD
     python -I -B runner.py submission  # fit/predict jobs; request JSON on stdin,
                                        # results JSON on the original stdout
+    python -I -B runner.py state       # an official simulator state file (a pickle)
+                                       # read here and written out as plain JSON
 
 In exec mode the agent's code writes to the real stdout/stderr, which the host
 captures and caps; the exit status says whether it raised.
@@ -648,6 +650,84 @@ def run_zygote(where: str) -> int:
         sock.sendall(f"{code}\n".encode())
 
 
+# ---- official simulator state -------------------------------------------------
+# The official SciLaws-Bench release keeps each Parallel world's state in
+# simulator/state.joblib: a joblib pickle of a dict whose residual bootstraps are
+# objects of the harness's class data_aug.sim2.bootstrap.ResidualBootstrap. A
+# pickle runs code when it is read, so it is read only here, in a box, and what
+# leaves the box is JSON of numbers and text, which the importer checks.
+STATE_KEYS = ("schema_version", "formula_source", "formula_id", "law_constants", "used_inputs",
+              "all_input_cols", "target", "metric", "support", "fetch_budget_rows",
+              "residual_space", "noise_scale", "p_min_floor", "form_id", "groups", "real_rows",
+              "bootstrap")
+GROUP_KEYS = ("params", "bootstrap", "noise_scale", "n", "support", "real_rows")
+BOOTSTRAP_KEYS = ("x_axes", "k_frac", "k_min", "k_max", "_Xs", "_res", "_mean", "_std",
+                  "cols", "input_cols", "feature_names")
+
+
+def _plain(value, depth: int = 0):
+    """Numbers, text, lists and dicts of them; anything else by its type's name."""
+    import numpy as np
+
+    if depth > 8:
+        return {"__unsupported__": "nested too deep"}
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, np.ndarray):
+        if value.dtype.kind in "biuf":
+            return np.where(np.isfinite(value), value, np.nan).astype(float).tolist() \
+                if value.dtype.kind == "f" else value.tolist()
+        return [str(v) for v in value.ravel()]
+    if isinstance(value, dict):
+        return {str(k): _plain(v, depth + 1) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v, depth + 1) for v in value]
+    if hasattr(value, "to_dict") and hasattr(value, "columns"):  # a DataFrame: columns
+        return {str(c): _plain(value[c].to_numpy(), depth + 1) for c in value.columns}
+    if type(value).__name__ == "ResidualBootstrap":
+        fields = dict(getattr(value, "__dict__", {}))
+        return {"__bootstrap__": True,
+                **{k: _plain(fields[k], depth + 1) for k in BOOTSTRAP_KEYS if k in fields}}
+    return {"__unsupported__": type(value).__name__}
+
+
+def run_state(req: dict) -> int:
+    import base64
+    import io
+    import types
+
+    import joblib
+    import numpy  # noqa: F401  (what the pickle's arrays need, before the filter)
+    import scipy.spatial  # noqa: F401  (a pickled KD-tree)
+
+    class ResidualBootstrap:  # the harness's class, as a bare holder of its fields
+        def __setstate__(self, state):
+            self.__dict__.update(state if isinstance(state, dict) else {})
+
+    for name in ("data_aug", "data_aug.sim2", "data_aug.sim2.bootstrap", "sim_runtime",
+                 "harness.sim_runtime"):
+        module = sys.modules.setdefault(name, types.ModuleType(name))
+        module.ResidualBootstrap = ResidualBootstrap  # type: ignore[attr-defined]
+    raw = base64.b64decode(req["state"])
+    _reseed()
+    _seccomp(RUNTIME_DENY, runtime=True)
+    state = joblib.load(io.BytesIO(raw))
+    if not isinstance(state, dict):
+        sys.stderr.write(f"the state is a {type(state).__name__}, not a dict\n")
+        return 1
+    out = {k: _plain(state[k]) for k in STATE_KEYS if k in state and k != "groups"}
+    if isinstance(state.get("groups"), dict):
+        out["groups"] = {str(g): ({k: _plain(v[k]) for k in GROUP_KEYS if k in v}
+                                  if isinstance(v, dict) else {"__unsupported__": "not a dict"})
+                         for g, v in state["groups"].items()}
+    out["other_keys"] = sorted(str(k) for k in state if k not in STATE_KEYS)
+    sys.stdout.write(json.dumps(out, allow_nan=True))
+    sys.stdout.flush()
+    return 0
+
+
 def main() -> int:
     _seccomp(BASE_DENY, runtime=False)
     mode = sys.argv[1]
@@ -661,6 +741,9 @@ def main() -> int:
         os._exit(status)  # like a zygote child: leftover threads end with the call
     if mode == "submission":
         return _run_child({**req, "_mode": "submission"}, None)
+    if mode == "state":
+        status = run_state(req)
+        os._exit(status)
     sys.stderr.write(f"unknown mode {mode}\n")
     return 2
 

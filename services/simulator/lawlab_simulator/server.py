@@ -33,12 +33,14 @@ def load_world_key(tasks_dir: Path, library: TaskLibrary) -> worldkey.WorldKey:
     """The key that built the library (its fingerprint is in the MANIFEST)."""
     path = worldkey.default_path(tasks_dir)
     if not path.exists() and not library.world_fingerprint \
-            and not any(t.has_world() for t in library):
-        # a library without worlds (an imported official release): no key built it,
-        # and none is needed; one derived from the library's metadata stands in, the
-        # same in every process and restart (it stamps sessions and trials as their
-        # release)
-        log.info("the task library %s has no Parallel world: no world key needed", tasks_dir)
+            and not any(t.has_world() and not t.world_spec().get("official") for t in library):
+        # a library without worlds of lawlab's builder (an imported official release,
+        # whose worlds, if any, are published): no key built it, and none is needed;
+        # one derived from the library's metadata stands in, the same in every process
+        # and restart (it seeds the noise streams and stamps sessions and trials as
+        # their release)
+        log.info("the task library %s has no world of lawlab's builder: no world key needed",
+                 tasks_dir)
         digest = hashlib.sha256(b"lawlab: a library without worlds\0")
         for meta in sorted(Path(tasks_dir).glob("*/metadata.yaml")):
             digest.update(meta.parent.name.encode() + b"\0" + meta.read_bytes())
