@@ -134,6 +134,50 @@ def test_held_out_tuned_numbers_written_anywhere_gain_nothing(scorer, library, t
         assert s.s_n <= honest.s_n + 0.01, (form, s.s_n, s.message)
 
 
+# issue #50 at scale: the best published reference fitted on the rebuilt held-out
+# split, written in OTHER_CONSTANTS, on every Type I Real task of the served library
+# (the issue: mean S_N 0.714 as submitted, every one above the honest 0.5)
+TYPE_I_REAL = 25
+
+
+@pytest.mark.attacks
+def test_no_held_out_fit_on_any_type_i_real_task_beats_the_literature(scorer, library):
+    from concurrent.futures import ThreadPoolExecutor
+
+    from tests.unit.test_refit_every_number import _moved, _tuned
+
+    tasks = [t for t in library if t.meta.suite == "real" and not t.meta.multi_group]
+    assert len(tasks) == TYPE_I_REAL, [t.task_id for t in tasks]
+
+    def both(task):
+        ref = _best(task)
+        tuned = _moved(ref.module, _tuned(task, ref))["OTHER_CONSTANTS"]
+        return task.task_id, _score(scorer, task.task_id, ref.module), \
+            _score(scorer, task.task_id, tuned)
+
+    with ThreadPoolExecutor(2) as pool:
+        rows = list(pool.map(both, tasks))
+    table = "\n".join(f"{tid:28s} honest {h.s_n:.3f}  tuned as submitted "
+                      f"{t.s_n_submitted:.3f}  tuned {t.s_n:.3f}  {t.message[:80]}"
+                      for tid, h, t in rows)
+    failures = [tid for tid, h, t in rows
+                if h.status != common_pb2.RUN_STATUS_OK
+                or h.s_n != pytest.approx(0.5, abs=0.005)
+                or t.s_n > h.s_n + 0.01 or t.s_n > 0.51]
+    # the attack is real (the held-out fit beats the literature as submitted) ...
+    bought = [tid for tid, h, t in rows if t.s_n_submitted > h.s_n + 0.01]
+    mean = {k: float(np.mean([getattr(t, k) for _, _, t in rows]))
+            for k in ("s_n_submitted", "s_n")}
+    said = (f"mean S_N {mean['s_n_submitted']:.3f} as submitted, {mean['s_n']:.3f} as "
+            f"scored; {len(bought)} of {len(rows)} above the honest score as submitted\n"
+            + table)
+    assert len(bought) >= TYPE_I_REAL - 2, said
+    # ... and on no task does it score more than the same form fitted on the training
+    # split (the best reference: 0.5) once its numbers are refitted there
+    assert not failures, f"{failures}\n{said}"
+    print(said)
+
+
 @pytest.mark.attacks
 def test_a_refit_detector_is_scored_zero_through_the_sandbox(scorer, library):
     from tests.unit.test_refit_every_number import _forms, _tuned
@@ -384,3 +428,67 @@ def test_a_sleeping_submission_fails_fast_and_holds_no_slot(public):
     assert status["state"] == "SUBMISSION_STATE_FAILED", status
     assert "idle" in status["message"], status["message"]
     assert when - start < 90, f"the sleeper held scoring for {when - start:.0f} s"
+
+
+# issue #50 (4): four new teams' judge-stalling submissions held an established
+# team's law for 111 s (new teams, cheap to make, went first in the queue). Two
+# kinds of stall: a law that never returns holds a scoring slot for one sandbox
+# limit (about 25 s here: the scorer's and the judge's runs at once); a law that
+# returns, slowly (4 s of CPU a call), holds one for about a minute, since the
+# table check, the refit and the validity judge all run it again
+SLOW = MM.replace("    x = X[:, 0]\n",
+                  "    s = 0\n    for i in range(40_000_000):\n        s += i\n    x = X[:, 0]\n")
+
+
+def _started(public) -> list[str]:
+    """Submission ids in the order the simulator started scoring them (its log)."""
+    return [e["submission_id"] for e in map(_json.loads, (public["data"] / "logs" /
+                                                          "simulator.log").read_text()
+                                            .splitlines())
+            if e.get("msg") == "submission scoring started"]
+
+
+@pytest.mark.attacks
+def test_an_established_teams_law_is_scored_within_60_s_behind_four_new_teams_stalls(public):
+    # teams of this test alone (the module's other tests serve alpha, beta, gamma ...)
+    established, new = "q50-established", [f"q50-new{i}" for i in range(4)]
+    for team in (established, *new):
+        made = _cli(public["data"], "token", "create", "--team", team, "--qps", "20")
+        assert made.returncode == 0, made.stderr
+        public["tokens"][team] = made.stdout.strip()
+    # the established team has been served: one law scored to completion
+    first = _real(public, established, "mysid_effluent", MM)
+    status, _ = _scored_at(public, established, first)
+    assert status["state"] == "SUBMISSION_STATE_SCORED", status
+    # four new teams queue stalling laws: the first two take both scoring slots
+    # (a running job is not pre-empted, so the established team's law waits for one
+    # of them whatever the order); the other two wait, and they would take a slot
+    # each for about a minute if they went first
+    stalls = {team: _real(public, team, task, law.replace('"conc"', f'"{col}"'))
+              for team, (task, col, law) in zip(new, [
+                  ("calcium_uptake", "time", LOOPS), ("alga_cadmium", "conc", LOOPS),
+                  ("ryegrass_ferulic_acid", "conc", SLOW),
+                  ("puromycin_enzyme_kinetics", "conc", SLOW)])}
+    # ... and at once the established team its honest law
+    start = time.monotonic()
+    honest = _real(public, established, "puromycin_enzyme_kinetics", MM)
+    status, when = _scored_at(public, established, honest, timeout=300)
+    waited = when - start
+    verdicts = {team: _scored_at(public, team, sid, timeout=400)
+                for team, sid in stalls.items()}
+    stalled = {team: (v["state"], round(at - start)) for team, (v, at) in verdicts.items()}
+    names = {honest: established, **{sid: team for team, sid in stalls.items()}}
+    order = [names[sid] for sid in _started(public) if sid in names]
+    said = (f"the established team's law waited {waited:.0f} s; the new teams' laws "
+            f"(state, seconds after it was submitted): {stalled}; scoring started in the "
+            f"order {order}")
+    assert status["state"] == "SUBMISSION_STATE_SCORED", (status, said)
+    assert status["scores"]["s_n"] > 0, (status, said)
+    # every stalling law got its verdict (none is left queued for another test)
+    assert all(v["state"] != "SUBMISSION_STATE_QUEUED" for v, _ in verdicts.values()), said
+    # the acceptance of issue #50: scored within 60 s of its submission ...
+    assert waited < 60, said
+    # ... because it was taken before the new teams' laws still waiting (after at
+    # most the two already running)
+    assert order.index(established) <= 2, said
+    print(said)
