@@ -136,9 +136,11 @@ test-bench: install
 test-keys: install
 	$(PY) bench/key_sweep.py --keys 5
 
-# scoring under attack (issue #31): the attacks that score real submissions end to end
+# scoring under attack (issues #31, #50): the attacks that score real submissions end to
+# end, the same S_N quiet and busy, and the experimenter against private variants
 test-attacks: install
-	$(BIN)/pytest -q -m attacks tests/integration/test_scoring_attacks.py
+	$(BIN)/pytest -q -m attacks tests/integration/test_scoring_attacks.py \
+	  tests/integration/test_scoring_budget.py tests/integration/test_private_variants.py
 
 # baselines that re-run (issue #33): a sample of trials twice, the second beside a CPU hog;
 # a time bound that shaped a trial (a <python> call the sandbox stopped) is noted on it

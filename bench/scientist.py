@@ -15,8 +15,9 @@ The two libraries, each rebuilt when missing or built from other sources:
   this library measures what a leaderboard release does to an agent that works
   from the catalogue; it hides nothing from a reader of the file.
 
-Only the tasks that have a Parallel world are built (the tasks the example file
-names); a task's bytes do not depend on which others are built.
+The tasks the example file names are built (three of them, brain_body_allometry,
+mercury_vapour_pressure and soybean_growth, get no world in that library); a task's
+bytes do not depend on which others are built.
 
     .venv/bin/python bench/scientist.py run --library public|example
         [--agents scientist] [--once template sr data-blind experimenter] [--seeds 1 2 3]
@@ -81,15 +82,30 @@ def variants_digest() -> str:
     return hashlib.sha256(parsed.encode()).hexdigest()[:16]
 
 
+def build(kind: str, root: Path, only: list[str] | None = None,
+          progress=None) -> list[dict]:
+    """Build the library ``kind``'s worlds into ``root``: the tasks of :func:`world_tasks`
+    (``only`` those of them, when given), with the library's key and private variants.
+    What `run` builds, and a test can build a few of (tests/integration/
+    test_private_variants.py): a task's bytes do not depend on which others are built."""
+    from lawlab_ops.taskbuild.build import build_all
+
+    variants = EXAMPLE_VARIANTS if kind == "example" else root / "no-private-variants.yaml"
+    tasks = world_tasks()
+    if only is not None:
+        if not only or set(only) - set(tasks):  # build_all reads no `only` as every task
+            raise ValueError(f"only={only!r}: not a list of the {kind} library's tasks {tasks}")
+        tasks = [t for t in tasks if t in only]
+    return build_all(root, key=_key(kind), only=tasks, variants=variants, progress=progress)
+
+
 def library(kind: str, root: Path):
     """The library ``kind`` at ``root``, rebuilt when missing or stale."""
     from baselines import _sources_digest, clear_old_run
 
     from lawlab.tasks.library import TaskLibrary
-    from lawlab_ops.taskbuild.build import build_all
 
     key = _key(kind)
-    variants = EXAMPLE_VARIANTS if kind == "example" else root / "no-private-variants.yaml"
     digest = _sources_digest() + (variants_digest() if kind == "example" else "")
     stamp = root / ".built-from"
     suite = root / "SUITE.json"
@@ -97,9 +113,8 @@ def library(kind: str, root: Path):
             and json.loads(suite.read_text()).get("world_fingerprint") == key.fingerprint):
         print(f"building the {kind} library's worlds into {root} ...", flush=True)
         clear_old_run(root)
-        build_all(root, key=key, only=world_tasks(), variants=variants,
-                  progress=lambda r: print(f"  {r.get('task_id', '?')}: {r.get('hidden_edit', '')}",
-                                                 flush=True))
+        build(kind, root, progress=lambda r: print(f"  {r.get('task_id', '?')}: "
+                                                   f"{r.get('hidden_edit', '')}", flush=True))
         stamp.write_text(digest + "\n")
     # the simulator serves a library with the key that built it, kept beside it
     key_file = root.parent / "world-key"
@@ -159,7 +174,13 @@ def run(args: argparse.Namespace) -> dict:
     }
 
 
-STOPPED = "longer than its limit"
+# the judge's word for a comparison it stopped: at its wall-clock limit (the records
+# of this bench were made then), or at its CPU-time limit or wall-clock net (since)
+STOPPED = ("longer than its limit", "used its CPU-time limit", "wall-clock safety limit")
+
+
+def stopped(text: str) -> bool:
+    return any(s in text for s in STOPPED)
 REJUDGE_SECONDS = 240.0  # per verdict: four times the service's limit, on one core
 
 
@@ -201,7 +222,7 @@ def rejudge(rec: dict, root: Path, save=lambda rec: None) -> dict:
 
     lib = TaskLibrary(root)
     for t in rec["trials"]:
-        if STOPPED in t.get("notes", "") and t.get("source") and "s_s_unlimited" not in t:
+        if stopped(t.get("notes", "")) and t.get("source") and "s_s_unlimited" not in t:
             began = time.monotonic()
             t["s_s_unlimited"], t["notes_unlimited"] = _bounded(lib.get(t["task"]), t["source"],
                                                                 REJUDGE_SECONDS)
@@ -211,7 +232,7 @@ def rejudge(rec: dict, root: Path, save=lambda rec: None) -> dict:
     unlimited = rec.setdefault("controls_unlimited", {})
     for name, per in rec.get("control_reasons", {}).items():
         for task_id, why in per.items():
-            if STOPPED in why and task_id not in unlimited.get(name, {}):
+            if stopped(why) and task_id not in unlimited.get(name, {}):
                 task = lib.get(task_id)
                 unlimited.setdefault(name, {})[task_id] = _bounded(
                     task, controls.PARALLEL_CONTROLS[name](task), REJUDGE_SECONDS)[0]
@@ -305,16 +326,17 @@ def _library_section(rec: dict) -> list[str]:
                     if x["agent"] == "scientist" and x["task"] == w), "-")
         lines.append(f"| {w} | {private} | {base.get(w, float('nan')):g} | "
                      f"{sink.get(w, float('nan')):g} | " + " | ".join(cells) + f" | {law} |")
-    stopped = [f"{PARALLEL_LABELS.get(c, c)} on {w}"
-               for c, per in rec.get("control_reasons", {}).items()
-               for w, why in sorted(per.items()) if "longer than its limit" in why]
-    stopped += [f"`{x['agent']}` on {x['task']} at seed {x['seed']}" for x in rec["trials"]
-                if "longer than its limit" in x.get("notes", "")]
-    if stopped:
-        lines += ["", "The judge service stopped the comparison of " + ", ".join(stopped)
+    halted = [f"{PARALLEL_LABELS.get(c, c)} on {w}"
+              for c, per in rec.get("control_reasons", {}).items()
+              for w, why in sorted(per.items()) if stopped(why)]
+    halted += [f"`{x['agent']}` on {x['task']} at seed {x['seed']}" for x in rec["trials"]
+               if stopped(x.get("notes", ""))]
+    if halted:
+        lines += ["", "The judge service stopped the comparison of " + ", ".join(halted)
                   + " at its time limit for one comparison (no structural credit by its rule; "
-                  "docs/judges.md). The limit is wall-clock time, so a slower or busier "
-                  "machine stops more comparisons: a defect of the judge, not of the laws."]
+                  "docs/judges.md). When this record was made the limit was wall-clock time, "
+                  "so a slower or busier machine stopped more comparisons: a defect of the "
+                  "judge, not of the laws (it is counted in CPU time since)."]
         def shown(v: float | None) -> str:
             return f"no verdict in {REJUDGE_SECONDS:g} s (0 kept)" if v is None else f"{v:g}"
 
@@ -386,7 +408,8 @@ def write_docs(path: Path = ROOT / "docs" / "baselines.md") -> None:
     if marker in text and commit:
         from baselines import _notes
 
-        text = text.split(marker, 1)[0] + "\n" + "\n".join(_notes(commit.group(1))) + "\n"
+        text = (text.split(marker, 1)[0].rstrip("\n") + "\n\n"
+                + "\n".join(_notes(commit.group(1))).lstrip("\n") + "\n")
     path.write_text(text)
     print(f"wrote the scientist's section into {path}")
 
