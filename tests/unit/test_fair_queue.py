@@ -113,3 +113,63 @@ def test_a_restart_keeps_served_teams_ahead_of_new_ones(tmp_path):
     assert started[0] == "old", started
     store.close()
 
+
+
+def test_new_teams_leave_a_slot_for_served_teams(tmp_path):
+    """A running job is not pre-empted: new teams that took every slot with slow laws
+    held an established team's law for as long as they ran. While any team has been
+    served, never-served teams hold at most CONCURRENCY - 1 slots."""
+    from lawlab_simulator import submissions as mod
+
+    store = _store(tmp_path)
+    old, _ = _submit(store, "old", "t1")
+    store.submissions.record_scores(old.submission_id, "scored", "ok", s_n=0.5, s_v=0.5)
+    for i in range(4):
+        _submit(store, f"new{i}", "t2")
+    scorer = mod.SubmissionScorer(store, library=None)  # type: ignore[arg-type]
+    release = asyncio.Event()
+    started: list[str] = []
+
+    async def slow_attempt(row):
+        started.append(row.owner)
+        await release.wait()
+
+    scorer._attempt = slow_attempt  # type: ignore[method-assign]
+
+    async def main() -> list[str]:
+        await scorer.dispatch()
+        first = list(scorer._running)
+        _submit(store, "old", "t2")  # the established team's law, behind four new teams
+        await scorer.dispatch()
+        running = list(scorer._running)
+        release.set()
+        await asyncio.gather(*scorer._running.values())
+        return first + ["|"] + running
+
+    seen = asyncio.run(main())
+    assert mod.CONCURRENCY == 2
+    # one new team runs, the other slot waits for a served team, which takes it at once
+    assert seen == ["new0", "|", "new0", "old"], seen
+    store.close()
+
+
+def test_with_no_team_served_yet_new_teams_use_every_slot(tmp_path):
+    from lawlab_simulator import submissions as mod
+
+    store = _store(tmp_path)
+    for i in range(3):
+        _submit(store, f"new{i}", "t2")
+    scorer = mod.SubmissionScorer(store, library=None)  # type: ignore[arg-type]
+
+    async def instant(row):
+        return None
+
+    scorer._attempt = instant  # type: ignore[method-assign]
+
+    async def main() -> int:
+        n = await scorer.dispatch()
+        await asyncio.gather(*scorer._running.values())
+        return n
+
+    assert asyncio.run(main()) == mod.CONCURRENCY
+    store.close()

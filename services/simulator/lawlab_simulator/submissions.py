@@ -145,10 +145,14 @@ def fair_order(rows: list[SubmissionRow], served: dict[str, float]) -> list[Subm
 class SubmissionScorer:
     """Scores queued submissions through the scorer and judge services (with the
     internal token): CONCURRENCY at a time, at most one per team, teams in round
-    robin (:func:`fair_order`). A service that is down leaves the submission queued
-    and is tried again with backoff; any other failure counts as an attempt, and
-    after MAX_ATTEMPTS the submission gets a verdict (failed, with the reason)
-    instead of coming back to the head of the queue."""
+    robin (:func:`fair_order`). Teams never served hold at most CONCURRENCY - 1
+    slots while any team has been served: a running job is not pre-empted, so
+    without a slot kept free new teams' slow laws, started first, could hold an
+    established team's law for as long as they run (issue #50). A service that is
+    down leaves the submission queued and is tried again with backoff; any other
+    failure counts as an attempt, and after MAX_ATTEMPTS the submission gets a
+    verdict (failed, with the reason) instead of coming back to the head of the
+    queue."""
 
     def __init__(self, store: Store, library: TaskLibrary) -> None:
         self.store = store
@@ -160,6 +164,7 @@ class SubmissionScorer:
         self._served: dict[str, float] = {}  # team -> when it was last served (monotonic)
         self._seeded = False
         self._running: dict[str, asyncio.Task[None]] = {}  # team -> its scoring task
+        self._known: set[str] = set()  # teams with a finished scoring (or served before)
         self._down_until = 0.0
         self._delay = 1.0
         self._teams: set[str] = set()
@@ -202,6 +207,7 @@ class SubmissionScorer:
             offset = time.monotonic() - time.time()
             for team, at in last.items():
                 self._served.setdefault(team, at + offset)
+            self._known |= set(last)
             self._seeded = True
         rows = await asyncio.to_thread(self.store.submissions.find, None, None, "queued")
         self._gauges(rows)
@@ -213,8 +219,11 @@ class SubmissionScorer:
                 break
             if row.owner in self._running:
                 continue
+            new = sum(1 for t in self._running if t not in self._known)
+            if row.owner not in self._known and self._known and new >= CONCURRENCY - 1:
+                continue  # the last slot is kept for teams already served
             self._served[row.owner] = time.monotonic()
-            self._running[row.owner] = asyncio.create_task(self._attempt(row))
+            self._running[row.owner] = asyncio.create_task(self._attempt_once(row))
             log.info("submission scoring started", extra={"submission_id": row.submission_id,
                                                           "team": row.owner,
                                                           "task_id": row.task_id})
@@ -233,6 +242,12 @@ class SubmissionScorer:
             QUEUE_DEPTH.labels(team).set(depth.get(team, 0))
             QUEUE_AGE.labels(team).set(oldest.get(team, 0.0))
         self._teams |= set(depth)
+
+    async def _attempt_once(self, row: SubmissionRow) -> None:
+        try:
+            await self._attempt(row)
+        finally:
+            self._known.add(row.owner)
 
     async def _attempt(self, row: SubmissionRow) -> None:
         try:
