@@ -132,3 +132,37 @@ def _refused_without_a_backend(judge) -> None:
                                                        source=SUBMISSION)), timeout=60)
     assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT and "backend" in \
         err.value.details()
+
+
+def test_an_official_tasks_sentences_go_to_the_judge_model_verbatim(tmp_path):
+    """Issue #51: an imported official task's rubric sentences that no executable
+    reading takes are judged by the LLM backend as the paper's S_V judges them:
+    each sentence verbatim in the prompt, its verdict counted in S_V."""
+    from lawlab.tasks.library import Task
+    from lawlab_ops.taskbuild.importer import import_all
+    from tests.support.official import FIXTURES
+
+    out = tmp_path / "official"
+    [report] = import_all(FIXTURES / "culture_growth_demo__od", out)
+    assert report.ok and report.rubric_llm > 0, report
+    task = Task(out / "culture_growth_demo__od")
+    sentences = json.loads((task.root / "eval" / "validity_rubrics.json").read_text())["sentences"]
+    llm_texts = [s["text"] for s in sentences if s["judge"] == "llm"]
+    items = task.llm_rubric()
+    ids = [it["id"] for it in items]
+    assert [it["description"] for it in items if it["kind"] == "llm"] == llm_texts
+    failed = ids[-1]
+    reply = json.dumps({"items": [{"item_id": i, "passed": i != failed, "evidence": f"read {i}"}
+                                  for i in ids]})
+    source = (FIXTURES / "culture_growth_demo__od" / "formulas" / "logistic_curve.py").read_text()
+    with ScriptedLLM(respond=lambda body: reply) as llm, \
+            own_judge(out, tmp_path / "data", llm) as judge:
+        v = judge.JudgeValidity(judge_pb2.JudgeRequest(
+            task_id=task.task_id, backend=judge_pb2.JUDGE_BACKEND_LLM,
+            submission=common_pb2.Submission(source=source)), timeout=120)
+    assert v.status == common_pb2.RUN_STATUS_OK, v.message
+    prompt = llm.requests[0]["messages"][-1]["content"]
+    assert all(text in prompt for text in llm_texts)
+    assert [i.item_id for i in v.items] == ids
+    weights = [rubric.weight(it) for it in items]
+    assert v.s_v == pytest.approx((sum(weights) - weights[-1]) / sum(weights))

@@ -34,3 +34,12 @@ def test_with_a_model_the_llm_backend_is_named(tmp_path):
 
 def test_task_without_official_rubric(tmp_path):
     assert official_rubric_rows(tmp_path, {}) is None
+
+
+def test_the_judge_models_verdicts_are_shown_for_its_sentences(tmp_path):
+    """With the LLM backend each sentence has the model's verdict (id official_<index>)."""
+    rows = official_rubric_rows(_task(tmp_path), {"r1_nonneg": (True, "holds"),
+                                                  "official_1": (False, "no lag phase")},
+                                "judge model")
+    assert rows == [("x", "predicted rate is non-negative", "holds"),
+                    (" ", "captures a lag phase", "judge model: no lag phase")]

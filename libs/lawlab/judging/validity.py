@@ -211,7 +211,7 @@ def assess_replies(task: Task, replies: Sequence[Mapping[str, Any]],
                    verdict_gate: antihack.GateVerdict) -> Assessment:
     """A judge model's verdict: ``replies`` gives, per rubric item in order,
     ``item_id``, ``passed`` and ``evidence``; weights and S_V follow the one rule."""
-    by_id = {str(it["id"]): it for it in task.rubric()}
+    by_id = {str(it["id"]): it for it in task.llm_rubric()}
     verdicts = [ItemVerdict(str(r["item_id"]),
                             str(by_id[str(r["item_id"])].get("description", "")),
                             bool(r["passed"]), str(r["evidence"]),
@@ -300,6 +300,9 @@ def official_rubric_rows(task_root: Any, verdicts: Mapping[str, tuple[bool, str]
             rows.append(("x" if passed else " ", text, evidence))
         elif s.get("judge") == "executable":
             rows.append(("?", text, f"not judged: item {item} has no verdict"))
+        elif judge_model and f"official_{s.get('index')}" in verdicts:
+            passed, evidence = verdicts[f"official_{s.get('index')}"]
+            rows.append(("x" if passed else " ", text, f"{judge_model}: {evidence}"))
         elif judge_model:
             rows.append(("?", text, f"for the LLM judge ({judge_model}): use --backend llm"))
         else:

@@ -257,6 +257,21 @@ class Task:
         with open(self.root / "eval" / "rubric.json") as fh:
             return list(json.load(fh))
 
+    def llm_rubric(self) -> list[dict[str, Any]]:
+        """What the LLM judge backend judges: the executable items, and for an
+        imported official task every sentence of its rubric that only a judge model
+        can read (eval/validity_rubrics.json, ``judge: llm``), verbatim, as the
+        paper's S_V judges them (id ``official_<index>``)."""
+        items = self.rubric()
+        path = self.root / "eval" / "validity_rubrics.json"
+        if path.is_file():
+            with open(path, encoding="utf-8") as fh:
+                doc = json.load(fh)
+            items += [{"id": f"official_{s['index']}", "kind": "llm",
+                       "description": str(s.get("text", ""))}
+                      for s in doc.get("sentences", []) if s.get("judge") == "llm"]
+        return items
+
     def has_world(self) -> bool:
         return (self.root / "simulator" / "world.json").exists()
 

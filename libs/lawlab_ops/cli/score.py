@@ -172,13 +172,15 @@ def _official_rubric_lines(args: argparse.Namespace, verdicts: dict[str, tuple[b
     from lawlab.rpc.settings import Settings
 
     root = (Path(args.tasks_dir) if args.tasks_dir else config.tasks_dir()) / args.task
-    model = Settings.from_env().judge.llm_model if backend != JudgeBackend.LLM else "the model used"
-    rows = validity.official_rubric_rows(root, verdicts if backend != JudgeBackend.LLM else {}, model)
+    model = Settings.from_env().judge.llm_model if backend != JudgeBackend.LLM else "judge model"
+    # with the LLM backend every sentence has the model's verdict (official_<index>)
+    rows = validity.official_rubric_rows(root, verdicts, model)
     if rows is None:
         return []
     judged = sum(mark != "?" for mark, _, _ in rows)
     out = [f"  official rubric: {len(rows)} sentences, {judged} judged here, "
-           f"{len(rows) - judged} not judged (S_V above covers the judged ones only)"]
+           f"{len(rows) - judged} not judged"
+           + (" (S_V above covers the judged ones only)" if judged < len(rows) else "")]
     return out + [f"  [{mark}] {text}: {evidence}" for mark, text, evidence in rows]
 
 

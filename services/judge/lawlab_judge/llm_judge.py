@@ -90,7 +90,7 @@ class LLMConfig:
 def validity_prompt(task: Task, source: str) -> tuple[str, list[str]]:
     """The validity question for the judge model, and the rubric's item ids."""
     meta = task.meta
-    items = task.rubric()
+    items = task.llm_rubric()  # an official task's sentences too (issue #51)
     prompt = VALIDITY_PROMPT.format(
         title=meta.title, context=meta.context,
         target=f"{meta.target.name} ({meta.target.unit}): {meta.target.description}",
