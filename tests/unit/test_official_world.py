@@ -195,3 +195,30 @@ def test_world_json_holds_numbers_and_text_only(imported):
         assert "ResidualBootstrap" not in text and "pwned" not in text
         frame = pd.read_csv(out / task_id / "data" / "train.csv")
         assert len(frame) > 0
+
+
+def test_a_hidden_law_without_a_state_gets_a_world_from_lawlabs_builder(release, tmp_path):
+    """simulator/formula.py alone: lawlab's builder fits the hidden law on the imported
+    records and serves it with its own calibrated noise; the judge scores against it."""
+    hf, _ = release
+    task_dir = tmp_path / ORBIT
+    shutil.copytree(hf / "tasks" / "typeI" / ORBIT, task_dir)
+    (task_dir / "simulator" / "state.joblib").unlink()
+    [r] = import_all(task_dir, tmp_path / "out", formulas=FIXTURES)
+    assert r.ok, (r.error, r.problems)
+    assert any(c.startswith("Parallel world from simulator/formula.py (no state.joblib) -> "
+                            "made by lawlab's builder") for c in r.converted), r.converted
+    task = Task(tmp_path / "out" / ORBIT)
+    spec = task.world_spec()
+    assert spec["official"]["source"] == "simulator/formula.py"
+    assert spec.get("draw", "smoothed") == "smoothed" and set(spec["law"]["constants"]) == \
+        {"c2", "c4"}
+    world = World(spec, task.world_arrays())
+    x = task.train[["a_AU", "e"]]
+    y = world.sample({c: x[c].to_numpy(float) for c in x.columns}, None,
+                     np.random.default_rng(3))
+    assert np.all(np.isfinite(y))
+    hidden = structure.hidden_law_of(spec, task.meta.input_names)
+    law = HIDDEN[ORBIT].replace('"c2": 0.5, "c4": 0.0', ", ".join(
+        f'"{k}": {v!r}' for k, v in spec["law"]["constants"].items()))
+    assert structure.judge_structure(law, hidden).level == 1.0

@@ -383,14 +383,17 @@ OFFICIAL_RELEASE: tuple[str, ...] = (
      'tables); 10 tasks have no convertible reference, and 6 fail the naive-baseline screen on '
      'the synthetic data; 8 of 357 rubric sentences read exactly, 349 go to the LLM judge.'),
     '',
-    ("Not done by the import: lawlab's builder makes no world for an imported task without "
-     '`simulator/state.joblib` (its hidden law, where `simulator/formula.py` alone is given, '
-     'is kept in `eval/imported_hidden_law.json`). No official state file could be read here '
-     "(the release's files cannot be reached): the states the tests serve are of lawlab's "
-     "own making in the harness's layout (`tests/support/official_state.py`, from the "
-     "harness's reader, harness/sim_runtime.py). A `LOCAL_FITTABLE` start list may be as "
-     "long as the official `max_init_size_per_param` (one on lawlab's own tasks). The "
-     "importer's tests run on fixtures of lawlab's own making in the curation layout "
-     '(`tests/fixtures/scilaws/`) and on the same fixtures laid out as the release '
-     '(`tests/unit/test_release_import.py`, `tests/unit/test_official_world.py`).'),
+    ("Where `simulator/formula.py` is given without `state.joblib`, lawlab's builder makes "
+     "the world: the hidden law fitted on every imported record, with lawlab's "
+     'residual-calibrated noise (`official.source` in `world.json` says which). Not done by '
+     "the import: a task without a hidden law gets no world (lawlab's structural variants "
+     "need a task's catalogue of mechanisms, which an imported task lacks). No official "
+     "state file could be read here (the release's files cannot be reached): the states the "
+     "tests serve are of lawlab's own making in the harness's layout "
+     "(`tests/support/official_state.py`, from the harness's reader, "
+     'harness/sim_runtime.py). A `LOCAL_FITTABLE` start list may be as long as the official '
+     "`max_init_size_per_param` (one on lawlab's own tasks). The importer's tests run on "
+     "fixtures of lawlab's own making in the curation layout (`tests/fixtures/scilaws/`) and "
+     'on the same fixtures laid out as the release (`tests/unit/test_release_import.py`, '
+     '`tests/unit/test_official_world.py`).'),
 )

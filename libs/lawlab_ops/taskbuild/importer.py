@@ -732,7 +732,12 @@ def _import(src: Path, out: Path, report: ImportReport, formulas: Path | None = 
                      ((0.0, float(len(v["categories"]) - 1)) if "categories" in v else
                       (float(train[v["name"]].min()), float(train[v["name"]].max())))
                      for v in inputs},
-                    next(((n, c) for n, c, _, _ in refs if n == best), None))
+                    next(((n, c) for n, c, _, _ in refs if n == best), None),
+                    {"task_id": task_id,
+                     "pooled": pd.concat([data[k] for k in data], ignore_index=True),
+                     "target": target["name"], "inputs": inputs, "metric": metric,
+                     "multi": multi, "rubric": items,
+                     "caps": {"max_law_constants": 99, "max_local_params": 99}})
 
     official_caps = raw.get("caps") if isinstance(raw.get("caps"), dict) else None
     n_train = len(train)
@@ -804,7 +809,7 @@ def _import(src: Path, out: Path, report: ImportReport, formulas: Path | None = 
 
 def _official_world(src: Path, root: Path, report: ImportReport, names: list[str], multi: bool,
                     declared: dict[str, tuple[float, float]],
-                    base: tuple[str, Converted] | None) -> None:
+                    base: tuple[str, Converted] | None, builder_args: dict[str, Any]) -> None:
     """The official Parallel world (lawlab_ops.taskbuild.official_world): the state
     file read in a sandbox box, the hidden law converted like a reference, and
     lawlab's world files written; or why not (the import goes on without it)."""
@@ -841,15 +846,25 @@ def _official_world(src: Path, root: Path, report: ImportReport, names: list[str
         {"expr": conv.expr, "constants": conv.constants, "local": conv.local,
          "source": where}), encoding="utf-8")
     report.converted.append(f"hidden law {where} -> {conv.expr}")
-    if doc is None:
-        if not states:
-            report.notes.append("simulator/formula.py without state.joblib: the hidden law "
-                                "is kept (eval/imported_hidden_law.json), no world is served")
-        return
-    law = ow.Law(conv.expr, dict(conv.constants), list(conv.local))
+    law = ow.Law(conv.expr, {**conv.constants, **conv.local}, list(conv.local))
     ref = None if base is None else (base[0], ow.Law(base[1].expr, {**base[1].constants,
                                                                      **base[1].local},
                                                      list(base[1].local)))
+    if doc is None:
+        if states:
+            return  # the state could not be read: said above
+        try:
+            spec, arrays = ow.built_world(**builder_args, law=law, base=ref)
+        except (ow.StateError, ValueError, FloatingPointError) as err:
+            report.unconvertible.append(f"Parallel world from simulator/formula.py: {err}; "
+                                        "the world is not served")
+            return
+        ow.write_world(root, spec, arrays)
+        report.converted.append("Parallel world from simulator/formula.py (no state.joblib) "
+                                "-> made by lawlab's builder: the law fitted on the imported "
+                                "records, lawlab's calibrated noise")
+        return
+    law = ow.Law(conv.expr, dict(conv.constants), list(conv.local))
     try:
         spec, arrays = ow.build_world(doc, law, names, multi, declared, ref)
     except ow.StateError as err:

@@ -24,6 +24,13 @@ world's groups share one standardisation of the coordinates (the harness
 standardises each group's own), so a group's nearest records can differ where
 its spread differs from the pooled one. The budget is lawlab's (the task's caps), not the
 harness's ``fetch_budget_rows``, which is kept in ``world.json`` for reference.
+
+A task folder with ``simulator/formula.py`` (the hidden law) and no state gets
+its world from lawlab's own builder (:func:`built_world`): the hidden law's
+constants fitted on every record of the imported splits, and lawlab's
+residual-calibrated noise (docs/protocol.md section 5), as its own tasks' worlds
+have. A task without a hidden law gets no world: lawlab's structural variants
+need a task's catalogue of mechanisms, which an imported task does not have.
 """
 
 from __future__ import annotations
@@ -246,6 +253,41 @@ def build_world(doc: Mapping[str, Any], law: Law, inputs: Sequence[str], multi: 
         "judge": {"groups": groups or [GLOBAL], "points": JUDGE_POINTS, "salt": JUDGE_SALT,
                   "support": judge_support},
     }
+    return spec, arrays
+
+
+def built_world(task_id: str, pooled: Any, target: str, inputs: Sequence[Mapping[str, Any]],
+                metric: str, multi: bool, rubric: Sequence[dict[str, Any]],
+                caps: Mapping[str, float], law: Law, base: tuple[str, Law] | None
+                ) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+    """A world from lawlab's builder for a hidden law given without its state
+    (module docstring): fitted on ``pooled`` (every imported record), its noise the
+    builder's. The noise streams are seeded by the simulator's key at serve time;
+    the build's own randomness by a key derived from the task id."""
+    import hashlib
+
+    from lawlab.worlds.worldkey import WorldKey
+    from lawlab_ops.taskbuild.worlds import WorldBuilder
+
+    key = WorldKey(hashlib.sha256(f"lawlab imported world\0{task_id}".encode()).digest())
+    builder = WorldBuilder(task_id, pooled, target, inputs, metric, multi, rubric, caps, key)
+    local = [n for n in law.local]
+    fitted = builder.fit(law.expr, [n for n in law.constants if n not in local], local,
+                         {**law.constants}, n_starts=4)
+    if not np.isfinite(fitted.rss):
+        raise StateError("the hidden law could not be fitted to the imported records")
+    spec, arrays, _ = builder.make_world(law.expr, fitted.constants, fitted.local)
+    spec["law"].update({"global": sorted(fitted.constants), "local_names": sorted(fitted.local),
+                        "pieces": [], "added_terms": [],
+                        "rationale": "the hidden law of simulator/formula.py, fitted on the "
+                                     "imported records; lawlab's residual-calibrated noise"})
+    if base is not None:
+        name, ref = base
+        spec["law"].update({"base_reference": name, "base_expr": ref.expr,
+                            "base_constants": dict(ref.constants), "base_local": list(ref.local),
+                            "base_global": sorted(set(ref.constants) - set(ref.local))})
+    spec["official"] = {"source": "simulator/formula.py",
+                        "noise": "lawlab's builder (no simulator/state.joblib)"}
     return spec, arrays
 
 
