@@ -235,3 +235,27 @@ def test_the_prompt_shows_an_official_start_list_cap(imported):
                                                                  max_init_size_per_param=3))
     assert "- max_init_size_per_param = 3: starts a LOCAL_FITTABLE \"init\" list may hold" \
         in caps_text(three, False)
+
+
+def test_priors_reach_the_solvers_prompt_as_the_papers_prompt_shows_them(imported):
+    """The official candidate constants (distractors among them) are shown to the
+    solver, without the grader's _role saying which are distractors."""
+    from lawlab.rpc import convert
+    from lawlab_agent.prompts import user_prompt
+
+    out, _ = imported
+    task = TaskLibrary(out).get("regional_yield_demo__yield_t_ha")
+    assert len(task.meta.priors) == 1
+    prior = json.loads(task.meta.priors[0])
+    assert prior["name"] == "nitrogen_response_rate" and prior["unit"] == "ha kg⁻¹"
+    assert "_role" not in prior
+    # through the catalogue's message, as the agent receives the task
+    solver = convert.solver_task_from_proto(convert.meta_to_proto(task.meta, task.group_ids))
+    assert solver.priors == task.meta.priors
+    prompt = user_prompt(solver, parallel=False)
+    assert "Candidate constants from the literature" in prompt
+    assert "nitrogen_response_rate" in prompt and "candidate" not in prompt.split(
+        "Candidate constants")[1].lower().split("\n", 1)[1]
+    # a task without priors: no such section
+    plain = TaskLibrary(out).get("orbit_distance_demo__r_mean_km")
+    assert "Candidate constants" not in user_prompt(plain.meta.public(), parallel=False)

@@ -84,7 +84,7 @@ def solver_task_from_proto(pb: common_pb2.TaskMetadata) -> SolverTask:
                       caps=caps_from_proto(pb.caps), metric=pb.metric,
                       group_ids=tuple(pb.group_ids), group_description=pb.group_description,
                       source=pb.source, license=pb.license, suite=pb.suite or "real",
-                      settings=tuple(s for s in settings if s))
+                      settings=tuple(s for s in settings if s), priors=tuple(pb.priors))
 
 
 def meta_to_proto(meta: TaskMeta, group_ids: Sequence[str],
@@ -124,6 +124,7 @@ def solver_task_to_proto(task: SolverTask) -> common_pb2.TaskMetadata:
         license=task.license,
         suite=task.suite,
         settings=[enum_value(common_pb2.Setting, s, "settings") for s in task.settings],
+        priors=list(task.priors),
     )
 
 

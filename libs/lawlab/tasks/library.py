@@ -78,6 +78,10 @@ class TaskMeta:
     split_kind: str = ""
     split_rationale: str = ""
     suite: str = "real"  # real | lsr-transform | lsr-synth
+    # an imported official task's candidate constants from the literature (distractors
+    # among them), each one JSON object without the grader's "_role"; shown to solvers
+    # as the paper's prompt shows them
+    priors: tuple[str, ...] = ()
 
     @property
     def input_names(self) -> list[str]:
@@ -98,7 +102,8 @@ class TaskMeta:
             multi_group=self.multi_group, caps=self.caps, metric=self.metric,
             group_ids=tuple(group_ids), group_description=self.group_description,
             source=self.source, license=self.license, suite=self.suite,
-            settings=(Setting.REAL, Setting.PARALLEL) if parallel else (Setting.REAL,))
+            settings=(Setting.REAL, Setting.PARALLEL) if parallel else (Setting.REAL,),
+            priors=self.priors)
 
 
 @dataclass(frozen=True)
@@ -125,6 +130,7 @@ class SolverTask:
     license: str = ""
     suite: str = "real"
     settings: tuple[Setting, ...] = ()  # the settings the task supports
+    priors: tuple[str, ...] = ()  # TaskMeta.priors
 
     @property
     def input_names(self) -> list[str]:
@@ -159,6 +165,21 @@ class HiddenLaw:
     local_names: tuple[str, ...] = ()
 
 
+def _priors(raw: dict[str, Any]) -> tuple[str, ...]:
+    """official.priors of an imported task, each a JSON object without keys that
+    start with "_" (the grader's ``_role``: which are distractors)."""
+    official = raw.get("official")
+    priors = official.get("priors") if isinstance(official, dict) else None
+    if not isinstance(priors, list):
+        return ()
+    out = []
+    for p in priors:
+        if isinstance(p, dict):
+            p = {str(k): v for k, v in p.items() if not str(k).startswith("_")}
+        out.append(json.dumps(p, sort_keys=True, ensure_ascii=False, default=str))
+    return tuple(out)
+
+
 def public_fingerprint() -> str:
     from lawlab.worlds.worldkey import public
 
@@ -190,6 +211,7 @@ class Task:
             split_kind=str(raw.get("split", {}).get("kind", "")),
             split_rationale=str(raw.get("split", {}).get("rationale", "")),
             suite=str(raw.get("suite", "real")),
+            priors=_priors(raw),
         )
 
     @property

@@ -341,7 +341,9 @@ OFFICIAL_RELEASE: tuple[str, ...] = (
      'input;'),
     ('- under `official` in `metadata.yaml`: `caps` as given (lawlab applies '
      '`max_law_constants`, `max_local_params` and `fit_timeout_seconds`; a null timeout is '
-     "reported and lawlab's 10 s applies), the candidate `priors`, `unseen_group_strategy`, the "
+     "reported and lawlab's 10 s applies), the candidate `priors` (shown to the solver in its "
+     "prompt, as the paper's prompt shows them, without the grader's `_role`), "
+     "`unseen_group_strategy`, the "
      '`split` with its structure, `best_baseline`;'),
     ("- the references: each formula's `predict` as a restricted expression (helper functions "
      "inlined, also when handed the input matrix; `LAW_CONSTANTS` named, `OTHER_CONSTANTS` and "

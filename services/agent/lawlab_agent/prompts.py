@@ -252,6 +252,9 @@ def user_prompt(task: SolverTask, parallel: bool,
     if multi:
         parts.append(f"Groups ({task.group_description}): {', '.join(task.group_ids)}. Groups "
                      "share one functional form; declared local parameters vary per group.")
+    if task.priors:  # an imported official task's, as the paper's prompt shows them
+        parts.append("Candidate constants from the literature (some may not apply to this "
+                     "data):\n" + "\n".join(f"- {p}" for p in task.priors))
     if heldout and not parallel:
         parts.append("Your law will be scored on held-out inputs in these ranges:\n" + "\n".join(
             f"- {v.name}: [{v.min:.6g}, {v.max:.6g}]" for v in heldout))
