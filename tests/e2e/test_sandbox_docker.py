@@ -111,3 +111,37 @@ def test_sigkill_mid_call_leaves_no_container_and_a_restart_serves(docker_sandbo
                      timeout=130)
     assert r.status == pb.EXEC_STATUS_OK and r.stdout.strip() == "5.0"
     assert restarted.process.pid != pid
+
+
+SUB_HEAD = ("USED_INPUTS = ['c']\nLAW_CONSTANTS = {'a': 2.0}\nOTHER_CONSTANTS = {}\n"
+            "LOCAL_FITTABLE = {}\n")
+
+
+def _run_submission(stub, source: str, limit: float):
+    x = common_pb2.Table(columns=[common_pb2.NamedColumn(name="c", values=[1.0, 2.0])])
+    contract = pb.Contract(type=common_pb2.TASK_TYPE_SINGLE_GROUP, max_law_constants=2,
+                           max_local_params=1, fit_timeout_seconds=1.0)
+    return stub.RunSubmission(pb.RunSubmissionRequest(
+        submission=common_pb2.Submission(source=source), contract=contract,
+        jobs=[pb.SubmissionJob(job_id="j", x=x)], timeout_seconds=limit), timeout=300)
+
+
+def test_submissions_in_containers_are_counted_in_cpu_time_and_stopped_when_idle(docker_sandbox):
+    """Issue #50: a submission that sleeps (time reached through warnings.sys.modules)
+    is stopped as idle in the Docker backend as in the local one, not held for its
+    limit; one that computes reports the CPU seconds it used."""
+    stub = sandbox_pb2_grpc.SandboxServiceStub(docker_sandbox.channel("sandbox"))
+    sleeps = SUB_HEAD + ("import warnings\ndef predict(X, a):\n"
+                         "    warnings.sys.modules['time'].sleep(90)\n    return a * X[:, 0]\n")
+    start = time.monotonic()
+    slept = _run_submission(stub, sleeps, 80)
+    waited = time.monotonic() - start
+    assert slept.status == pb.SUBMISSION_STATUS_EXEC_ERROR and "idle" in slept.message, slept
+    assert waited < 40, f"the sleeping submission held its box for {waited:.0f} s"
+    works = SUB_HEAD + ("def predict(X, a):\n    clock = __import__('warnings').sys.modules"
+                        "['time']\n    while clock.process_time() < 1.0:\n"
+                        "        sum(range(1000))\n    return a * X[:, 0]\n")
+    worked = _run_submission(stub, works, 30)
+    assert worked.status == pb.SUBMISSION_STATUS_OK, worked.message
+    assert list(worked.results[0].predictions) == [2.0, 4.0]
+    assert 0.9 < worked.cpu_seconds < 5.0, worked.cpu_seconds

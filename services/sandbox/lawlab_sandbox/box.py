@@ -428,7 +428,6 @@ class Zygote:
     misbehaving zygote) kills it; the next call starts a fresh one. It is also
     recycled after ``max_calls`` calls."""
 
-    measures_cpu = True  # its calls' children are this host's processes (idle watch)
 
     def __init__(self, uid: int | None, data_file: Path | None, max_calls: int = 1000) -> None:
         self.uid = uid
@@ -442,6 +441,12 @@ class Zygote:
     @property
     def alive(self) -> bool:
         return self.proc is not None and self.proc.returncode is None
+
+    def cpu_root(self) -> int | None:
+        """The host pid whose process tree holds this box's calls (their CPU time is
+        counted and watched for idling, :func:`idle_watch`); None where it is not
+        visible from here."""
+        return self.proc.pid if self.proc is not None else None
 
     async def start(self) -> None:
         parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -498,7 +503,7 @@ class Zygote:
     async def _call(self, sock: socket.socket, request: bytes, timeout: float,
                     output_cap: int, idle: bool = False) -> BoxResult:
         start = time.perf_counter()
-        root = self.proc.pid if idle and self.measures_cpu and self.proc is not None else None
+        root = self.cpu_root() if idle else None
         # the zygote's own CPU so far (its imports, earlier calls) is not this call's
         baseline = 0.0
         if root is not None:

@@ -151,13 +151,13 @@ class DockerBackend:
                       output_cap: int = box.HARD_OUTPUT_BYTES, uid: int | None = None,
                       idle: bool = False) -> box.BoxResult:
         """A cold box: a fresh container for one call (``exec``) or one submission
-        run, removed afterwards. (``idle``: not watched here; the container's
-        processes are the engine's, not this host process's children.)"""
+        run, removed afterwards; ``idle``: counted in CPU time and watched for
+        idling where the container's processes are visible (DockerZygote.cpu_root)."""
         req = json.loads(request)
         req["_mode"] = mode
         zygote = DockerZygote(self, data_file)
         try:
-            return await zygote.execute(json.dumps(req).encode(), timeout, output_cap)
+            return await zygote.execute(json.dumps(req).encode(), timeout, output_cap, idle=idle)
         finally:
             await zygote.stop()
 
@@ -166,13 +166,12 @@ class DockerZygote(box.Zygote):
     """A session's container: the bubblewrap zygote's protocol over a Unix socket
     that the containerised runner connects to."""
 
-    measures_cpu = False  # the container's processes are not under this process
-
     def __init__(self, backend: DockerBackend, data_file: Path | None) -> None:
         super().__init__(None, data_file)
         self.backend = backend
         self.container: Any = None  # a docker Container once started
         self.ctl_dir: Path | None = None
+        self.host_pid: int | None = None  # the container's init, as this host sees it
 
     @property
     def alive(self) -> bool:
@@ -197,7 +196,24 @@ class DockerZygote(box.Zygote):
         listener.close()
         path.unlink(missing_ok=True)
         self.calls = 0
+        self.host_pid = await asyncio.to_thread(self._host_pid)
 
+    def _host_pid(self) -> int | None:
+        """The container's init pid in this host's pid namespace, when this service
+        shares it with the engine (then the container's processes are counted in CPU
+        time and watched for idling as the local backend's are); None otherwise
+        (a service in a container of its own), and a submission box is then limited
+        on the wall clock alone."""
+        try:
+            self.container.reload()
+            pid = int(self.container.attrs["State"]["Pid"])
+            cgroup = Path(f"/proc/{pid}/cgroup").read_text()
+        except (OSError, KeyError, TypeError, ValueError):
+            return None
+        return pid if pid > 0 and self.container.id in cgroup else None
+
+    def cpu_root(self) -> int | None:
+        return self.host_pid
     def _accept(self, listener: socket.socket) -> socket.socket:
         from docker.errors import NotFound
 
@@ -223,7 +239,7 @@ class DockerZygote(box.Zygote):
     async def stop(self) -> None:
         from docker.errors import APIError, NotFound
 
-        container, self.container = self.container, None
+        container, self.container, self.host_pid = self.container, None, None
         if self.sock is not None:
             box._close_socket(self.sock)
             self.sock = None
