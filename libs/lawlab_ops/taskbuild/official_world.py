@@ -47,6 +47,8 @@ from typing import Any
 
 import numpy as np
 
+from lawlab.vocab import ExecStatus
+
 STATE_UID = 62990  # the importer's box runs as this uid when the importer is root
 STATE_SECONDS = 120.0
 MAX_STATE_BYTES = 512 * 1024**2
@@ -82,7 +84,7 @@ def read_state(path: Path, timeout: float = STATE_SECONDS) -> dict[str, Any]:
                                          uid=uid))
     except box.SandboxUnavailable as err:
         raise StateError(f"the sandbox that reads it is unavailable ({err})") from None
-    if result.status != "ok":
+    if result.status != ExecStatus.OK:
         tail = result.stderr.decode(errors="replace").strip().splitlines()[-1:] or [""]
         raise StateError(f"reading it in the sandbox ended with {result.status}: {tail[0][:300]}")
     try:
