@@ -656,12 +656,12 @@ def run_zygote(where: str) -> int:
 # objects of the harness's class data_aug.sim2.bootstrap.ResidualBootstrap. A
 # pickle runs code when it is read, so it is read only here, in a box, and what
 # leaves the box is JSON of numbers and text, which the importer checks.
-STATE_KEYS = ("schema_version", "formula_source", "formula_id", "law_constants", "used_inputs",
+STATE_FIELDS = ("schema_version", "formula_source", "formula_id", "law_constants", "used_inputs",
               "all_input_cols", "target", "metric", "support", "fetch_budget_rows",
               "residual_space", "noise_scale", "p_min_floor", "form_id", "groups", "real_rows",
               "bootstrap")
-GROUP_KEYS = ("params", "bootstrap", "noise_scale", "n", "support", "real_rows")
-BOOTSTRAP_KEYS = ("x_axes", "k_frac", "k_min", "k_max", "_Xs", "_res", "_mean", "_std",
+GROUP_FIELDS = ("params", "bootstrap", "noise_scale", "n", "support", "real_rows")
+BOOTSTRAP_FIELDS = ("x_axes", "k_frac", "k_min", "k_max", "_Xs", "_res", "_mean", "_std",
                   "cols", "input_cols", "feature_names")
 
 
@@ -689,7 +689,7 @@ def _plain(value, depth: int = 0):
     if type(value).__name__ == "ResidualBootstrap":
         fields = dict(getattr(value, "__dict__", {}))
         return {"__bootstrap__": True,
-                **{k: _plain(fields[k], depth + 1) for k in BOOTSTRAP_KEYS if k in fields}}
+                **{k: _plain(fields[k], depth + 1) for k in BOOTSTRAP_FIELDS if k in fields}}
     return {"__unsupported__": type(value).__name__}
 
 
@@ -717,12 +717,12 @@ def run_state(req: dict) -> int:
     if not isinstance(state, dict):
         sys.stderr.write(f"the state is a {type(state).__name__}, not a dict\n")
         return 1
-    out = {k: _plain(state[k]) for k in STATE_KEYS if k in state and k != "groups"}
+    out = {k: _plain(state[k]) for k in STATE_FIELDS if k in state and k != "groups"}
     if isinstance(state.get("groups"), dict):
-        out["groups"] = {str(g): ({k: _plain(v[k]) for k in GROUP_KEYS if k in v}
+        out["groups"] = {str(g): ({k: _plain(v[k]) for k in GROUP_FIELDS if k in v}
                                   if isinstance(v, dict) else {"__unsupported__": "not a dict"})
                          for g, v in state["groups"].items()}
-    out["other_keys"] = sorted(str(k) for k in state if k not in STATE_KEYS)
+    out["other_keys"] = sorted(str(k) for k in state if k not in STATE_FIELDS)
     sys.stdout.write(json.dumps(out, allow_nan=True))
     sys.stdout.flush()
     return 0
