@@ -79,6 +79,15 @@ def stack(images, tasks_dir: Path, tmp_path_factory: pytest.TempPathFactory):
     env["LAWLAB_INTERNAL_TOKEN"] = token
     names = {s: f"{run_id}-{s}" for s in SERVICES}
     started: list[str] = []
+    # the answer keys are the owner's only (0600, simulator/ 0700, issue #50): the
+    # containers' uid gets a copy of the library it owns, as an operator chowns the
+    # volume (docs/deploy.md)
+    library = tmp_path_factory.mktemp("e2e-tasks") / "tasks"
+    shutil.copytree(tasks_dir, library, symlinks=True)
+    for root, dirs, files in os.walk(library):
+        for name in [*dirs, *files]:
+            os.chown(os.path.join(root, name), UID, UID, follow_symlinks=False)
+    os.chown(library, UID, UID)
     try:
         for s in SERVICES:
             data = tmp_path_factory.mktemp(f"e2e-{s}-data")
@@ -89,7 +98,7 @@ def stack(images, tasks_dir: Path, tmp_path_factory: pytest.TempPathFactory):
                     "--memory", "4g", "--pids-limit", "512",
                     "-v", f"{data}:/var/lib/lawlab/data"]
             if s in ANSWER_KEY_HOLDERS:
-                argv += ["-v", f"{tasks_dir}:/var/lib/lawlab/tasks:ro"]
+                argv += ["-v", f"{library}:/var/lib/lawlab/tasks:ro"]
             if s == "simulator":  # the world key, readable by the service's uid only
                 secrets = tmp_path_factory.mktemp("e2e-world-key")
                 key = secrets / "world-key"
@@ -124,7 +133,11 @@ def run_trial(stack, task: str, setting: str) -> dict:
         [sys.executable, "-m", "lawlab_ops.cli", "trial", "run", "--task", task, "--setting", setting,
          "--agent", "template", "--agent-addr", f"127.0.0.1:{stack['ports']['agent'][0]}", "--json"],
         capture_output=True, text=True, env=env, timeout=600)
-    assert out.returncode == 0, out.stdout + out.stderr
+    if out.returncode != 0:  # say why: the services' own logs, the agent's first
+        logs = {s: docker("logs", "--tail", "40", stack["names"][s], check=False)
+                for s in ("agent", "simulator", "sandbox")}
+        raise AssertionError(out.stdout + out.stderr + "".join(
+            f"\n--- {s} ---\n{r.stdout[-4000:]}{r.stderr[-4000:]}" for s, r in logs.items()))
     return json.loads(out.stdout)
 
 
