@@ -140,7 +140,7 @@ test-keys: install
 # end, the same S_N quiet and busy, and the experimenter against private variants
 test-attacks: install
 	$(BIN)/pytest -q -m attacks tests/integration/test_scoring_attacks.py \
-	  tests/integration/test_scoring_budget.py tests/integration/test_private_variants.py
+	  tests/integration/test_scoring_budget.py tests/integration/test_experimenter_vs_private_variants.py
 
 # baselines that re-run (issue #33): a sample of trials twice, the second beside a CPU hog;
 # a time bound that shaped a trial (a <python> call the sandbox stopped) is noted on it

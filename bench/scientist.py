@@ -86,8 +86,9 @@ def build(kind: str, root: Path, only: list[str] | None = None,
           progress=None) -> list[dict]:
     """Build the library ``kind``'s worlds into ``root``: the tasks of :func:`world_tasks`
     (``only`` those of them, when given), with the library's key and private variants.
-    What `run` builds, and a test can build a few of (tests/integration/
-    test_private_variants.py): a task's bytes do not depend on which others are built."""
+    What `run` builds, and a test can build a few of
+    (tests/integration/test_experimenter_vs_private_variants.py): a task's bytes do not
+    depend on which others are built."""
     from lawlab_ops.taskbuild.build import build_all
 
     variants = EXAMPLE_VARIANTS if kind == "example" else root / "no-private-variants.yaml"
