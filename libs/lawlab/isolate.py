@@ -70,6 +70,19 @@ def _noop() -> None:
     return None
 
 
+def _restart_fork_server() -> None:
+    from multiprocessing import forkserver
+
+    server = getattr(forkserver, "_forkserver", None)
+    stop = getattr(server, "_stop", None)
+    if stop is not None:
+        try:
+            stop()
+        except (OSError, ChildProcessError):
+            pass
+    start()
+
+
 def die_with_parent() -> None:
     """Ask the kernel to SIGKILL this process when its parent dies (Linux), and exit
     now if the parent is already gone (its orphans are adopted by init)."""
@@ -112,7 +125,15 @@ def run_limited(fn: Callable[..., Any], args: Sequence[Any], seconds: float,
     wall = WALL_FACTOR * seconds + WALL_SLACK if wall_seconds is None else wall_seconds
     proc = ctx.Process(target=_child, args=(send, fn, tuple(args), memory_bytes, cpu),
                        daemon=True)
-    proc.start()
+    try:
+        proc.start()
+    except (EOFError, ConnectionError):
+        # the fork server went away between its liveness check and this request (its
+        # parent-death signal fires when the thread that started it ends): a new one
+        _restart_fork_server()
+        proc = ctx.Process(target=_child, args=(send, fn, tuple(args), memory_bytes, cpu),
+                           daemon=True)
+        proc.start()
     send.close()
     try:
         if not receive.poll(wall):

@@ -153,22 +153,32 @@ WORKS = HEAD + ("def predict(X, a):\n"
                 "    return a * X[:, 0]\n")
 
 
-def test_a_box_starved_of_cpu_runs_to_its_limit_in_cpu_time(fast_watch):
+def test_a_box_starved_of_cpu_runs_to_its_limit_in_cpu_time(fast_watch, monkeypatch):
     """Issue #50: the same law must get the same verdict on a quiet and on a busy
-    machine. 1.5 s of computation under a 3 s limit, sharing CPU 0 with two busy
-    processes, takes about 4.5 s of wall time: counted on the wall clock it timed
+    machine. 1.5 s of computation under a 3 s limit, sharing CPU 0 with three busy
+    processes, takes about 6 s of wall time: counted on the wall clock it timed
     out; counted in CPU time it finishes, and the box reports the CPU it used."""
     box = fast_watch
     if not shutil.which("taskset"):
         pytest.skip("taskset (util-linux) pins the processes to one CPU")
+    # the wall-clock safety net well away: what is tested is the count in CPU time,
+    # on a machine that may be busier still than the two processes here
+    monkeypatch.setattr(box, "WALL_FACTOR", 10.0)
     mask = os.sched_getaffinity(0)
-    hogs = [subprocess.Popen(["taskset", "-c", "0", sys.executable, "-c", "while True: pass"])
-            for _ in range(2)]
+    # each in a session of its own, so each its own scheduling group (autogroups), as
+    # the box is: the box gets about a quarter of CPU 0
+    hogs = [subprocess.Popen(["taskset", "-c", "0", sys.executable, "-c", "while True: pass"],
+                             start_new_session=True) for _ in range(3)]
 
     async def main():
         zygote = box.Zygote(UID, None)
         try:
             await zygote.start()  # the zygote (and every call it forks) on CPU 0 too
+            # a first call waits for the zygote's own imports: their CPU is the zygote's,
+            # not the measured call's
+            warm = json.dumps({**_payload(HEAD + "def predict(X, a):\n    return a * X[:, 0]\n"),
+                               "_mode": "submission"}).encode()
+            assert (await zygote.execute(warm, 60.0, box.RESULT_BYTES)).status == "ok"
             request = json.dumps({**_payload(WORKS), "_mode": "submission"}).encode()
             t0 = time.perf_counter()
             result = await zygote.execute(request, 3.0, box.RESULT_BYTES, idle=True)
