@@ -179,6 +179,17 @@ def _values(law: Law, given: Any, where: str) -> dict[str, float]:
     return out
 
 
+def _base_fields(base: tuple[str, Law] | None) -> dict[str, Any]:
+    """world.json's statement of the published base a world without pieces varies
+    (structure.hidden_law_of reads it)."""
+    if base is None:
+        return {}
+    name, ref = base
+    return {"base_reference": name, "base_expr": ref.expr, "base_constants": dict(ref.constants),
+            "base_local": list(ref.local),
+            "base_global": sorted(set(ref.constants) - set(ref.local))}
+
+
 def build_world(doc: Mapping[str, Any], law: Law, inputs: Sequence[str], multi: bool,
                 declared: Mapping[str, tuple[float, float]],
                 base: tuple[str, Law] | None) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
@@ -238,11 +249,7 @@ def build_world(doc: Mapping[str, Any], law: Law, inputs: Sequence[str], multi: 
         "global": sorted(constants), "local_names": sorted(local), "pieces": [],
         "added_terms": [],
         "rationale": "the official SciLaws-Bench world, as published (simulator/state.joblib)"}
-    if base is not None:
-        name, ref = base
-        law_doc.update({"base_reference": name, "base_expr": ref.expr,
-                        "base_constants": dict(ref.constants), "base_local": list(ref.local),
-                        "base_global": sorted(set(ref.constants) - set(ref.local))})
+    law_doc.update(_base_fields(base))
     spec = {
         "official": {"source": "simulator/state.joblib", "read": "in a sandbox box",
                      **{k: doc[k] for k in ("schema_version", "formula_id", "form_id",
@@ -283,11 +290,7 @@ def built_world(task_id: str, pooled: Any, target: str, inputs: Sequence[Mapping
                         "pieces": [], "added_terms": [],
                         "rationale": "the hidden law of simulator/formula.py, fitted on the "
                                      "imported records; lawlab's residual-calibrated noise"})
-    if base is not None:
-        name, ref = base
-        spec["law"].update({"base_reference": name, "base_expr": ref.expr,
-                            "base_constants": dict(ref.constants), "base_local": list(ref.local),
-                            "base_global": sorted(set(ref.constants) - set(ref.local))})
+    spec["law"].update(_base_fields(base))
     spec["official"] = {"source": "simulator/formula.py",
                         "noise": "lawlab's builder (no simulator/state.joblib)"}
     return spec, arrays
