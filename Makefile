@@ -66,11 +66,12 @@ proto: $(GEN_STAMP)
 sandbox-access: deps
 	@$(PY) -m lawlab_sandbox.access --fix
 
-# Rebuilt when the builder or anything it evaluates with changes: its folder and
-# every lawlab module it imports (tests/unit/test_baselines_state.py holds this
-# list to bench/baselines.py's builder_sources).
+# Rebuilt when the builder or anything it evaluates with changes: its folder,
+# sr's regression script (LSR-Synth's novelty check runs it) and every lawlab
+# module it imports (tests/unit/test_baselines_state.py holds this list to
+# bench/baselines.py's builder_sources).
 TASK_SOURCES := $(shell find libs/lawlab_ops/taskbuild libs/lawlab/tasks/task_specs -name '*.py' -o -name '*.yaml' -o -name '*.json') \
-  libs/lawlab_ops/__init__.py \
+  libs/lawlab_ops/__init__.py services/agent/lawlab_agent/builtin/sr/fit.py \
   $(addprefix libs/lawlab/,__init__.py fitting.py vocab.py \
     law/__init__.py law/contract.py law/expr.py law/predict.py \
     judging/__init__.py judging/antihack.py judging/rubric.py judging/structure.py judging/validity.py \

@@ -16,13 +16,13 @@ at random):
    data-blind in Parallel (their experiment designs). In Real, template, scientist
    and data-blind draw nothing, so a seed cannot move them (tests/integration/test_rerun.py re-runs
    trials and requires the same scores).
-3. A seeded sample of 8 problems per rebuilt LLM-SRBench suite: sr at seeds 1, 2
-   and 3, template and data-blind once (Real setting only: no random draw); the
+3. A seeded sample of 16 problems per rebuilt LLM-SRBench suite: sr at seeds 1 and
+   2, template and data-blind once (Real setting only: no random draw); the
    scientist and the experimenter hand these problems to sr, so they do not run.
 
     .venv/bin/python bench/baselines.py [--agents template sr scientist experimenter data-blind]
-        [--tasks all] [--sample 10] [--sample-seeds 2 3] [--lsr-sample 8]
-        [--lsr-seeds 1 2 3] [--out-dir docs] [--data-dir var/baselines]
+        [--tasks all] [--sample 10] [--sample-seeds 2 3] [--lsr-sample 16]
+        [--lsr-seeds 1 2] [--out-dir docs] [--data-dir var/baselines]
 
 State lives in var/baselines: an interrupted run resumes where it stopped
 (finished trials are kept), a finished one is only re-tabulated; a rebuilt library
@@ -155,7 +155,8 @@ def builder_sources() -> set[Path]:
     """What the task builder is made of: its own folder (code and data), the task
     specifications it reads (the core's task_specs) and every lawlab module it imports
     (the world model, the nearest-records search and the fitting engine shape a release
-    as much). The Makefile's TASK_SOURCES must name them all (a test holds it to this)."""
+    as much), and sr's regression script, which the LSR-Synth screen runs. The
+    Makefile's TASK_SOURCES must name them all (a test holds it to this)."""
     lib, ops = ROOT / "libs" / "lawlab", ROOT / "libs" / "lawlab_ops"
     paths = {p for folder in (ops / "taskbuild", lib / "tasks" / "task_specs") for p in folder.rglob("*")
              if p.is_file() and "__pycache__" not in p.parts}
@@ -174,7 +175,9 @@ def builder_sources() -> set[Path]:
     if not any(p.name == "world.py" for p in modules):
         raise RuntimeError(f"the task builder did not import lawlab.worlds.world from {lib}: "
                            "check PYTHONPATH and the virtualenv's lawlab install")
-    return paths | modules
+    # read, not imported: LSR-Synth's novelty check runs sr's regression script
+    # (lawlab_ops/taskbuild/stock_sr.py)
+    return paths | modules | {ROOT / "services" / "agent" / "lawlab_agent" / "builtin" / "sr" / "fit.py"}
 
 
 def _sources_digest() -> str:
@@ -591,7 +594,7 @@ def _seeds_section(r: Run, agents: list[str], args: argparse.Namespace) -> list[
 
 def _lsr_section(r: Run, agents: list[str], library: TaskLibrary,
                  args: argparse.Namespace) -> list[str]:
-    from baselines_lsr import SUITES, table
+    from baselines_lsr import SUITES, against_published, table
 
     if not r.lsr:
         return []
@@ -601,7 +604,9 @@ def _lsr_section(r: Run, agents: list[str], library: TaskLibrary,
             "The suites are LLM-SRBench's two suites rebuilt by its published method "
             "(docs/tasks.md shows the funnels and what differs); the construction does not "
             "match LLM-SRBench's own problems, so these scores are not compared with its "
-            "published numbers.", "",
+            "published numbers as scores. What the published figures do tell is how hard the "
+            "suites are: the second table sets sr, lawlab's PySR-like baseline, beside them.",
+            "",
             f"A sample of {args.lsr_sample} problems per suite drawn with a fixed seed (0) from "
             f"the {counts[SUITES[0]]} LSR-Transform and {counts[SUITES[1]]} LSR-Synth problems "
             "(the whole suites take hours for `sr`, whose genetic programming spends 2.5 "
@@ -614,6 +619,10 @@ def _lsr_section(r: Run, agents: list[str], library: TaskLibrary,
             "failed trial counts as Acc 0 and NMSE infinite.", "",
             *table(r.lsr, agents, {t: library.get(t).meta.suite for t in r.lsr_sample},
                    list(args.lsr_seeds)),
+            "", "Difficulty against the published figures (symbolic accuracy):", "",
+            *(against_published(r.lsr, "sr", {t: library.get(t).meta.suite
+                                              for t in r.lsr_sample}, list(args.lsr_seeds))
+              if "sr" in agents else []),
             "", f"LSR trials: {len(r.lsr)}; without a score (failed or unsubmitted): "
             f"{len(failed)}" + (": " + ", ".join(f"{t.agent} {t.task_id} seed {t.seed}"
                                                for t in failed) if failed else ".")]
@@ -787,8 +796,9 @@ if __name__ == "__main__":
     ap.add_argument("--sample", type=int, default=10,
                     help="real-data tasks re-run at --sample-seeds")
     ap.add_argument("--sample-seeds", type=int, nargs="*", default=[2, 3])
-    ap.add_argument("--lsr-sample", type=int, default=8, help="problems per LLM-SRBench suite")
-    ap.add_argument("--lsr-seeds", type=int, nargs="+", default=[1, 2, 3])
+    ap.add_argument("--lsr-sample", type=int, default=16,
+                    help="problems per LLM-SRBench suite")
+    ap.add_argument("--lsr-seeds", type=int, nargs="+", default=[1, 2])
     ap.add_argument("--out-dir", default=str(ROOT / "docs"))
     ap.add_argument("--data-dir", default=str(ROOT / "var" / "baselines"))
     ap.add_argument("--library", default=str(ROOT / "var" / "baselines" / "tasks"),

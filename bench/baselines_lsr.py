@@ -38,6 +38,15 @@ from lawlab_ops.launcher import Cluster
 
 ROOT = Path(__file__).resolve().parents[1]
 SUITES = ("lsr-transform", "lsr-synth")
+# LLM-SRBench's published symbolic accuracy (Shojaee et al. 2025, as issue #54 quotes
+# it): the best system's, and PySR's (the method sr stands in for) where it is stated
+PUBLISHED = {
+    "lsr-transform": {"best system": (0.315, "31.5%, the paper's best symbolic accuracy"),
+                      "PySR": None},
+    "lsr-synth": {"best system": (0.281, "28.1%"),
+                  "PySR": ((0.0, 0.045), "0% on chemistry, biology and materials science, "
+                                         "4.5% on physics")},
+}
 SCORES = (("symbolic_accuracy", "symbolic accuracy"), ("acc_tau_id", "Acc_0.1 ID"),
           ("acc_tau_ood", "Acc_0.1 OOD"), ("nmse_id", "median NMSE ID"))
 
@@ -89,6 +98,35 @@ def summary(ts: list, name: str, seeds: list[int], rng: np.random.Generator
     return (fmt.format(float(stat(per_seed))),
             f"{fmt.format(min(per_seed))}-{fmt.format(max(per_seed))}",
             f"{fmt.format(lo)}-{fmt.format(hi)}")
+
+
+def against_published(trials: list, agent: str, suite_of: dict[str, str],
+                      seeds: list[int]) -> list[str]:
+    """``agent``'s symbolic accuracy on each suite beside the published figures, and
+    whether the suite is as hard for it as the paper's is for PySR."""
+    rng = np.random.default_rng(0)
+    lines = ["| suite | problems | " + agent + "'s symbolic accuracy (95% task bootstrap) | "
+             "published: best system | published: PySR | as hard as the paper's? |",
+             "|---|---|---|---|---|---|"]
+    for suite in SUITES:
+        ts = [t for t in trials if t.agent == agent and suite_of[t.task_id] == suite]
+        if not ts:
+            continue
+        mean, _, interval = summary(ts, "symbolic_accuracy", seeds, rng)
+        lo = float(interval.split("-")[0])
+        best, pysr = PUBLISHED[suite]["best system"], PUBLISHED[suite]["PySR"]
+        if pysr is None:
+            verdict = ("no published PySR figure to compare; " +
+                       ("below" if float(mean) < best[0] else "at or above") +
+                       " the best system's")
+        else:
+            (p_lo, p_hi), _ = pysr
+            verdict = ("yes: within the published PySR range" if float(mean) <= p_hi else
+                       "near: the interval reaches the published PySR range" if lo <= p_hi else
+                       "no: easier than the paper's for a PySR-like method")
+        lines.append(f"| {suite} | {len({t.task_id for t in ts})} | {mean} ({interval}) | "
+                     f"{best[1]} | {pysr[1] if pysr else 'not stated here'} | {verdict} |")
+    return lines
 
 
 def table(trials: list, agents: list[str], suite_of: dict[str, str],
@@ -178,6 +216,11 @@ def main() -> int:
         "the bootstrap interval resamples problems.",
         "",
         *table(trials, args.agents, suite_of, args.seeds),
+        "",
+        "Against the published figures (sr is lawlab's PySR-like baseline: a feature "
+        "library, then genetic programming):",
+        "",
+        *against_published(trials, "sr", suite_of, args.seeds),
         "",
         f"Trials: {len(trials)}; without a score (failed or unsubmitted): {len(failed)}"
         + (": " + ", ".join(f"{t.agent} {t.task_id} seed {t.seed}" for t in failed)

@@ -79,7 +79,7 @@ def scripted(script_for):
 def test_grid_runs_every_cell_once_and_is_idempotent(cluster, library, tmp_path):
     with own_agent(cluster, tmp_path) as c:
         stub = stub_of(c)
-        tasks = ["brain_body_allometry", "puromycin_enzyme_kinetics", "lsrt_i_6_2_theta"]
+        tasks = ["brain_body_allometry", "puromycin_enzyme_kinetics", "lsrt_i_15_1_v"]
         # worlds depend on the library's world key: count the tasks that have one
         n_parallel = 2 * sum(library.get(t).has_world() for t in tasks)
         s = spec("grid", [("data-blind", "")], tasks, settings=(REAL, PARALLEL), repeats=2,
@@ -509,7 +509,7 @@ def test_scores_are_identical_across_two_runs_of_the_same_submissions(cluster, l
     (different seeds, so different trials) get exactly the same scores."""
     with own_agent(cluster, tmp_path) as c:
         stub = stub_of(c)
-        tasks = ["brain_body_allometry", "chick_growth", "lsrt_i_6_2_theta"]  # I, II, LSR
+        tasks = ["brain_body_allometry", "chick_growth", "lsrt_i_15_1_v"]  # I, II, LSR
         for name, seed in (("det-a", 11), ("det-b", 12)):
             stub.StartCampaign(agent_pb2.StartCampaignRequest(spec=spec(
                 name, [("data-blind", "")], tasks, settings=(REAL, PARALLEL), seed=seed,

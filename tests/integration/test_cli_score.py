@@ -43,7 +43,7 @@ def test_score_and_judge_through_a_running_cluster(tmp_path, cluster):
     import os
 
     env = dict(os.environ, LAWLAB_INTERNAL_TOKEN=cluster.internal_token)
-    score = subprocess.run([LAWLAB, "score", "--task", "lsrt_ii_24_17_c", "--submission", str(sub),
+    score = subprocess.run([LAWLAB, "score", "--task", "lsrt_i_15_1_v", "--submission", str(sub),
                             "--scorer-addr", cluster.address("scorer"), *env_addr],
                            capture_output=True, text=True, timeout=120, env=env)
     # a contract failure (wrong USED_INPUTS for this problem) is reported, exit 1

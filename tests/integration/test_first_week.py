@@ -78,9 +78,9 @@ def test_first_week(tmp_path, tasks_dir):
 
         # 6. the preview: the grid and each dropped cell with its reason, nothing run
         preview = lawlab("campaign", "run", "--name", "look", "--agents", "template", "--tasks",
-                         "dnase_elisa,lsrt_i_10_7_c", "--settings", "real,parallel", "--dry-run")
+                         "dnase_elisa,lsrt_i_15_1_v", "--settings", "real,parallel", "--dry-run")
         assert preview.returncode == 0, preview.stderr
-        assert "3 trials to run" in preview.stdout and "lsrt_i_10_7_c" in preview.stdout, \
+        assert "3 trials to run" in preview.stdout and "lsrt_i_15_1_v" in preview.stdout, \
             preview.stdout
         assert "1 requested cells will not run:" in preview.stdout, preview.stdout
 

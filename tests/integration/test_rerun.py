@@ -38,7 +38,7 @@ REAL, PARALLEL = common_pb2.SETTING_REAL, common_pb2.SETTING_PARALLEL
 SAMPLE = [("sr", "newton_cooling", REAL), ("sr", "lsrs_bio_01", REAL),
           ("template", "chick_growth", PARALLEL), ("data-blind", "mercury_vapour_pressure",
                                                    PARALLEL),
-          ("template", "lsrt_ii_24_17_c", REAL)]
+          ("template", "lsrt_i_15_1_v", REAL)]
 FIELDS = ("s_n", "s_v", "s_s", "acc_tau_id", "nmse_id", "acc_tau_ood", "nmse_ood",
           "symbolic_accuracy")
 

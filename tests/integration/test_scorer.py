@@ -15,7 +15,9 @@ from lawlab.rpc.client import sync_channel
 from lawlab.scorer.v1 import scorer_pb2, scorer_pb2_grpc
 from tests.support.inprocess import in_process
 
-PROBLEM = "lsrt_iii_4_32_t"  # T from n, h, omega, kb (Planck's occupation number re-posed)
+# n from theta and alpha: the Clausius-Mossotti relation for the dielectric constant
+# theta re-posed for the number density (n occurs twice: no elementary inversion)
+PROBLEM = "lsrt_ii_11_28_n"
 
 
 @pytest.fixture(scope="module")
@@ -37,23 +39,21 @@ def _score(scorer, source: str, task_id: str = PROBLEM):
 
 
 TRUTH = '''import numpy as np
-USED_INPUTS = ["n", "h", "omega", "kb"]
+USED_INPUTS = ["theta", "alpha"]
 LAW_CONSTANTS = {}
 OTHER_CONSTANTS = {}
 LOCAL_FITTABLE = {}
 
 def predict(X):
-    n = X[:, 0]
-    h = X[:, 1]
-    omega = X[:, 2]
-    kb = X[:, 3]
-    return h * omega / (2 * np.pi * kb * np.log((n + 1) / n))
+    theta = X[:, 0]
+    alpha = X[:, 1]
+    return (3 * theta - 3) / (alpha * (theta + 2))
 '''
 
 # right in shape, 3% off in scale: within tau = 0.1 everywhere, but NMSE is not ~0
-NEAR = TRUTH.replace("return h * omega", "return 1.03 * h * omega")
-# wrong exponent: fine for some points, far off for others
-WRONG = TRUTH.replace("np.log((n + 1) / n))", "np.log((n + 1) / n) ** 2)")
+NEAR = TRUTH.replace("return (3 * theta", "return 1.03 * (3 * theta")
+# wrong exponent: off by a factor theta + 2 (3 to 11) everywhere
+WRONG = TRUTH.replace("(alpha * (theta + 2))", "(alpha * (theta + 2) ** 2)")
 
 
 def test_ground_truth_scores_acc_1_and_zero_nmse_in_and_out_of_domain(scorer):
@@ -73,7 +73,7 @@ def test_near_and_wrong_laws_are_told_apart(scorer):
 
 
 def test_failing_submission_counts_as_acc_0_and_infinite_nmse(scorer):
-    s = _score(scorer, TRUTH.replace("return h * omega", "return np.log(-1.0) * h * omega"))
+    s = _score(scorer, TRUTH.replace("return (3 * theta", "return np.log(-1.0) * (3 * theta"))
     assert s.srbench.acc_tau_id == 0.0 and math.isinf(s.srbench.nmse_id)
 
 
@@ -125,21 +125,21 @@ def test_symbolic_accuracy_is_equivalence_up_to_constants(hosted):
 
     assert verdict(TRUTH).s_s == 1.0
     # the same law written differently, with a named constant of the right value
-    reparam = TRUTH.replace('LAW_CONSTANTS = {}', 'LAW_CONSTANTS = {"c": 0.15915494309189535}') \
-        .replace("def predict(X):", "def predict(X, c=0.15915494309189535):") \
-        .replace("return h * omega / (2 * np.pi * kb * np.log((n + 1) / n))",
-                 "return c * (h * omega) / kb / np.log((n + 1) / n)")
+    reparam = TRUTH.replace('LAW_CONSTANTS = {}', 'LAW_CONSTANTS = {"c": 3.0}') \
+        .replace("def predict(X):", "def predict(X, c=3.0):") \
+        .replace("return (3 * theta - 3) / (alpha * (theta + 2))",
+                 "return c * (theta - 1) / alpha / (theta + 2)")
     assert verdict(reparam).s_s == 1.0
     # right form, constant 3% off: still the ground truth's form. LLM-SRBench replaces
     # literal constants with placeholders before deciding equivalence (issue #17)
     assert verdict(NEAR).s_s == 1.0
     free = TRUTH.replace('LAW_CONSTANTS = {}', 'LAW_CONSTANTS = {"c": 0.3}') \
         .replace("def predict(X):", "def predict(X, c=0.3):") \
-        .replace("return h * omega / (2 * np.pi * kb * np.log((n + 1) / n))",
-                 "return c * h * omega / (kb * np.log((n + 1) / n))")
-    assert verdict(free).s_s == 1.0  # c*h*omega/(kb*log(...)): 1/(2 pi) is a placeholder
-    extra = free.replace("return c * h * omega / (kb * np.log((n + 1) / n))",
-                         "return c * h * omega / (kb * np.log((n + 1) / n)) + 1e-3 * h")
+        .replace("return (3 * theta - 3) / (alpha * (theta + 2))",
+                 "return c * (theta - 1) / (alpha * (theta + 2))")
+    assert verdict(free).s_s == 1.0  # c*(theta - 1)/(alpha*(theta + 2)): 3 is a placeholder
+    extra = free.replace("return c * (theta - 1) / (alpha * (theta + 2))",
+                         "return c * (theta - 1) / (alpha * (theta + 2)) + 1e-3 * theta")
     assert verdict(extra).s_s == 0.0  # an extra term: a larger family, not the ground truth
     wrong = verdict(WRONG)
     assert wrong.s_s == 0.0 and "not equivalent" in wrong.explanation

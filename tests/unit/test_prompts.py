@@ -155,13 +155,18 @@ def test_docs_show_the_current_prompts(library):
         path.write_text(text)
 
 
-def test_every_lsr_problem_shows_described_inputs(library):
+def test_every_lsr_problem_shows_described_inputs(library, tasks_dir):
     """Issue #54: LLM-SRBench keeps each problem's scientific context. Every
     LSR-Transform variable has its AI Feynman quantity and SI unit
     (libs/lawlab_ops/taskbuild/feynman_variables.yaml), every LSR-Synth variable its
     meaning, and the prompt shows each as `- name (unit): description`."""
+    import json
+
     lsr = [t for t in library if t.meta.suite in ("lsr-transform", "lsr-synth")]
-    assert len(lsr) >= 300
+    funnel = json.loads((tasks_dir / "lsr_funnel.json").read_text())
+    suites = funnel["lsr-transform"]["all"]["has out-of-domain rows"] + \
+        sum(r["kept"] for r in funnel["lsr-synth"]["domains"].values())
+    assert len(lsr) == suites > 150  # every problem of both suites
     bare = []
     for t in lsr:
         task, _ = _task(library, t.task_id, False)

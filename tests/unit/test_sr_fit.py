@@ -130,10 +130,10 @@ def test_a_parametric_term_is_fitted_by_variable_projection(ns, extra_lsr):
 
 
 def test_genetic_programming_runs_when_the_library_is_not_exact(ns, tasks_dir):
-    doc = _run(ns, tasks_dir / "lsrt_i_6_2_theta", cap_constants=10, gp_evaluations=100_000, seed=1)
+    doc = _run(ns, tasks_dir / "lsrt_i_6_2b_theta", cap_constants=10, gp_evaluations=100_000, seed=1)
     assert doc["ok"] and not doc["exact"]
     assert doc["n_constants"] <= 10 and all(k <= 10 for k, _ in doc["front"])
-    train = pd.read_csv(tasks_dir / "lsrt_i_6_2_theta" / "data" / "train.csv")
+    train = pd.read_csv(tasks_dir / "lsrt_i_6_2b_theta" / "data" / "train.csv")
     assert doc["val_mse"] < 0.2 * float(np.var(train["theta"]))  # a useful model
 
 
@@ -149,11 +149,11 @@ def test_a_search_stopped_by_its_time_cap_is_recorded_and_an_uncapped_one_is_not
     g = ns["main"].__globals__
     g["GP_CAPPED"].clear()
     g["GP_RUNS"].clear()
-    doc = _run(ns, tasks_dir / "lsrt_i_6_2_theta", cap_constants=10, gp_evaluations=100_000, seed=1)
+    doc = _run(ns, tasks_dir / "lsrt_i_6_2b_theta", cap_constants=10, gp_evaluations=100_000, seed=1)
     assert doc["gp_capped"] == []  # 1e5 evaluations take a few seconds: the budget decided
     g["GP_SECONDS"], g["GP_CAPPED"][:] = 1, []  # pyoperon takes whole seconds
     try:
-        capped = _run(ns, tasks_dir / "lsrt_i_6_2_theta", cap_constants=10,
+        capped = _run(ns, tasks_dir / "lsrt_i_6_2b_theta", cap_constants=10,
                       gp_evaluations=50_000_000, seed=1)
     finally:
         g["GP_SECONDS"] = 60

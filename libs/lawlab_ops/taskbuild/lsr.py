@@ -84,13 +84,27 @@ class Synth:
     y0: tuple[float, ...] = ()  # ODE initial state
     t_end: float = 0.0
     context: str = ""
+    terms: tuple[str, ...] = ()  # the synthetic terms one by one (when several)
 
     @property
     def expr(self) -> str:
-        return f"{self.known} + {self.synthetic}"
+        return _synth_expr(self)
+
+
+def compose(known: str, synthetic: list[str]) -> str:
+    """A target's text: the known term, multiplied by every multiplicative ("*")
+    synthetic term, plus every additive one."""
+    factors = [t.strip() for t in synthetic if t.strip().startswith("*")]
+    terms = [t.strip() for t in synthetic if not t.strip().startswith("*")]
+    out = f"({known}) " + " ".join(factors) if factors else known
+    for t in terms:
+        out += " " + (t if t.startswith(("+", "-")) else "+ " + t)
+    return out
 
 
 def _synth_expr(s: Synth) -> str:
+    if s.terms:
+        return compose(s.known, list(s.terms))
     syn = s.synthetic.strip()
     if syn.startswith("*"):
         return f"({s.known}) {syn}"
@@ -153,8 +167,9 @@ def _only_outside(parts: dict[str, pd.DataFrame], inputs: list[str]) -> pd.DataF
 
 
 def solvable(expr: str, constants: dict[str, float], frame: pd.DataFrame, target: str,
-             inputs: list[str]) -> float:
-    """Refit the constants from perturbed starts; return the NMSE reached."""
+             inputs: list[str], starts: int = 6, enough: float = 1e-12) -> float:
+    """Refit the constants from up to ``starts`` perturbed starts (stopping once the
+    NMSE is below ``enough``); return the NMSE reached."""
     from scipy.optimize import least_squares
 
     e = Expression(expr)
@@ -170,12 +185,12 @@ def solvable(expr: str, constants: dict[str, float], frame: pd.DataFrame, target
 
     best = float("inf")
     rng = np.random.default_rng(_seed("solvable", expr))
-    for k in range(6):
+    for k in range(starts):
         start = np.array([constants[n] * (1 + (0.3 if k == 0 else rng.uniform(-0.5, 0.5)))
                           for n in names])
         fit = least_squares(resid, start, method="lm", max_nfev=4000, xtol=1e-15, ftol=1e-15)
         best = min(best, float(np.mean(fit.fun ** 2) / np.var(y)))
-        if best < 1e-12:
+        if best < enough:
             break
     return best
 
@@ -258,11 +273,16 @@ def funnels() -> dict[str, Any]:
     lsr_funnel.json; docs/tasks.md shows it)."""
     from lawlab_ops.taskbuild import lsr_synth, lsr_transform
 
-    _, synth_counts = lsr_synth.screened()
+    tried, synth_counts = lsr_synth.screened()
+    sizes = sorted(c.problem.notes["nodes"] for cs in tried.values() for c in cs if c.problem)
+    nodes = ({"min": sizes[0], "max": sizes[-1], "median": float(np.median(sizes))}
+             if sizes else {})
     return {"lsr-transform": lsr_transform.funnel_record(),
             "lsr-synth": {"checks": list(lsr_synth.CHECKS), "domains": synth_counts,
                           "paper": lsr_synth.PAPER, "novelty_nmse": lsr_synth.NOVELTY_NMSE,
-                          "draws": lsr_synth.DRAWS}}
+                          "term_nmse": lsr_synth.TERM_NMSE,
+                          "synthetic_terms": lsr_synth.N_SYNTHETIC,
+                          "draws": lsr_synth.DRAWS, "nodes": nodes}}
 
 
 ProblemBuilder = Callable[[], list[Problem]]

@@ -17,13 +17,23 @@ The funnel, each step a function below, each count reported by ``funnel()``:
    branch reproduces the pivot (as the paper filters data to the transformed
    equation's valid domain).
 4. **Not overly complex**: at most ``MAX_NODES`` nodes in the expression tree.
-5. **Not solvable without data** (the paper drops problems an LLM solves by
-   direct sampling with no data; no LLM runs here, so two stated tests stand in):
-   the target is a *monomial* of its inputs (a log-linear fit of log|y| on the
-   log|x_i| recovers it exactly: R^2 > 1 - 1e-9), or it is the *textbook form of a
-   named law*: equal, up to a constant factor, to an equation of the list under
-   some renaming of the variables, with sign flips allowed (solving relativistic
-   velocity addition for u gives velocity subtraction, a textbook law).
+5. **Not solvable without data.** The paper drops a problem an LLM solves by direct
+   sampling with no data. No LLM runs here; four stated tests, each its own step, drop
+   what a solver without data would write:
+
+   - *a monomial*: a log-linear fit of log|y| on the log|x_i| recovers the target
+     exactly (R^2 > 1 - 1e-9);
+   - *its source inverted*: a solver that recognises the source equation from the
+     problem's variable names (the list's equations whose variables are exactly the
+     problem's names) writes it and inverts it by elementary steps (the pivot occurs
+     once; each step undoes one operation: subtract, divide, a root or a logarithm,
+     an inverse function); the problem is dropped when that inversion reproduces the
+     pivot on the records;
+   - *a textbook law*: equal, up to a constant factor, to an equation of the list
+     under some renaming of the variables, sign flips allowed (solving relativistic
+     velocity addition for u gives velocity subtraction);
+   - *a listed law inverted*: equal, in the same sense, to the elementary inversion of
+     any equation of the list for any of its variables.
 
 Every problem has train / in-domain test / out-of-domain splits; the OOD rows
 come from ranges extended beyond the published ones (above, or below where the
@@ -35,7 +45,7 @@ from __future__ import annotations
 import itertools
 import json
 import signal
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -62,8 +72,11 @@ MIN_VALID_SHARE = 0.5  # step 3: share of the sampled domain where the branch ho
 MONOMIAL_R2 = 1 - 1e-9
 MAX_RENAMINGS = 20000
 PAPER = {"equations": 100, "final": 111}
+# step 5's four data-free tests are steps of their own (each drop names its step)
+DATA_FREE = ("not a monomial", "not its recognised source inverted", "not a textbook law",
+             "not a listed law inverted")
 STEPS = ("candidates", "solved", "unique on its valid domain", "not overly complex",
-         "not solvable without data", "has out-of-domain rows")
+         *DATA_FREE, "has out-of-domain rows")
 MIN_OOD = 20
 
 
@@ -315,8 +328,11 @@ def _functions(expr: sympy.Expr) -> Counter[str]:
     return Counter(type(f).__name__ for f in expr.atoms(sympy.Function))
 
 
+Pool = tuple[tuple[str, int, frozenset[str], Any], ...]
+
+
 @cache
-def _textbook() -> tuple[tuple[str, int, frozenset[str], Any], ...]:
+def _textbook() -> Pool:
     """(id, variable count, function heads, vectorised function) of every list equation."""
     out = []
     for e in equations():
@@ -327,11 +343,56 @@ def _textbook() -> tuple[tuple[str, int, frozenset[str], Any], ...]:
     return tuple(out)
 
 
+# each function's inverse, for the elementary inversion (one step undoes one operation)
+INVERSES: dict[Any, Any] = {
+    sympy.exp: sympy.log, sympy.log: sympy.exp, sympy.sin: sympy.asin, sympy.asin: sympy.sin,
+    sympy.cos: sympy.acos, sympy.acos: sympy.cos, sympy.tan: sympy.atan, sympy.atan: sympy.tan,
+    sympy.tanh: sympy.atanh, sympy.atanh: sympy.tanh, sympy.sinh: sympy.asinh,
+    sympy.asinh: sympy.sinh, sympy.cosh: sympy.acosh, sympy.acosh: sympy.cosh}
+MAX_PEELS = 40
+
+
+def occurrences(expr: sympy.Expr, sym: sympy.Symbol) -> int:
+    return sum(1 for node in sympy.preorder_traversal(expr) if node == sym)
+
+
+def elementary_inversion(expr: sympy.Expr, pivot: sympy.Symbol,
+                         value: sympy.Expr) -> sympy.Expr | None:
+    """``expr == value`` solved for ``pivot`` by elementary steps, as one solves by hand:
+    only when the pivot occurs once, each step undoing the outermost operation around
+    it (subtract the other terms, divide by the other factors, take a root or a
+    logarithm, apply an inverse function). None when a step has no elementary undo."""
+    if occurrences(expr, pivot) != 1:
+        return None
+    lhs, rhs = expr, value
+    for _ in range(MAX_PEELS):
+        if lhs == pivot:
+            return rhs
+        if lhs.is_Add:
+            rest, lhs = lhs.as_independent(pivot, as_Add=True)
+            rhs = rhs - rest
+        elif lhs.is_Mul:
+            rest, lhs = lhs.as_independent(pivot, as_Add=False)
+            rhs = rhs / rest
+        elif lhs.is_Pow:
+            base, power = lhs.args
+            if base.has(pivot):
+                lhs, rhs = base, rhs ** (1 / power)
+            else:
+                lhs, rhs = power, sympy.log(rhs) / sympy.log(base)
+        elif lhs.func in INVERSES:
+            lhs, rhs = lhs.args[0], INVERSES[lhs.func](rhs)
+        else:
+            return None
+    return None
+
+
 def textbook_match(expr: sympy.Expr, variables: list[sympy.Symbol],
-                   rng: np.random.Generator) -> str | None:
-    """The id of a list equation that ``expr`` equals up to a constant factor under some
-    renaming of its variables (each possibly sign-flipped), or None. Every renaming is
-    tried at once (at most MAX_RENAMINGS of them), on 12 random points."""
+                   rng: np.random.Generator, pool: Pool | None = None) -> str | None:
+    """The id of an entry of ``pool`` (default: the list's equations) that ``expr``
+    equals up to a constant factor under some renaming of its variables (each possibly
+    sign-flipped), or None. Every renaming is tried at once (at most MAX_RENAMINGS of
+    them), on 12 random points."""
     k = len(variables)
     x = rng.uniform(1.1, 2.9, (k, 12))
     f = sympy.lambdify(variables, expr, "numpy")
@@ -346,7 +407,7 @@ def textbook_match(expr: sympy.Expr, variables: list[sympy.Symbol],
     perms = np.array([c[0] for c in combos])  # (N, k)
     signs = np.array([c[1] for c in combos])  # (N, k)
     args = [signs[:, j, None] * x[perms[:, j]] for j in range(k)]  # k arrays of (N, 12)
-    for eq_id, n_vars, their_heads, g in _textbook():
+    for eq_id, n_vars, their_heads, g in (_textbook() if pool is None else pool):
         if n_vars != k or their_heads != heads:
             continue
         with np.errstate(all="ignore"):
@@ -359,14 +420,71 @@ def textbook_match(expr: sympy.Expr, variables: list[sympy.Symbol],
     return None
 
 
-def dataless(c: Candidate, expr: sympy.Expr, frame: pd.DataFrame) -> str | None:
-    """Step 5: why the problem could be solved without data, or None."""
+@cache
+def _inversions() -> Pool:
+    """Every equation of the list inverted for each of its variables by elementary steps
+    (where the variable occurs once), as entries of a textbook_match pool."""
+    out = []
+    for e in equations():
+        syms, tsym = symbols_of(e), target_symbol(e)
+        rhs = parse(e.expr, syms)
+        for v in e.ranges:
+            inv = elementary_inversion(rhs, syms[v], tsym)
+            if inv is None or restricted_text(inv) is None:
+                continue
+            variables = [tsym] + [syms[n] for n in e.ranges if n != v]
+            out.append((f"{e.eq_id} for {v}", len(variables), frozenset(_functions(inv)),
+                        sympy.lambdify(variables, inv, "numpy")))
+    return tuple(out)
+
+
+@cache
+def _by_names() -> dict[frozenset[str], tuple[Equation, ...]]:
+    """The list's equations by the set of their variable names (target included)."""
+    out: dict[frozenset[str], list[Equation]] = defaultdict(list)
+    for e in equations():
+        out[frozenset([target_symbol(e).name, *e.ranges])].append(e)
+    return {k: tuple(v) for k, v in out.items()}
+
+
+def source_inverted(c: Candidate, frame: pd.DataFrame) -> str | None:
+    """What a solver that recognises the source writes: the equations of the list whose
+    variables are exactly the problem's names, each written for the pivot (inverted by
+    elementary steps, or as it stands where the pivot is its target); the first that
+    reproduces the pivot on the records, or None."""
+    for e in _by_names().get(frozenset([c.pivot, *c.inputs]), ()):
+        syms, tsym = symbols_of(e), target_symbol(e)
+        rhs = parse(e.expr, syms)
+        if tsym.name == c.pivot:
+            written, how = rhs, "as it stands"
+        else:
+            inv = elementary_inversion(rhs, syms[c.pivot], tsym)
+            if inv is None:
+                continue
+            written, how = inv, "inverted in elementary steps"
+        names = [n for n in frame.columns if n != c.pivot]
+        all_syms = {**syms, tsym.name: tsym}
+        v = _evaluate(written, names, all_syms, {n: frame[n].to_numpy(float) for n in names})
+        if np.mean(_holds(v, frame[c.pivot].to_numpy(float))) >= 0.99:
+            return f"equation {e.eq_id}, which the variable names identify, {how}"
+    return None
+
+
+def dataless(c: Candidate, expr: sympy.Expr, frame: pd.DataFrame) -> tuple[str, str] | None:
+    """Step 5: the data-free test that solves the problem (its step, and how), or None."""
     if is_monomial(frame, c.pivot, c.inputs[0:]):
-        return "a monomial of its inputs (a log-linear fit recovers it exactly)"
+        return DATA_FREE[0], "a log-linear fit recovers it exactly"
+    how = source_inverted(c, frame)
+    if how is not None:
+        return DATA_FREE[1], how
     free = sorted(expr.free_symbols, key=lambda s: s.name)
     match = textbook_match(expr, free, np.random.default_rng(_seed("textbook", c.problem_id)))
     if match is not None:
-        return f"the textbook form of equation {match} of the list"
+        return DATA_FREE[2], f"the textbook form of equation {match} of the list"
+    match = textbook_match(expr, free, np.random.default_rng(_seed("inverted", c.problem_id)),
+                           _inversions())
+    if match is not None:
+        return DATA_FREE[3], f"equation {match} inverted in elementary steps, renamed"
     return None
 
 
@@ -397,9 +515,9 @@ def screen(c: Candidate) -> tuple[sympy.Expr, pd.DataFrame] | None:
         return None
     rng = np.random.default_rng(_seed("lsr-transform", c.problem_id, "dataless"))
     frame = _frame(c, expr, 200, rng, "in")
-    reason = dataless(c, expr, frame)
-    if reason:
-        c.dropped = f"not solvable without data: {reason}"
+    solved = dataless(c, expr, frame)
+    if solved:
+        c.dropped = f"{solved[0]}: {solved[1]}"
         return None
     if len(_ood(c, expr, frame)) < MIN_OOD:
         c.dropped = ("has out-of-domain rows: the form is valid nowhere beyond the published "
