@@ -79,14 +79,15 @@ def library(tasks_dir: Path) -> TaskLibrary:
 
 @pytest.fixture(scope="session")
 def extra_lsr(tmp_path_factory: pytest.TempPathFactory) -> TaskLibrary:
-    """Problems outside the suites, built alone, that agents must still solve: two
+    """Problems outside the suites, built alone, that agents must still solve: three
     LSR-Transform problems the dataless filter drops (the monomials D = mob kb T for
-    mob and Coulomb's law for r) and a driven damped oscillator whose drive frequency
-    is a nonlinear constant (lsrs_fixture_driven)."""
+    mob and Coulomb's law for r, and the kinetic energy solved for w by hand) and a
+    driven damped oscillator whose drive frequency is a nonlinear constant
+    (lsrs_fixture_driven)."""
     from lawlab_ops.taskbuild import lsr, lsr_build, lsr_transform
 
     out = tmp_path_factory.mktemp("extra-lsr")
-    for eq_id, pivot in (("I.43.31", "mob"), ("I.12.2", "r")):
+    for eq_id, pivot in (("I.43.31", "mob"), ("I.12.2", "r"), ("I.13.4", "w")):
         lsr_build.build_problem(lsr_transform.unfiltered(eq_id, pivot), out)
     driven = lsr.Synth("lsrs_fixture_driven", "physics", "driven damped oscillator", "dv_dt",
                        ["t", "x", "v"], "-w0 ** 2 * x - g * v", "F * sin(w * t)",

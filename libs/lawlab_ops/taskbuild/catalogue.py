@@ -190,7 +190,10 @@ def _funnels(root: Path) -> list[str]:
         "isolates: a pivot that occurs two or more times in its source (a quadratic, a "
         "ratio of sums, a pivot inside and outside a root). The difference is the dataless "
         "test: ours drops every problem a recognised equation inverts by hand, which the "
-        "paper's LLM sampling evidently did not always do (its 111 keep more); ours cannot "
+        "paper's LLM sampling evidently did not always do (its 111 keep more: the example "
+        "the paper's authors give, the mean energy of a driven oscillator solved for the "
+        "mass, m = 4E / (x^2 (omega^2 + omega_0^2)), is equation I.24.6 inverted in three "
+        "elementary steps, which our filter drops); ours cannot "
         "drop a multi-occurrence problem an LLM would still solve by algebra, nor does it "
         "run the paper's own LLM test (no LLM runs here). The paper states neither its "
         "complexity threshold nor a count per step.",
