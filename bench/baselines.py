@@ -663,8 +663,8 @@ def write(r: Run, args: argparse.Namespace) -> None:
         "through real services on loopback, two trials at a time, with task-bootstrap "
         "intervals; a 10-task sample again at two more seeds for the agents that draw at "
         "random (section Seeds); a sample of each rebuilt LLM-SRBench suite, sr at seeds "
-        f"{', '.join(map(str, args.lsr_seeds))} (section LLM-SRBench-style problems); the experimenter, the generator's upper "
-        "bound, in Parallel only (section below). Unsubmitted or failed "
+        f"{', '.join(map(str, args.lsr_seeds))} (section LLM-SRBench-style problems); the "
+        "experimenter, the generator's upper bound, in Parallel only (section below). Unsubmitted or failed "
         "trials count as 0 in the means (strict mean). S_N counts as beating the best "
         f"published reference at {BEATS} or more: the metric at least 0.1% better (S_N - 0.5 "
         "= 0.5 (1 - m_sub / m_ref)), so that the reference refitted to rounding is not a win.",
